@@ -1,0 +1,110 @@
+//! Command-line definitions (clap). `main.rs` dispatches; nothing here runs a command.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tracetui",
+    version,
+    about = "Explore AI-agent traces in the terminal: runs, event trees, timelines, diffs, live tails",
+    long_about = "Explore AI-agent traces in the terminal.\n\nPATH is a trace file, a run directory, or a directory of runs (formats may be mixed). \
+`-` reads standard input.\n\nSupported trace formats: agentdbg, agentsnap (detected automatically; `--format NAME` overrides detection).\n\n\
+Exit codes: 0 fine, 1 differences or diagnostics found, 2 usage or unreadable input."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Traces to browse: trace files, run directories, or directories of runs.
+    pub paths: Vec<PathBuf>,
+    /// Read the traces as this format instead of detecting it.
+    #[arg(long = "format", value_name = "NAME", global = false)]
+    pub format: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Load traces and report format, counts and diagnostics (exit 1 on error diagnostics).
+    Check {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        fmt: FormatArgs,
+    },
+    /// Print the normalized event tree of a trace.
+    Show {
+        path: PathBuf,
+        #[command(flatten)]
+        fmt: FormatArgs,
+    },
+    /// List the runs in a directory: status, start, duration, counts (reads only metadata).
+    Ls {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        #[command(flatten)]
+        fmt: FormatArgs,
+    },
+    /// Print a shell completion script.
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff).
+    Man,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum Output {
+    #[default]
+    Text,
+    Json,
+}
+
+/// `--format` takes an output format (text, json) and/or a trace format name; it may be given
+/// twice (`--format json --format agentdbg`). The two sets of names do not overlap.
+#[derive(clap::Args, Debug, Default)]
+pub struct FormatArgs {
+    /// Output `text` or `json`, and/or a trace format name to override detection.
+    #[arg(long = "format", value_name = "FORMAT", action = clap::ArgAction::Append)]
+    pub format: Vec<String>,
+}
+
+impl FormatArgs {
+    /// (output format, forced trace format name)
+    pub fn split(&self) -> Result<(Output, Option<String>), String> {
+        let mut out = Output::Text;
+        let mut forced = None;
+        for f in &self.format {
+            match f.as_str() {
+                "text" => out = Output::Text,
+                "json" => out = Output::Json,
+                other => {
+                    if forced.replace(other.to_string()).is_some() {
+                        return Err("--format names more than one trace format".into());
+                    }
+                }
+            }
+        }
+        Ok((out, forced))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn format_splits_output_and_trace_format() {
+        let a = FormatArgs {
+            format: vec!["json".into(), "agentdbg".into()],
+        };
+        assert_eq!(a.split().unwrap(), (Output::Json, Some("agentdbg".into())));
+        let b = FormatArgs {
+            format: vec!["x".into(), "y".into()],
+        };
+        assert!(b.split().is_err());
+    }
+}

@@ -1,0 +1,783 @@
+//! AgentDbg, trace spec 0.1: a run directory `runs/<run_id>/` with `run.json` (metadata,
+//! rewritten at the end of the run) and `events.jsonl` (append-only, one event a line).
+//! Seven event types; `parent_id` usually null; `run.json` counts stay 0 while running.
+//!
+//! Built for size (DESIGN §4): the envelope is parsed typed with borrowed strings, only the
+//! payload fields the index needs are read, and the payload itself stays on disk until shown.
+
+use super::jsonl::{LineLoc, LineParser, Sink, load_lines};
+use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, lenient_u64, read_json_file, stem};
+use crate::model::*;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+pub struct AgentDbg;
+
+const EVENTS: &str = "events.jsonl";
+const RUN: &str = "run.json";
+const TYPES: [&str; 7] = [
+    "RUN_START",
+    "RUN_END",
+    "LLM_CALL",
+    "TOOL_CALL",
+    "STATE_UPDATE",
+    "ERROR",
+    "LOOP_WARNING",
+];
+
+impl Format for AgentDbg {
+    fn id(&self) -> &'static str {
+        "agentdbg"
+    }
+    fn describe(&self) -> &'static str {
+        "AgentDbg run directory (run.json + events.jsonl, spec 0.1), usually runs/<run_id>/"
+    }
+
+    fn detect(&self, p: &Probe) -> u8 {
+        if p.is_dir {
+            return if p.has_entry(EVENTS) && (p.has_entry(RUN) || !p.has_entry("spans.jsonl")) {
+                100
+            } else if p.has_entry(RUN) && !p.has_entry("meta.json") {
+                60
+            } else {
+                0
+            };
+        }
+        let typed = p
+            .record()
+            .and_then(|r| r.get("event_type"))
+            .and_then(Value::as_str)
+            .is_some_and(|t| TYPES.contains(&t));
+        if typed || (p.has_key("event_type") && p.has_key("event_id") && p.has_key("payload")) {
+            return 95;
+        }
+        // run.json given on its own
+        if p.file_name() == RUN && p.has_key("run_id") && p.has_key("counts") {
+            return 90;
+        }
+        0
+    }
+
+    fn is_run_dir(&self, dir: &Path) -> bool {
+        dir.join(EVENTS).is_file() || (dir.join(RUN).is_file() && !dir.join("meta.json").exists())
+    }
+
+    fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
+        let (dir_meta, events) = locate(path);
+        let mut parser = Parser::new(dir_meta.as_deref());
+        let mut sink = Sink::new(&events);
+        if let Some(run_json) = &dir_meta {
+            parser.read_run_json(run_json, &mut sink);
+        }
+        if events.is_file() {
+            load_lines(&events, &mut parser, &mut sink)?;
+        } else if sink.traces.is_empty() {
+            return Err(LoadError::io(
+                &events,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no events.jsonl"),
+            ));
+        } else {
+            sink.warning(None, "events.jsonl is missing: the run has not written events yet");
+        }
+        parser.settle(&mut sink);
+        sink.finish("AgentDbg events")
+    }
+
+    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+        let (run_json, events) = locate(path);
+        // run.json is enough for a finished run; a running one counts from its events.
+        if let Some(rj) = run_json.as_ref().filter(|p| p.is_file()) {
+            let v = read_json_file(rj, 16 << 20)?;
+            let status = RunStatus::parse(v.get("status").and_then(Value::as_str).unwrap_or(""));
+            if status != RunStatus::Running {
+                let start = v.get("started_at").and_then(parse_timestamp);
+                let end = v.get("ended_at").and_then(parse_timestamp);
+                let counts = v.get("counts");
+                let count = |k: &str| counts.and_then(|c| lenient_u64(c.get(k))).map(|n| n as usize);
+                let duration =
+                    lenient_u64(v.get("duration_ms"))
+                        .map(|ms| ms as i64 * 1_000_000)
+                        .or(match (start, end) {
+                            (Some(a), Some(b)) => Some(b - a),
+                            _ => None,
+                        });
+                return Ok(vec![Summary {
+                    id: v
+                        .get("run_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| stem(path)),
+                    name: v.get("run_name").and_then(Value::as_str).map(str::to_owned),
+                    format: "agentdbg",
+                    path: path.to_path_buf(),
+                    status,
+                    start,
+                    duration,
+                    events: None,
+                    tool_calls: count("tool_calls"),
+                    llm_calls: count("llm_calls"),
+                    errors: count("errors"),
+                    tokens: None,
+                }]);
+            }
+        }
+        let _ = events;
+        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+    }
+
+    fn decode_payload(&self, _t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
+        let mut out = Payload::default();
+        for (i, bytes) in raw.iter().enumerate() {
+            let v: Value = match serde_json::from_slice(bytes) {
+                Ok(v) => v,
+                Err(e) => {
+                    out.error = Some(ErrorInfo {
+                        kind: Some("unreadable".into()),
+                        message: format!("the record no longer parses: {e}"),
+                        ..Default::default()
+                    });
+                    return out;
+                }
+            };
+            let p = v.get("payload").cloned().unwrap_or(Value::Null);
+            let ty = v.get("event_type").and_then(Value::as_str).unwrap_or("");
+            fill_payload(&mut out, ty, &p, i > 0);
+            if let Some(meta) = field(&v, "meta").filter(|m| m.as_object().is_none_or(|o| !o.is_empty())) {
+                out.extra.push(("meta".into(), meta.clone()));
+            }
+        }
+        if ev.kind == EventKind::Error && out.error.is_none() {
+            out.error = Some(ErrorInfo {
+                message: "error".into(),
+                ..Default::default()
+            });
+        }
+        out
+    }
+}
+
+fn fill_payload(out: &mut Payload, ty: &str, p: &Value, second: bool) {
+    let take = |k: &str| field(p, k).map(decode_embedded_if_str);
+    match ty {
+        "LLM_CALL" => {
+            out.input = take("prompt");
+            out.output = take("response");
+            out.error = field(p, "error").and_then(ErrorInfo::from_value);
+            for k in ["usage", "provider", "model", "temperature", "stop_reason"] {
+                if let Some(v) = field(p, k) {
+                    out.extra.push((k.into(), v.clone()));
+                }
+            }
+        }
+        "TOOL_CALL" => {
+            out.input = take("args");
+            out.output = take("result");
+            out.error = field(p, "error").and_then(ErrorInfo::from_value);
+        }
+        "ERROR" => {
+            out.error = ErrorInfo::from_value(p);
+        }
+        "STATE_UPDATE" => {
+            out.output = take("state");
+            if let Some(d) = field(p, "diff") {
+                out.extra.push(("diff".into(), d.clone()));
+            }
+        }
+        "RUN_END" if second => {
+            out.output = Some(p.clone());
+        }
+        _ => {
+            if second {
+                out.output = Some(p.clone());
+            } else {
+                out.input = Some(p.clone());
+            }
+        }
+    }
+}
+
+/// Args and results are recorded "object | string | null"; a string that holds JSON is shown
+/// as that JSON.
+fn decode_embedded_if_str(v: &Value) -> Value {
+    decode_embedded(v)
+}
+
+/// (run.json if this is a run directory, events file).
+fn locate(path: &Path) -> (Option<PathBuf>, PathBuf) {
+    if path.is_dir() {
+        (Some(path.join(RUN)), path.join(EVENTS))
+    } else if path.file_name().is_some_and(|n| n == RUN) {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        (Some(path.to_path_buf()), dir.join(EVENTS))
+    } else {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let rj = dir.join(RUN);
+        (rj.is_file().then_some(rj), path.to_path_buf())
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    event_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    run_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    parent_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    event_type: Cow<'a, str>,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    duration_ms: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    payload: Option<&'a RawValue>,
+}
+
+/// The few payload fields the index needs; everything else is skipped unread.
+#[derive(Deserialize, Default)]
+struct PayloadIndex<'a> {
+    #[serde(borrow, default)]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    run_name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    error_type: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+struct UsageIndex<'a> {
+    #[serde(borrow, default)]
+    prompt_tokens: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    completion_tokens: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    total_tokens: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input_tokens: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    output_tokens: Option<&'a RawValue>,
+}
+
+fn raw_u64(r: Option<&RawValue>) -> Option<u64> {
+    let s = r?.get();
+    s.parse::<u64>().ok().or_else(|| {
+        s.parse::<f64>()
+            .ok()
+            .filter(|f| *f >= 0.0 && f.is_finite())
+            .map(|f| f as u64)
+    })
+}
+
+fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
+    let s = r?.get();
+    if let Some(inner) = s.strip_prefix('"').and_then(|x| x.strip_suffix('"'))
+        && !inner.contains('\\')
+    {
+        return parse_timestamp_str(inner);
+    }
+    serde_json::from_str::<Value>(s).ok().as_ref().and_then(parse_timestamp)
+}
+
+/// The AgentDbg line parser: one trace per `run_id` (a single file may hold several runs).
+pub struct Parser {
+    /// run_id → index into `states` (and into the sink's traces).
+    runs: HashMap<String, usize>,
+    states: Vec<RunState>,
+    /// Metadata from run.json, applied to the trace of its run (or the only one).
+    run_json: Option<PathBuf>,
+    events_file: u16,
+}
+
+#[derive(Default)]
+struct RunState {
+    root: Option<u32>,
+    ended: bool,
+    meta_status: Option<RunStatus>,
+}
+
+impl Parser {
+    pub fn new(run_json: Option<&Path>) -> Parser {
+        Parser {
+            runs: HashMap::new(),
+            states: Vec::new(),
+            run_json: run_json.map(Path::to_path_buf),
+            events_file: 0,
+        }
+    }
+
+    /// Read run.json (it may be missing while a run starts, or be replaced under us).
+    pub fn read_run_json(&mut self, path: &Path, sink: &mut Sink) {
+        if !path.is_file() {
+            return;
+        }
+        let v = match read_json_file(path, 16 << 20) {
+            Ok(v) => v,
+            Err(e) => {
+                sink.warning(None, format!("run.json: {e}"));
+                return;
+            }
+        };
+        let run_id = v.get("run_id").and_then(Value::as_str).unwrap_or("").to_string();
+        let key = if run_id.is_empty() {
+            self.only_run().unwrap_or_default()
+        } else {
+            run_id.clone()
+        };
+        let idx = self.trace_for(&key, sink);
+        let status = RunStatus::parse(v.get("status").and_then(Value::as_str).unwrap_or(""));
+        let t = &mut sink.traces[idx];
+        if let Some(n) = v.get("run_name").and_then(Value::as_str) {
+            t.meta.name = Some(n.to_string());
+        }
+        t.meta.start = v.get("started_at").and_then(parse_timestamp).or(t.meta.start);
+        t.meta.end = v.get("ended_at").and_then(parse_timestamp).or(t.meta.end);
+        if let Some(sv) = v.get("spec_version").and_then(Value::as_str)
+            && sv != "0.1"
+        {
+            t.diagnostics.push(Diagnostic::warning(
+                path,
+                None,
+                format!("spec_version {sv:?}: read as 0.1"),
+            ));
+        }
+        if let Some(c) = v.get("counts") {
+            t.meta.attributes.retain(|(k, _)| k != "counts");
+            t.meta.attributes.push(("counts".into(), c.clone()));
+        }
+        self.states[idx].meta_status = Some(status);
+    }
+
+    fn only_run(&self) -> Option<String> {
+        (self.runs.len() == 1)
+            .then(|| self.runs.keys().next().cloned())
+            .flatten()
+    }
+
+    fn trace_for(&mut self, run_id: &str, sink: &mut Sink) -> usize {
+        if let Some(&i) = self.runs.get(run_id) {
+            sink.touch(i);
+            return i;
+        }
+        // Events that name no run join the first run there is.
+        if run_id.is_empty() && !self.states.is_empty() {
+            sink.touch(0);
+            return 0;
+        }
+        let source = match &self.run_json {
+            Some(rj) => rj.parent().map(Path::to_path_buf).unwrap_or_default(),
+            None => sink.path.clone(),
+        };
+        let mut t = Trace::new(RunMeta {
+            id: if run_id.is_empty() {
+                stem(&source)
+            } else {
+                run_id.to_string()
+            },
+            format: "agentdbg",
+            source,
+            status: RunStatus::Unknown,
+            ..Default::default()
+        });
+        self.events_file = t.add_file(sink.path.clone());
+        let idx = sink.push_trace(t);
+        debug_assert_eq!(idx, self.states.len(), "this parser makes every trace of its sink");
+        self.runs.insert(run_id.to_string(), idx);
+        self.states.push(RunState::default());
+        idx
+    }
+
+    /// Status and counts from what the events say; run.json's status is provisional while
+    /// it says running (DESIGN §6).
+    pub fn settle(&mut self, sink: &mut Sink) {
+        for (i, rs) in self.states.iter().enumerate() {
+            let t = &mut sink.traces[i];
+            let from_events = match rs.root {
+                Some(r) if rs.ended => match t.events[r as usize].status {
+                    Status::Error => RunStatus::Error,
+                    _ => RunStatus::Ok,
+                },
+                _ => RunStatus::Running,
+            };
+            t.meta.status = match rs.meta_status {
+                Some(RunStatus::Running) | None | Some(RunStatus::Unknown) => from_events,
+                Some(s) if rs.ended => {
+                    // run.json and RUN_END agree in practice; RUN_END is the later word.
+                    let _ = s;
+                    from_events
+                }
+                Some(s) => s,
+            };
+            if let Some(r) = rs.root {
+                let e = &t.events[r as usize];
+                t.meta.start = t.meta.start.or(e.start);
+                if rs.ended {
+                    t.meta.end = t.meta.end.or(e.end());
+                }
+            }
+        }
+    }
+}
+
+impl LineParser for Parser {
+    fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let Some(env) = sink.parse::<Envelope>(line, loc) else {
+            return;
+        };
+        let ti = self.trace_for(env.run_id.as_deref().unwrap_or(""), sink);
+        let p: PayloadIndex = match env.payload {
+            Some(raw) if raw.get() != "null" => match serde_json::from_str(raw.get()) {
+                Ok(p) => p,
+                Err(e) => {
+                    sink.error(loc.line, format!("payload: {}", super::jsonl::json_error(&e)));
+                    PayloadIndex::default()
+                }
+            },
+            _ => PayloadIndex::default(),
+        };
+        let start = raw_ts(env.ts);
+        let duration = raw_u64(env.duration_ms).map(|ms| (ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000);
+        let origin = loc.origin(self.events_file);
+        let ok_or_error = |s: &Option<Cow<str>>| match s.as_deref() {
+            Some("error") => Status::Error,
+            Some(_) | None => Status::Ok,
+        };
+        let rs = &mut self.states[ti];
+        let t = &mut sink.traces[ti];
+        let env_name = env.name.as_deref().unwrap_or("");
+        let parent = match env.parent_id.as_deref() {
+            Some(pid) if !pid.is_empty() => Parent::Id(pid),
+            _ => match rs.root {
+                Some(r) if env.event_type != "RUN_START" => Parent::Index(r),
+                _ => Parent::None,
+            },
+        };
+        let mut ev = NewEvent {
+            id: env.event_id.as_deref(),
+            parent,
+            start,
+            duration,
+            origin,
+            payload: PayloadRef::Deferred,
+            ..NewEvent::new(EventKind::Other, env_name)
+        };
+        match env.event_type.as_ref() {
+            "RUN_START" => {
+                if rs.root.is_some() {
+                    t.diagnostics.push(Diagnostic::warning(
+                        sink.path.clone(),
+                        Some(loc.line),
+                        "a second RUN_START in the same run",
+                    ));
+                }
+                ev.kind = EventKind::Run;
+                ev.name = p.run_name.as_deref().filter(|s| !s.is_empty()).unwrap_or(env_name);
+                ev.status = Status::Pending;
+                let idx = t.add(ev);
+                if rs.root.is_none() {
+                    rs.root = Some(idx);
+                    if t.meta.name.is_none() && !t.name(idx).is_empty() {
+                        t.meta.name = Some(t.name(idx).to_string());
+                    }
+                    // Events written before RUN_START with no parent join the run now.
+                    let early: Vec<u32> = t.roots.iter().copied().filter(|&r| r != idx).collect();
+                    for e in early {
+                        if t.events[e as usize].source_id.is_empty() || t.events[e as usize].parent == NO_PARENT {
+                            t.set_parent(e, idx);
+                        }
+                    }
+                }
+            }
+            "RUN_END" => match rs.root {
+                Some(r) if !rs.ended => {
+                    rs.ended = true;
+                    let e = t.event_mut(r);
+                    e.status = ok_or_error(&p.status);
+                    e.origin2 = Some(origin);
+                    if let (Some(s0), Some(s1)) = (e.start, start) {
+                        e.duration = Some((s1 - s0).max(0));
+                    }
+                }
+                _ => {
+                    rs.ended = true;
+                    ev.kind = EventKind::Run;
+                    ev.status = ok_or_error(&p.status);
+                    t.add(ev);
+                }
+            },
+            "LLM_CALL" => {
+                ev.kind = EventKind::LlmCall;
+                ev.model = p.model.as_deref().filter(|m| !m.is_empty());
+                if env_name.is_empty() {
+                    ev.name = ev.model.unwrap_or("llm");
+                }
+                ev.status = if p.error.is_some_and(|e| e.get() != "null") {
+                    Status::Error
+                } else {
+                    ok_or_error(&p.status)
+                };
+                ev.usage = p
+                    .usage
+                    .and_then(|u| serde_json::from_str::<UsageIndex>(u.get()).ok())
+                    .map(|u| Usage {
+                        input: raw_u64(u.prompt_tokens).or(raw_u64(u.input_tokens)),
+                        output: raw_u64(u.completion_tokens).or(raw_u64(u.output_tokens)),
+                        total: raw_u64(u.total_tokens),
+                    });
+                t.add(ev);
+            }
+            "TOOL_CALL" => {
+                ev.kind = EventKind::ToolCall;
+                if let Some(n) = p.tool_name.as_deref().filter(|s| !s.is_empty()) {
+                    ev.name = n;
+                }
+                ev.status = if p.error.is_some_and(|e| e.get() != "null") {
+                    Status::Error
+                } else {
+                    ok_or_error(&p.status)
+                };
+                t.add(ev);
+            }
+            "STATE_UPDATE" => {
+                ev.kind = EventKind::State;
+                if env_name.is_empty() {
+                    ev.name = "state";
+                }
+                ev.status = Status::Ok;
+                t.add(ev);
+            }
+            "ERROR" => {
+                ev.kind = EventKind::Error;
+                if let Some(n) = p.error_type.as_deref().filter(|s| !s.is_empty()) {
+                    ev.name = n;
+                }
+                ev.status = Status::Error;
+                t.add(ev);
+            }
+            "LOOP_WARNING" => {
+                ev.kind = EventKind::LoopWarning;
+                ev.status = Status::Ok;
+                t.add(ev);
+            }
+            other => {
+                // Additive event types are allowed by the spec: shown generically.
+                let name = format!("{other} {env_name}");
+                t.add(NewEvent {
+                    name: name.trim(),
+                    ..ev
+                });
+            }
+        }
+    }
+
+    fn flush(&mut self, sink: &mut Sink) {
+        self.settle(sink);
+        for t in &mut sink.traces {
+            t.finalize();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn ev(id: &str, parent: Option<&str>, ty: &str, name: &str, payload: &str, ts_ms: u64) -> String {
+        let p = parent.map(|p| format!("\"{p}\"")).unwrap_or("null".into());
+        format!(
+            "{{\"spec_version\":\"0.1\",\"event_id\":\"{id}\",\"run_id\":\"r1\",\"parent_id\":{p},\"event_type\":\"{ty}\",\"ts\":\"2026-02-15T20:31:{:02}.{:03}Z\",\"duration_ms\":5,\"name\":\"{name}\",\"payload\":{payload},\"meta\":{{}}}}\n",
+            ts_ms / 1000,
+            ts_ms % 1000
+        )
+    }
+
+    fn write_run(dir: &Path, status: &str, lines: &[String]) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join("run.json"),
+            format!(
+                "{{\"spec_version\":\"0.1\",\"run_id\":\"r1\",\"run_name\":\"demo\",\"started_at\":\"2026-02-15T20:31:00.000Z\",\"ended_at\":null,\"duration_ms\":null,\"status\":\"{status}\",\"counts\":{{\"llm_calls\":0,\"tool_calls\":0,\"errors\":0,\"loop_warnings\":0}},\"last_event_ts\":null}}"
+            ),
+        )
+        .unwrap();
+        let mut f = std::fs::File::create(dir.join("events.jsonl")).unwrap();
+        for l in lines {
+            f.write_all(l.as_bytes()).unwrap();
+        }
+    }
+
+    fn all_types() -> Vec<String> {
+        vec![
+            ev(
+                "s",
+                None,
+                "RUN_START",
+                "demo",
+                r#"{"run_name":"demo","argv":["a.py"]}"#,
+                0,
+            ),
+            ev(
+                "l1",
+                None,
+                "LLM_CALL",
+                "gpt-4o",
+                r#"{"model":"gpt-4o","prompt":"hi","response":"yo","usage":{"prompt_tokens":"__REDACTED__","completion_tokens":7,"total_tokens":null},"status":"ok","error":null}"#,
+                100,
+            ),
+            ev(
+                "t1",
+                Some("l1"),
+                "TOOL_CALL",
+                "search",
+                r#"{"tool_name":"search","args":"{\"q\":1}","result":{"n":2},"status":"ok","error":null}"#,
+                200,
+            ),
+            ev(
+                "t2",
+                None,
+                "TOOL_CALL",
+                "write",
+                r#"{"tool_name":"write","args":{},"result":null,"status":"error","error":{"error_type":"PermissionError","message":"denied","stack":"tb"}}"#,
+                300,
+            ),
+            ev(
+                "st",
+                None,
+                "STATE_UPDATE",
+                "state",
+                r#"{"state":{"a":1},"diff":{"a":[0,1]}}"#,
+                400,
+            ),
+            ev(
+                "er",
+                None,
+                "ERROR",
+                "ValueError",
+                r#"{"error_type":"ValueError","message":"bad","stack":"x"}"#,
+                500,
+            ),
+            ev(
+                "lw",
+                None,
+                "LOOP_WARNING",
+                "loop",
+                r#"{"pattern":"A -> B","repetitions":3,"window_size":6,"evidence_event_ids":["l1"]}"#,
+                600,
+            ),
+            ev(
+                "e",
+                None,
+                "RUN_END",
+                "demo",
+                r#"{"status":"error","summary":{"llm_calls":1}}"#,
+                700,
+            ),
+        ]
+    }
+
+    #[test]
+    fn all_seven_event_types_load_into_one_tree() {
+        let d = tempfile::tempdir().unwrap();
+        write_run(d.path(), "error", &all_types());
+        let l = AgentDbg.load(d.path()).unwrap();
+        assert_eq!(l.traces.len(), 1);
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.meta.id, "r1");
+        assert_eq!(t.meta.name.as_deref(), Some("demo"));
+        assert_eq!(t.meta.status, RunStatus::Error);
+        let c = t.counts();
+        assert_eq!((c.events, c.tool_calls, c.llm_calls), (7, 2, 1));
+        assert_eq!(c.errors, 3, "failed tool, ERROR event, failed run");
+        assert_eq!(c.tokens, 7, "redacted prompt tokens count as unknown");
+        let root = t.roots[0];
+        assert_eq!(t.event(root).kind, EventKind::Run);
+        assert_eq!(t.event(root).duration, Some(700_000_000));
+        let walk: Vec<_> = t.walk().iter().map(|&(i, d)| (t.name(i).to_string(), d)).collect();
+        assert_eq!(walk[1], ("gpt-4o".into(), 1));
+        assert_eq!(walk[2], ("search".into(), 2));
+        // Payloads are read from disk when asked for.
+        let search = t.find("t1").unwrap();
+        let p = super::super::payload(t, t.event(search));
+        assert_eq!(
+            p.input,
+            Some(serde_json::json!({"q": 1})),
+            "a JSON string argument is shown as JSON"
+        );
+        assert_eq!(p.output, Some(serde_json::json!({"n": 2})));
+        let w = t.find("t2").unwrap();
+        let p = super::super::payload(t, t.event(w));
+        assert_eq!(p.error.unwrap().kind.as_deref(), Some("PermissionError"));
+        let r = super::super::payload(t, t.event(root));
+        assert!(
+            r.input.is_some() && r.output.is_some(),
+            "RUN_START and RUN_END both shown"
+        );
+    }
+
+    #[test]
+    fn a_running_run_counts_from_its_events() {
+        let d = tempfile::tempdir().unwrap();
+        let lines = all_types();
+        write_run(d.path(), "running", &lines[..4]);
+        let l = AgentDbg.load(d.path()).unwrap();
+        let t = &l.traces[0];
+        assert_eq!(t.meta.status, RunStatus::Running);
+        assert_eq!(t.counts().tool_calls, 2);
+        let s = AgentDbg.summarize(d.path()).unwrap();
+        assert_eq!(s[0].tool_calls, Some(2));
+        assert_eq!(s[0].status, RunStatus::Running);
+    }
+
+    #[test]
+    fn a_bad_line_is_a_diagnostic_and_the_rest_loads() {
+        let d = tempfile::tempdir().unwrap();
+        let mut lines = all_types();
+        lines.insert(2, "{not json\n".into());
+        lines.insert(3, "{\"event_type\": 5}\n".into());
+        write_run(d.path(), "ok", &lines);
+        let l = AgentDbg.load(d.path()).unwrap();
+        let t = &l.traces[0];
+        assert_eq!(t.counts().tool_calls, 2);
+        let lines: Vec<_> = t.diagnostics.iter().map(|d| d.line).collect();
+        assert_eq!(lines, vec![Some(3), Some(4)]);
+        assert!(
+            t.diagnostics[0].message.contains("invalid JSON"),
+            "{}",
+            t.diagnostics[0].message
+        );
+    }
+
+    #[test]
+    fn children_written_before_their_parent_attach_to_it() {
+        let d = tempfile::tempdir().unwrap();
+        let lines = vec![
+            ev("s", None, "RUN_START", "demo", "{}", 0),
+            ev("c", Some("p"), "LLM_CALL", "m", "{}", 10),
+            ev("p", None, "TOOL_CALL", "delegate_task", "{}", 20),
+            ev("e", None, "RUN_END", "demo", r#"{"status":"ok"}"#, 30),
+        ];
+        write_run(d.path(), "ok", &lines);
+        let t = &AgentDbg.load(d.path()).unwrap().traces[0];
+        let p = t.find("p").unwrap();
+        let c = t.find("c").unwrap();
+        assert_eq!(t.event(c).parent, p);
+        assert_eq!(t.roots.len(), 1);
+        assert_eq!(t.meta.status, RunStatus::Ok);
+    }
+}

@@ -1,0 +1,432 @@
+//! One incremental reader for every line-oriented format: a full load reads to the end,
+//! the live tail calls it again as the file grows. Lines are cut from a fixed buffer by
+//! positioned reads; a trailing partial line is held until its newline arrives.
+
+use super::{LoadError, Loaded};
+use crate::model::{Diagnostic, Severity, Trace};
+use serde::Deserialize;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// Lines longer than this are skipped with a diagnostic (DESIGN: hostile input is bounded).
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+const CHUNK: usize = 1024 * 1024;
+
+/// Where a line is: 1-based line number and byte range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineLoc {
+    pub line: u64,
+    pub offset: u64,
+    pub len: usize,
+}
+
+impl LineLoc {
+    pub fn origin(&self, file: u16) -> crate::model::Origin {
+        crate::model::Origin {
+            file,
+            line: self.line.min(u32::MAX as u64) as u32,
+            offset: self.offset,
+            len: self.len.min(u32::MAX as usize) as u32,
+        }
+    }
+}
+
+/// A format's per-line state machine. The same parser serves a full load and the live tail.
+pub trait LineParser: Send {
+    /// One complete, non-blank line (no newline).
+    fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink);
+    /// The reader reached the end of what is there now: settle provisional state (sort the
+    /// tree, mark open runs). May be called many times while a file grows.
+    fn flush(&mut self, sink: &mut Sink) {
+        for t in &mut sink.traces {
+            t.finalize();
+        }
+    }
+}
+
+/// Collects the traces of one source while it loads, and routes diagnostics to the trace
+/// being built (or, before any trace exists, to the first one that will).
+#[derive(Debug)]
+pub struct Sink {
+    pub path: PathBuf,
+    pub traces: Vec<Trace>,
+    /// Index of the trace the last record went to.
+    pub current: Option<usize>,
+    pending: Vec<Diagnostic>,
+    /// Indices of traces touched since the last `take_touched` (for the live tail).
+    touched: Vec<usize>,
+}
+
+impl Sink {
+    pub fn new(path: &Path) -> Sink {
+        Sink {
+            path: path.to_path_buf(),
+            traces: Vec::new(),
+            current: None,
+            pending: Vec::new(),
+            touched: Vec::new(),
+        }
+    }
+
+    pub fn push_trace(&mut self, mut t: Trace) -> usize {
+        if self.traces.is_empty() {
+            t.diagnostics.append(&mut self.pending);
+        }
+        self.traces.push(t);
+        let i = self.traces.len() - 1;
+        self.current = Some(i);
+        self.touch(i);
+        i
+    }
+
+    pub fn touch(&mut self, i: usize) {
+        self.current = Some(i);
+        if !self.touched.contains(&i) {
+            self.touched.push(i);
+        }
+    }
+
+    pub fn take_touched(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.touched)
+    }
+
+    pub fn diag(&mut self, d: Diagnostic) {
+        match self.current.and_then(|i| self.traces.get_mut(i)) {
+            Some(t) => {
+                if t.diagnostics.len() < 1000 {
+                    t.diagnostics.push(d)
+                }
+            }
+            None => {
+                if self.pending.len() < 1000 {
+                    self.pending.push(d)
+                }
+            }
+        }
+    }
+
+    pub fn error(&mut self, line: u64, msg: impl Into<String>) {
+        let d = Diagnostic::error(self.path.clone(), Some(line), msg);
+        self.diag(d);
+    }
+
+    pub fn warning(&mut self, line: Option<u64>, msg: impl Into<String>) {
+        let d = Diagnostic::warning(self.path.clone(), line, msg);
+        self.diag(d);
+    }
+
+    /// Parse a line as `T`, or report it (line number and serde's reason) and return None.
+    pub fn parse<'a, T: Deserialize<'a>>(&mut self, line: &'a [u8], loc: LineLoc) -> Option<T> {
+        match serde_json::from_slice::<T>(line) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error(loc.line, json_error(&e));
+                None
+            }
+        }
+    }
+
+    pub fn pending(&self) -> &[Diagnostic] {
+        &self.pending
+    }
+
+    /// The load's result: the traces found, or, when there are none, an error that carries
+    /// what was wrong.
+    pub fn finish(mut self, what: &str) -> Result<Loaded, LoadError> {
+        if self.traces.is_empty() {
+            let first = self
+                .pending
+                .iter()
+                .find(|d| d.severity == Severity::Error)
+                .map(|d| match d.line {
+                    Some(l) => format!(" (line {l}: {})", d.message),
+                    None => format!(" ({})", d.message),
+                })
+                .unwrap_or_default();
+            return Err(LoadError::Invalid {
+                path: self.path.clone(),
+                message: format!("no {what} found{first}"),
+                diagnostics: std::mem::take(&mut self.pending),
+            });
+        }
+        for t in &mut self.traces {
+            t.finalize();
+        }
+        Ok(Loaded { traces: self.traces })
+    }
+}
+
+/// serde_json's error, without its own "at line 1" (we know the file line).
+pub fn json_error(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let msg = match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg,
+    };
+    let what = match e.classify() {
+        serde_json::error::Category::Eof => "incomplete JSON",
+        serde_json::error::Category::Syntax => "invalid JSON",
+        serde_json::error::Category::Data => "unexpected record shape",
+        serde_json::error::Category::Io => "read error",
+    };
+    format!("{what}: {msg} (column {})", e.column())
+}
+
+/// Reads a line-oriented file incrementally.
+#[derive(Debug)]
+pub struct JsonlReader {
+    path: PathBuf,
+    offset: u64,
+    line_no: u64,
+    partial: Vec<u8>,
+    partial_start: u64,
+    skipping: bool,
+    buf: Vec<u8>,
+}
+
+impl JsonlReader {
+    pub fn new(path: &Path) -> JsonlReader {
+        JsonlReader {
+            path: path.to_path_buf(),
+            offset: 0,
+            line_no: 0,
+            partial: Vec::new(),
+            partial_start: 0,
+            skipping: false,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes consumed so far (complete lines plus a held partial line).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn has_partial(&self) -> bool {
+        !self.partial.is_empty() || self.skipping
+    }
+
+    /// Read everything from the current offset to the end of the file as it is now.
+    pub fn read_available(&mut self, parser: &mut dyn LineParser, sink: &mut Sink) -> Result<u64, LoadError> {
+        let mut f = File::open(&self.path).map_err(|e| LoadError::io(&self.path, e))?;
+        self.read_from(&mut f, parser, sink)
+    }
+
+    pub fn read_from<R: Read + Seek>(
+        &mut self,
+        f: &mut R,
+        parser: &mut dyn LineParser,
+        sink: &mut Sink,
+    ) -> Result<u64, LoadError> {
+        f.seek(SeekFrom::Start(self.offset))
+            .map_err(|e| LoadError::io(&self.path, e))?;
+        self.read_stream(f, parser, sink)
+    }
+
+    /// Read a stream (standard input, a decompressed member) to its end.
+    pub fn read_stream<R: Read>(
+        &mut self,
+        f: &mut R,
+        parser: &mut dyn LineParser,
+        sink: &mut Sink,
+    ) -> Result<u64, LoadError> {
+        if self.buf.len() != CHUNK {
+            self.buf = vec![0; CHUNK];
+        }
+        let mut total = 0u64;
+        loop {
+            let n = match f.read(&mut self.buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(LoadError::io(&self.path, e)),
+            };
+            total += n as u64;
+            let buf = std::mem::take(&mut self.buf);
+            self.consume(&buf[..n], parser, sink);
+            self.buf = buf;
+        }
+        Ok(total)
+    }
+
+    fn consume(&mut self, chunk: &[u8], parser: &mut dyn LineParser, sink: &mut Sink) {
+        let base = self.offset;
+        let mut start = 0usize;
+        for nl in memchr::memchr_iter(b'\n', chunk) {
+            self.line_no += 1;
+            if self.skipping {
+                self.skipping = false;
+                sink.error(
+                    self.line_no,
+                    format!("line longer than {} MiB, skipped", MAX_LINE >> 20),
+                );
+            } else if self.partial.is_empty() {
+                let loc = LineLoc {
+                    line: self.line_no,
+                    offset: base + start as u64,
+                    len: nl - start,
+                };
+                deliver(&chunk[start..nl], loc, parser, sink);
+            } else if self.partial.len() + (nl - start) > MAX_LINE {
+                self.partial.clear();
+                sink.error(
+                    self.line_no,
+                    format!("line longer than {} MiB, skipped", MAX_LINE >> 20),
+                );
+            } else {
+                self.partial.extend_from_slice(&chunk[start..nl]);
+                let line = std::mem::take(&mut self.partial);
+                let loc = LineLoc {
+                    line: self.line_no,
+                    offset: self.partial_start,
+                    len: line.len(),
+                };
+                deliver(&line, loc, parser, sink);
+                self.partial = line;
+                self.partial.clear();
+                if self.partial.capacity() > CHUNK {
+                    self.partial = Vec::new();
+                }
+            }
+            start = nl + 1;
+        }
+        let rest = &chunk[start..];
+        if !rest.is_empty() && !self.skipping {
+            if self.partial.is_empty() {
+                self.partial_start = base + start as u64;
+            }
+            if self.partial.len() + rest.len() > MAX_LINE {
+                self.partial = Vec::new();
+                self.skipping = true;
+            } else {
+                self.partial.extend_from_slice(rest);
+            }
+        }
+        self.offset = base + chunk.len() as u64;
+    }
+
+    /// End of a full load: a last line without a newline is used if it is whole JSON (many
+    /// writers omit the final newline), and otherwise reported as incomplete (a run that is
+    /// still being written), not as corruption.
+    pub fn finish(&mut self, parser: &mut dyn LineParser, sink: &mut Sink) {
+        if self.skipping {
+            self.skipping = false;
+            sink.error(
+                self.line_no + 1,
+                format!("line longer than {} MiB, skipped", MAX_LINE >> 20),
+            );
+        }
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.line_no += 1;
+            let loc = LineLoc {
+                line: self.line_no,
+                offset: self.partial_start,
+                len: line.len(),
+            };
+            if line.iter().all(|b| b.is_ascii_whitespace()) {
+                // nothing
+            } else if serde_json::from_slice::<serde::de::IgnoredAny>(trim_cr(&line)).is_ok() {
+                deliver(&line, loc, parser, sink);
+            } else {
+                sink.warning(
+                    Some(loc.line),
+                    "incomplete last line (no newline yet: the run may still be writing); ignored",
+                );
+            }
+        }
+        parser.flush(sink);
+    }
+
+    /// The file got shorter than what was read: it was truncated or replaced. Start over.
+    pub fn reset(&mut self) {
+        *self = JsonlReader::new(&self.path);
+    }
+}
+
+fn trim_cr(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+fn deliver(line: &[u8], loc: LineLoc, parser: &mut dyn LineParser, sink: &mut Sink) {
+    let l = trim_cr(line);
+    if l.iter().all(|b| b.is_ascii_whitespace()) {
+        return;
+    }
+    parser.line(l, LineLoc { len: l.len(), ..loc }, sink);
+}
+
+/// Load a whole line-oriented file with `parser`.
+pub fn load_lines(path: &Path, parser: &mut dyn LineParser, sink: &mut Sink) -> Result<(), LoadError> {
+    let mut r = JsonlReader::new(path);
+    r.read_available(parser, sink)?;
+    r.finish(parser, sink);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    /// Records each line it is given.
+    struct Collect(Vec<(String, LineLoc)>);
+    impl LineParser for Collect {
+        fn line(&mut self, line: &[u8], loc: LineLoc, _: &mut Sink) {
+            self.0.push((String::from_utf8_lossy(line).into_owned(), loc));
+        }
+    }
+
+    #[test]
+    fn lines_are_cut_with_their_byte_ranges() {
+        let data = b"{\"a\":1}\n\n{\"b\":2}\r\n{\"c\":3}";
+        let mut r = JsonlReader::new(Path::new("x"));
+        let mut p = Collect(Vec::new());
+        let mut s = Sink::new(Path::new("x"));
+        r.read_stream(&mut Cursor::new(&data[..]), &mut p, &mut s).unwrap();
+        assert_eq!(p.0.len(), 2, "the last line waits for its newline");
+        r.finish(&mut p, &mut s);
+        let got: Vec<_> = p.0.iter().map(|(l, loc)| (l.as_str(), loc.line, loc.offset)).collect();
+        assert_eq!(
+            got,
+            vec![("{\"a\":1}", 1, 0), ("{\"b\":2}", 3, 9), ("{\"c\":3}", 4, 18)]
+        );
+        assert_eq!(&data[9..9 + 7], b"{\"b\":2}");
+    }
+
+    #[test]
+    fn a_partial_line_is_held_across_reads() {
+        let mut r = JsonlReader::new(Path::new("x"));
+        let mut p = Collect(Vec::new());
+        let mut s = Sink::new(Path::new("x"));
+        r.consume(b"{\"a\":", &mut p, &mut s);
+        assert!(p.0.is_empty());
+        assert!(r.has_partial());
+        r.consume(b"1}\n{\"b\"", &mut p, &mut s);
+        assert_eq!(p.0.len(), 1);
+        assert_eq!(p.0[0].0, "{\"a\":1}");
+        assert_eq!(p.0[0].1.offset, 0);
+        r.consume(b":2}\n", &mut p, &mut s);
+        assert_eq!(p.0[1].0, "{\"b\":2}");
+        assert_eq!(p.0[1].1.offset, 8);
+        assert_eq!(p.0[1].1.line, 2);
+    }
+
+    #[test]
+    fn a_cut_last_line_is_a_warning_not_an_error() {
+        let mut r = JsonlReader::new(Path::new("x"));
+        let mut p = Collect(Vec::new());
+        let mut s = Sink::new(Path::new("x"));
+        r.consume(b"{\"a\":1}\n{\"b\":", &mut p, &mut s);
+        r.finish(&mut p, &mut s);
+        assert_eq!(p.0.len(), 1);
+        assert_eq!(s.pending().len(), 1);
+        assert_eq!(s.pending()[0].severity, Severity::Warning);
+        assert_eq!(s.pending()[0].line, Some(2));
+    }
+}

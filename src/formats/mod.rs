@@ -1,0 +1,217 @@
+//! Formats: detect a source and parse it into the shared model. One file per format; this
+//! file holds the registry and what formats share.
+
+pub mod jsonl;
+mod probe;
+mod util;
+
+pub mod agentdbg;
+pub mod agentsnap;
+
+pub use probe::Probe;
+pub use util::*;
+
+use crate::model::{Diagnostic, Event, Payload, PayloadRef, Trace};
+use std::path::{Path, PathBuf};
+
+/// The formats tracetui reads, in detection order. Adding a format is one line here.
+pub static REGISTRY: &[&dyn Format] = &[&agentdbg::AgentDbg, &agentsnap::AgentSnap];
+
+/// What a format does: recognise a source and load it.
+pub trait Format: Sync {
+    /// Stable id (`--format NAME`, JSON output).
+    fn id(&self) -> &'static str;
+    /// Where these files usually live / what they look like, for help and errors.
+    fn describe(&self) -> &'static str;
+    /// How sure the format is that `probe` is one of its sources: 0 no, 100 certain.
+    fn detect(&self, probe: &Probe) -> u8;
+    /// Load every trace in the source. Bad records become diagnostics; only a source that
+    /// cannot be read or holds nothing of this format is an error.
+    fn load(&self, path: &Path) -> Result<Loaded, LoadError>;
+    /// Cheap run summaries for `ls` (metadata files, first and last lines). The default loads.
+    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+    }
+    /// Decode the payload of an event whose payload was left on disk (`PayloadRef::Deferred`);
+    /// `raw` holds the bytes of its origin record and, if any, its second record.
+    fn decode_payload(&self, _trace: &Trace, _event: &Event, _raw: &[&[u8]]) -> Payload {
+        Payload::default()
+    }
+    /// Whether the source is a directory this format reads as one run.
+    fn is_run_dir(&self, _dir: &Path) -> bool {
+        false
+    }
+}
+
+/// The result of loading one source.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub traces: Vec<Trace>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a trace tracetui can read ({reason}); tried: {tried}")]
+    NotATrace {
+        path: PathBuf,
+        reason: String,
+        tried: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid {
+        path: PathBuf,
+        message: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+impl LoadError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+    pub fn invalid(path: &Path, message: impl Into<String>) -> Self {
+        LoadError::Invalid {
+            path: path.to_path_buf(),
+            message: message.into(),
+            diagnostics: Vec::new(),
+        }
+    }
+}
+
+/// One row of `ls` and of the runs view before a run is opened.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Summary {
+    pub id: String,
+    pub name: Option<String>,
+    pub format: &'static str,
+    pub path: PathBuf,
+    pub status: crate::model::RunStatus,
+    pub start: Option<i64>,
+    pub duration: Option<i64>,
+    pub events: Option<usize>,
+    pub tool_calls: Option<usize>,
+    pub llm_calls: Option<usize>,
+    pub errors: Option<usize>,
+    pub tokens: Option<u64>,
+}
+
+impl Summary {
+    pub fn of(t: &Trace) -> Summary {
+        let c = t.counts();
+        let (start, _) = t.time_span();
+        Summary {
+            id: t.meta.id.clone(),
+            name: t.meta.name.clone(),
+            format: t.meta.format,
+            path: t.meta.source.clone(),
+            status: t.meta.status,
+            start,
+            duration: t.duration(),
+            events: Some(c.events),
+            tool_calls: Some(c.tool_calls),
+            llm_calls: Some(c.llm_calls),
+            errors: Some(c.errors),
+            tokens: Some(c.tokens),
+        }
+    }
+}
+
+pub fn by_id(id: &str) -> Option<&'static dyn Format> {
+    REGISTRY.iter().copied().find(|f| f.id() == id)
+}
+
+pub fn ids() -> Vec<&'static str> {
+    REGISTRY.iter().map(|f| f.id()).collect()
+}
+
+/// Pick the format of a source: the most confident detector wins; ties go to registry order.
+pub fn detect(path: &Path) -> Result<&'static dyn Format, LoadError> {
+    let probe = Probe::open(path)?;
+    let mut best: Option<(&'static dyn Format, u8)> = None;
+    for f in REGISTRY {
+        let c = f.detect(&probe);
+        if c > 0 && best.is_none_or(|(_, b)| c > b) {
+            best = Some((*f, c));
+        }
+    }
+    best.map(|(f, _)| f).ok_or_else(|| LoadError::NotATrace {
+        path: path.to_path_buf(),
+        reason: probe.describe(),
+        tried: ids().join(", "),
+    })
+}
+
+/// Detect (or use `forced`) and load.
+pub fn load(path: &Path, forced: Option<&'static dyn Format>) -> Result<Loaded, LoadError> {
+    let f = match forced {
+        Some(f) => f,
+        None => detect(path)?,
+    };
+    f.load(path)
+}
+
+/// The payload of an event, reading it from disk when it was left there.
+pub fn payload(trace: &Trace, ev: &Event) -> Payload {
+    match &ev.payload {
+        PayloadRef::None => Payload::default(),
+        PayloadRef::Inline(p) => (**p).clone(),
+        PayloadRef::Deferred => {
+            let Some(f) = by_id(trace.meta.format) else {
+                return Payload::default();
+            };
+            let mut raws = Vec::new();
+            for o in std::iter::once(ev.origin).chain(ev.origin2) {
+                match read_origin(trace, o) {
+                    Ok(b) => raws.push(b),
+                    Err(e) => {
+                        return Payload {
+                            error: Some(crate::model::ErrorInfo {
+                                kind: Some("unreadable".into()),
+                                message: format!("could not read the record from disk: {e}"),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        };
+                    }
+                }
+            }
+            let refs: Vec<&[u8]> = raws.iter().map(|v| v.as_slice()).collect();
+            f.decode_payload(trace, ev, &refs)
+        }
+    }
+}
+
+/// The raw bytes of a record (for the raw view and deferred payloads), by positioned read.
+pub fn read_origin(trace: &Trace, o: crate::model::Origin) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let path = trace
+        .files
+        .get(o.file as usize)
+        .ok_or_else(|| std::io::Error::other("event has no source file"))?;
+    let mut f = std::fs::File::open(path)?;
+    f.seek(SeekFrom::Start(o.offset))?;
+    let mut buf = vec![0; o.len as usize];
+    let n = read_full(&mut f, &mut buf)?;
+    buf.truncate(n);
+    return Ok(buf);
+
+    fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match f.read(&mut buf[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
+    }
+}

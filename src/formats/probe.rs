@@ -1,0 +1,280 @@
+use super::LoadError;
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// How much of a file detection reads.
+const HEAD: usize = 256 * 1024;
+
+/// What detection may look at: the path's shape and the first records.
+#[derive(Debug)]
+pub struct Probe {
+    pub path: PathBuf,
+    pub is_dir: bool,
+    /// File names in a directory (not recursive).
+    pub entries: Vec<String>,
+    /// The first bytes of a file.
+    pub head: Vec<u8>,
+    /// The whole file is in `head`.
+    pub complete: bool,
+    /// The first non-blank line, parsed, when it is complete and valid JSON.
+    pub first: Option<Value>,
+    /// The whole file parsed as one JSON document, when it fits in `head`.
+    pub whole: Option<Value>,
+    /// Top-level keys of the first object (inside a leading array, of its first element),
+    /// found by scanning even when the first record is too large to parse here.
+    pub first_keys: Vec<String>,
+}
+
+impl Probe {
+    pub fn open(path: &Path) -> Result<Probe, LoadError> {
+        let meta = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?;
+        if meta.is_dir() {
+            let mut entries = Vec::new();
+            let rd = std::fs::read_dir(path).map_err(|e| LoadError::io(path, e))?;
+            for e in rd.flatten().take(10_000) {
+                entries.push(e.file_name().to_string_lossy().into_owned());
+            }
+            entries.sort();
+            return Ok(Probe {
+                path: path.to_path_buf(),
+                is_dir: true,
+                entries,
+                head: Vec::new(),
+                complete: true,
+                first: None,
+                whole: None,
+                first_keys: Vec::new(),
+            });
+        }
+        let mut f = std::fs::File::open(path).map_err(|e| LoadError::io(path, e))?;
+        let mut head = Vec::with_capacity(HEAD.min(meta.len() as usize + 1));
+        (&mut f)
+            .take(HEAD as u64 + 1)
+            .read_to_end(&mut head)
+            .map_err(|e| LoadError::io(path, e))?;
+        let complete = head.len() <= HEAD;
+        head.truncate(HEAD);
+        Ok(Probe::from_bytes(path, head, complete))
+    }
+
+    pub fn from_bytes(path: &Path, head: Vec<u8>, complete: bool) -> Probe {
+        let whole = if complete {
+            serde_json::from_slice::<Value>(&head).ok()
+        } else {
+            None
+        };
+        let first = first_line(&head, complete).and_then(|l| serde_json::from_slice::<Value>(l).ok());
+        let first_keys = match first.as_ref().or(whole.as_ref()) {
+            Some(v) => keys_of_first_object(v),
+            None => scan_first_keys(&head),
+        };
+        Probe {
+            path: path.to_path_buf(),
+            is_dir: false,
+            entries: Vec::new(),
+            head,
+            complete,
+            first,
+            whole,
+            first_keys,
+        }
+    }
+
+    pub fn has_entry(&self, name: &str) -> bool {
+        self.entries.iter().any(|e| e == name)
+    }
+
+    pub fn has_key(&self, k: &str) -> bool {
+        self.first_keys.iter().any(|x| x == k)
+    }
+
+    pub fn file_name(&self) -> &str {
+        self.path.file_name().and_then(|n| n.to_str()).unwrap_or("")
+    }
+
+    pub fn is_gzip(&self) -> bool {
+        self.head.starts_with(&[0x1f, 0x8b])
+    }
+
+    /// The first record: the first line, else the whole document.
+    pub fn record(&self) -> Option<&Value> {
+        self.first.as_ref().or(self.whole.as_ref())
+    }
+
+    /// Every complete line of the head, parsed (for detectors that look past line one).
+    pub fn lines(&self) -> impl Iterator<Item = Value> + '_ {
+        let mut it = self.head.split(|&b| b == b'\n').peekable();
+        let complete = self.complete;
+        std::iter::from_fn(move || {
+            loop {
+                let l = it.next()?;
+                if it.peek().is_none() && !complete {
+                    return None; // the cut-off last line
+                }
+                if l.iter().all(|b| b.is_ascii_whitespace()) {
+                    continue;
+                }
+                if let Ok(v) = serde_json::from_slice(l) {
+                    return Some(v);
+                }
+            }
+        })
+    }
+
+    /// A short description of what was found, for the "not a trace" error.
+    pub fn describe(&self) -> String {
+        if self.is_dir {
+            return if self.entries.is_empty() {
+                "an empty directory".into()
+            } else {
+                format!("a directory holding {} (no run files)", preview(&self.entries))
+            };
+        }
+        if self.head.is_empty() {
+            return "the file is empty".into();
+        }
+        if self.is_gzip() {
+            return "a gzip archive without manifest.json and events.ndjson".into();
+        }
+        if self.head.contains(&0)
+            || std::str::from_utf8(&self.head[..self.head.len().min(4096)]).is_err() && !self.complete
+        {
+            return "binary data, not JSON".into();
+        }
+        match (self.record(), self.first_keys.is_empty()) {
+            (Some(Value::Object(_)), _) | (None, false) => {
+                format!("JSON with keys {}", preview(&self.first_keys))
+            }
+            (Some(Value::Array(a)), _) => {
+                format!("a JSON array of {} items of no known shape", a.len())
+            }
+            (Some(v), _) => format!("a JSON {}", type_name(v)),
+            (None, true) => "no JSON on the first line".into(),
+        }
+    }
+}
+
+fn preview(items: &[String]) -> String {
+    let mut s: Vec<String> = items.iter().take(6).map(|k| format!("`{k}`")).collect();
+    if items.len() > 6 {
+        s.push(format!("and {} more", items.len() - 6));
+    }
+    s.join(", ")
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn first_line(head: &[u8], complete: bool) -> Option<&[u8]> {
+    let mut rest = head;
+    loop {
+        match memchr::memchr(b'\n', rest) {
+            Some(i) => {
+                let l = &rest[..i];
+                if !l.iter().all(|b| b.is_ascii_whitespace()) {
+                    return Some(l);
+                }
+                rest = &rest[i + 1..];
+            }
+            None if complete && !rest.iter().all(|b| b.is_ascii_whitespace()) => return Some(rest),
+            None => return None,
+        }
+    }
+}
+
+fn keys_of_first_object(v: &Value) -> Vec<String> {
+    match v {
+        Value::Object(m) => m.keys().cloned().collect(),
+        Value::Array(a) => a.first().map(keys_of_first_object).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// Top-level keys of the first object in a prefix of JSON text that may be cut anywhere.
+pub(crate) fn scan_first_keys(bytes: &[u8]) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut depth = 0usize;
+    let mut target = 0usize; // depth at which keys are read: 1 for `{`, 2 for `[{`
+    let mut i = 0;
+    while i < bytes.len() && keys.len() < 200 {
+        match bytes[i] {
+            b'{' => {
+                depth += 1;
+                if target == 0 {
+                    target = depth;
+                }
+            }
+            b'[' => depth += 1,
+            b'}' | b']' => {
+                if depth == target && target != 0 {
+                    break;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                if j >= bytes.len() {
+                    break;
+                }
+                if depth == target && target != 0 {
+                    let mut k = j + 1;
+                    while k < bytes.len() && bytes[k].is_ascii_whitespace() {
+                        k += 1;
+                    }
+                    if k < bytes.len() && bytes[k] == b':' {
+                        keys.push(String::from_utf8_lossy(&bytes[start..j]).into_owned());
+                    }
+                }
+                i = j;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_from_a_cut_record() {
+        let k = scan_first_keys(br#"{"a": 1, "b": {"x": 2}, "c": "text \" with quote", "d": [1,2"#);
+        assert_eq!(k, vec!["a", "b", "c", "d"]);
+        let k = scan_first_keys(br#"[{"role": "user", "content": "hi"}, {"other": 1}]"#);
+        assert_eq!(k, vec!["role", "content"]);
+    }
+
+    #[test]
+    fn first_line_parsed_even_without_newline() {
+        let p = Probe::from_bytes(Path::new("x.jsonl"), b"\n\n{\"a\":1}".to_vec(), true);
+        assert!(p.first.is_some());
+        assert!(p.has_key("a"));
+    }
+
+    #[test]
+    fn cut_head_keeps_keys() {
+        let p = Probe::from_bytes(
+            Path::new("x.jsonl"),
+            br#"{"type":"step","content":"aaaa"#.to_vec(),
+            false,
+        );
+        assert!(p.first.is_none());
+        assert_eq!(p.first_keys, vec!["type", "content"]);
+        assert!(p.describe().contains("`type`"));
+    }
+}

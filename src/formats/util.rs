@@ -1,0 +1,103 @@
+//! Small helpers the formats share.
+
+use serde_json::Value;
+use std::path::Path;
+
+/// A payload that may be JSON inside a string (Maida span events, OpenAI `arguments`):
+/// the parsed value, else the string itself (DESIGN §3: parse, fall back to the string).
+pub fn json_or_string(s: &str) -> Value {
+    let t = s.trim_start();
+    if (t.starts_with('{') || t.starts_with('[') || t.starts_with('"'))
+        && let Ok(v) = serde_json::from_str::<Value>(s)
+    {
+        return v;
+    }
+    Value::String(s.to_string())
+}
+
+/// Like [`json_or_string`] for a value that may or may not be a string.
+pub fn decode_embedded(v: &Value) -> Value {
+    match v {
+        Value::String(s) => json_or_string(s),
+        other => other.clone(),
+    }
+}
+
+pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// A present, non-null field.
+pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    v.get(key).filter(|x| !x.is_null())
+}
+
+/// A count or token number that may be redacted (`"__REDACTED__"`), a string, or a float.
+pub fn lenient_u64(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0 && f.is_finite()).map(|f| f as u64)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A run name from a file or directory name: `runs/abc/` → `abc`, `x.snap.json` → `x`.
+pub fn stem(path: &Path) -> String {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("run");
+    for suffix in [".snap.json", ".current.json", ".tar.gz", ".jsonl", ".ndjson", ".json"] {
+        if let Some(s) = name.strip_suffix(suffix)
+            && !s.is_empty()
+        {
+            return s.to_string();
+        }
+    }
+    name.to_string()
+}
+
+/// Read a small JSON file (metadata), bounded so a hostile file cannot exhaust memory.
+pub fn read_json_file(path: &Path, limit: u64) -> Result<Value, super::LoadError> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| super::LoadError::io(path, e))?;
+    let mut buf = Vec::new();
+    f.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| super::LoadError::io(path, e))?;
+    if buf.len() as u64 > limit {
+        return Err(super::LoadError::invalid(
+            path,
+            format!("larger than {} MiB; not read", limit >> 20),
+        ));
+    }
+    serde_json::from_slice(&buf).map_err(|e| super::LoadError::invalid(path, super::jsonl::json_error(&e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn embedded_json_is_parsed_with_fallback() {
+        assert_eq!(json_or_string("{\"q\":1}"), json!({"q": 1}));
+        assert_eq!(json_or_string("\"no results\""), json!("no results"));
+        assert_eq!(json_or_string("[\"a\"], [\"b\"]"), json!("[\"a\"], [\"b\"]"));
+        assert_eq!(json_or_string("plain"), json!("plain"));
+    }
+
+    #[test]
+    fn lenient_numbers() {
+        assert_eq!(lenient_u64(Some(&json!(5))), Some(5));
+        assert_eq!(lenient_u64(Some(&json!("__REDACTED__"))), None);
+        assert_eq!(lenient_u64(Some(&json!("12"))), Some(12));
+        assert_eq!(lenient_u64(None), None);
+    }
+
+    #[test]
+    fn stems() {
+        assert_eq!(stem(Path::new("a/search_flow.snap.json")), "search_flow");
+        assert_eq!(stem(Path::new("runs/abc")), "abc");
+        assert_eq!(stem(Path::new("x.jsonl")), "x");
+    }
+}

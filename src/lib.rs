@@ -1,0 +1,11 @@
+//! tracetui: a terminal explorer for AI-agent traces.
+//!
+//! Data flows one way: bytes → [`formats`] → [`model`] → [`report`] (DESIGN §1).
+//! Everything here is usable from tests, benches and fuzz targets.
+
+pub mod cli;
+pub mod formats;
+pub mod model;
+pub mod report;
+pub mod sanitize;
+pub mod source;

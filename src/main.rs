@@ -1,0 +1,89 @@
+use clap::{CommandFactory, Parser};
+use std::io::Write;
+use std::process::ExitCode;
+use tracetui::cli::{Cli, Command, FormatArgs, Output};
+use tracetui::{report, source};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            // A closed pipe (`| head`) is not an error worth a message.
+            if let Some(io) = e.downcast_ref::<std::io::Error>()
+                && io.kind() == std::io::ErrorKind::BrokenPipe
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {e:#}")));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("{msg}")
+}
+
+fn formats(f: &FormatArgs) -> anyhow::Result<(Output, Option<&'static dyn tracetui::formats::Format>)> {
+    let (out, forced) = f.split().map_err(usage)?;
+    let forced = source::forced_format(forced.as_deref()).map_err(usage)?;
+    Ok((out, forced))
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let code = match cli.command {
+        Some(Command::Check { paths, fmt }) => {
+            let (o, forced) = formats(&fmt)?;
+            let d = source::discover(&paths, forced);
+            let outcome = report::check::run(&d, &mut out, o)?;
+            outcome.exit_code() as u8
+        }
+        Some(Command::Show { path, fmt }) => {
+            let (o, forced) = formats(&fmt)?;
+            let d = source::discover(std::slice::from_ref(&path), forced);
+            let mut code = 0;
+            for e in &d.errors {
+                eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {e}")));
+                code = 2;
+            }
+            for (_, res) in source::load_all(&d.runs) {
+                match res {
+                    Ok(l) => report::show::run(&l.traces, &mut out, o)?,
+                    Err(e) => {
+                        eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {e}")));
+                        code = 2;
+                    }
+                }
+            }
+            code
+        }
+        Some(Command::Ls { dir, fmt }) => {
+            let (o, forced) = formats(&fmt)?;
+            let d = source::discover(std::slice::from_ref(&dir), forced);
+            let failed = report::ls::run(&d, &mut out, o)?;
+            if failed > 0 && d.runs.is_empty() { 2 } else { 0 }
+        }
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(shell, &mut Cli::command(), "tracetui", &mut out);
+            0
+        }
+        Some(Command::Man) => {
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            0
+        }
+        None => {
+            if cli.paths.is_empty() {
+                Cli::command().print_help()?;
+                return Ok(2);
+            }
+            return Err(usage(
+                "the interactive explorer is not built yet; use `tracetui check|show|ls PATH`",
+            ));
+        }
+    };
+    out.flush()?;
+    Ok(code)
+}

@@ -1,0 +1,161 @@
+use super::payload::PayloadRef;
+use super::strings::StrRef;
+use serde::Serialize;
+
+/// Index value meaning "this event has no parent" (it is a root).
+pub const NO_PARENT: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+    Other,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Role {
+        match s.to_ascii_lowercase().as_str() {
+            "system" | "developer" => Role::System,
+            "user" | "human" => Role::User,
+            "assistant" | "ai" | "model" => Role::Assistant,
+            "tool" | "function" => Role::Tool,
+            _ => Role::Other,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Other => "other",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    Run,
+    LlmCall,
+    ToolCall,
+    Message(Role),
+    State,
+    Error,
+    LoopWarning,
+    Step,
+    /// A record type the model has no name for; the event's name says what it was.
+    Other,
+}
+
+impl EventKind {
+    /// Short stable name, used by `show`, the filter language (`kind:`) and JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Run => "run",
+            EventKind::LlmCall => "llm",
+            EventKind::ToolCall => "tool",
+            EventKind::Message(_) => "message",
+            EventKind::State => "state",
+            EventKind::Error => "error",
+            EventKind::LoopWarning => "loop",
+            EventKind::Step => "step",
+            EventKind::Other => "other",
+        }
+    }
+    pub fn is_call(self) -> bool {
+        matches!(self, EventKind::LlmCall | EventKind::ToolCall)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Error,
+    Pending,
+    #[default]
+    Unknown,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Pending => "pending",
+            Status::Unknown => "unknown",
+        }
+    }
+}
+
+/// Token usage of one LLM call. Any field may be unknown (absent or redacted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+    pub total: Option<u64>,
+}
+
+impl Usage {
+    pub fn is_empty(&self) -> bool {
+        self.input.is_none() && self.output.is_none() && self.total.is_none()
+    }
+    /// Total tokens: the recorded total, else input + output where known.
+    pub fn sum(&self) -> Option<u64> {
+        self.total.or(match (self.input, self.output) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        })
+    }
+}
+
+/// Where an event came from, so the raw record can always be shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// Index into `Trace::files`.
+    pub file: u16,
+    /// 1-based line number; 0 when the source has no lines (a whole-file JSON document).
+    pub line: u32,
+    /// Byte range of the record in the file.
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// One node of the event tree. Kept compact (DESIGN §4): strings live in the trace's
+/// string store, and large payloads stay on disk until shown.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub kind: EventKind,
+    pub name: StrRef,
+    /// The source's own id for the event, if it has one.
+    pub source_id: StrRef,
+    pub model: StrRef,
+    /// Index of the parent event, or [`NO_PARENT`].
+    pub parent: u32,
+    pub children: Vec<u32>,
+    /// Nanoseconds since the Unix epoch.
+    pub start: Option<i64>,
+    /// Nanoseconds.
+    pub duration: Option<i64>,
+    pub status: Status,
+    pub usage: Option<Box<Usage>>,
+    pub payload: PayloadRef,
+    pub origin: Origin,
+    /// A second record merged into this event (a tool result line joined to its call).
+    pub origin2: Option<Origin>,
+}
+
+impl Event {
+    pub fn end(&self) -> Option<i64> {
+        match (self.start, self.duration) {
+            (Some(s), Some(d)) => Some(s.saturating_add(d)),
+            _ => None,
+        }
+    }
+    pub fn is_error(&self) -> bool {
+        self.status == Status::Error || self.kind == EventKind::Error
+    }
+}

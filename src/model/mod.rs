@@ -1,0 +1,15 @@
+//! The shared event tree (DESIGN §2). No I/O, no terminal: every format loads into this,
+//! every view and report reads from it.
+
+mod event;
+mod payload;
+mod strings;
+mod time;
+mod trace;
+
+pub use event::Event;
+pub use event::{EventKind, NO_PARENT, Origin, Role, Status, Usage};
+pub use payload::{ErrorInfo, Marker, Payload, PayloadRef, markers_in};
+pub use strings::{StrRef, Strings};
+pub use time::{format_duration, format_ts, parse_timestamp, parse_timestamp_ms, parse_timestamp_str};
+pub use trace::{Counts, Diagnostic, NewEvent, Parent, RunMeta, RunStatus, Severity, Trace};

@@ -1,0 +1,156 @@
+//! Timestamps arrive as ISO-8601 (ms or µs, with or without zone), integer epoch
+//! milliseconds, nanosecond strings, naive `YYYY-MM-DD HH:MM:SS`, or not at all.
+//! Everything becomes nanoseconds since the Unix epoch.
+
+use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
+use serde_json::Value;
+
+/// Parse any of the timestamp shapes traces use. Numbers are read by magnitude: seconds,
+/// milliseconds, microseconds or nanoseconds since the epoch.
+pub fn parse_timestamp(v: &Value) -> Option<i64> {
+    match v {
+        Value::String(s) => parse_timestamp_str(s),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Some(epoch_number(i as i128))
+            } else if let Some(u) = n.as_u64() {
+                Some(epoch_number(u as i128))
+            } else {
+                n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| {
+                    // f64 cannot hold epoch nanoseconds exactly: round to microseconds.
+                    if f < 1e11 {
+                        (f * 1e6).round() as i64 * 1_000
+                    } else if f < 1e14 {
+                        (f * 1e3).round() as i64 * 1_000
+                    } else {
+                        epoch_number(f as i128)
+                    }
+                })
+            }
+        }
+        _ => None,
+    }
+}
+
+fn epoch_number(i: i128) -> i64 {
+    let a = i.abs();
+    let ns = if a < 100_000_000_000 {
+        i * 1_000_000_000 // seconds
+    } else if a < 100_000_000_000_000 {
+        i * 1_000_000 // milliseconds
+    } else if a < 100_000_000_000_000_000 {
+        i * 1_000 // microseconds
+    } else {
+        i // nanoseconds
+    };
+    ns.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+/// For fields documented as integer epoch milliseconds: integers are milliseconds whatever
+/// their size; anything else is parsed as [`parse_timestamp`] would.
+pub fn parse_timestamp_ms(v: &Value) -> Option<i64> {
+    match v.as_i64() {
+        Some(ms) => ms.checked_mul(1_000_000),
+        None => parse_timestamp(v),
+    }
+}
+
+pub fn parse_timestamp_str(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse::<i128>().ok().map(epoch_number);
+    }
+    if let Ok(dt) = DateTime::parse_from_rfc3339(s) {
+        return dt.timestamp_nanos_opt();
+    }
+    // Lenient ISO forms: "2026-01-01T00:00:00" (no zone), "2026-01-01 00:00:00[.fff]", "...+0000".
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"] {
+        if let Ok(n) = NaiveDateTime::parse_from_str(s, fmt) {
+            return Utc.from_utc_datetime(&n).timestamp_nanos_opt();
+        }
+    }
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+        "%Y-%m-%d %H:%M:%S%.f%z",
+        "%Y-%m-%d %H:%M:%S%.f %z",
+    ] {
+        if let Ok(dt) = DateTime::parse_from_str(s, fmt) {
+            return dt.timestamp_nanos_opt();
+        }
+    }
+    None
+}
+
+/// `2026-02-15 20:31:05.123` in UTC.
+pub fn format_ts(ns: i64) -> String {
+    let dt = Utc.timestamp_nanos(ns);
+    dt.format("%Y-%m-%d %H:%M:%S%.3f").to_string()
+}
+
+/// Human duration: `850µs`, `12ms`, `1.25s`, `3m05s`, `2h04m`.
+pub fn format_duration(ns: i64) -> String {
+    let ns = ns.max(0);
+    if ns < 1_000_000 {
+        format!("{}µs", ns / 1_000)
+    } else if ns < 1_000_000_000 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns < 60_000_000_000 {
+        format!("{:.2}s", ns as f64 / 1e9)
+    } else if ns < 3_600_000_000_000 {
+        let s = ns / 1_000_000_000;
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        let m = ns / 60_000_000_000;
+        format!("{}h{:02}m", m / 60, m % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const T: i64 = 1_771_187_465_123_000_000; // 2026-02-15T20:31:05.123Z
+
+    #[test]
+    fn all_shapes_parse_to_the_same_instant() {
+        assert_eq!(parse_timestamp(&json!("2026-02-15T20:31:05.123Z")), Some(T));
+        assert_eq!(parse_timestamp(&json!("2026-02-15T20:31:05.123000Z")), Some(T));
+        assert_eq!(parse_timestamp(&json!("2026-02-15T20:31:05.123+00:00")), Some(T));
+        assert_eq!(parse_timestamp(&json!("2026-02-15T20:31:05.123")), Some(T));
+        assert_eq!(parse_timestamp(&json!("2026-02-15 20:31:05.123")), Some(T));
+        assert_eq!(parse_timestamp(&json!(1_771_187_465_123_i64)), Some(T));
+        assert_eq!(parse_timestamp(&json!("1771187465123000000")), Some(T));
+        assert_eq!(parse_timestamp(&json!(1_771_187_465_123_000_i64)), Some(T));
+        assert_eq!(parse_timestamp(&json!(1771187465.123)), Some(T));
+    }
+
+    #[test]
+    fn declared_milliseconds_stay_milliseconds() {
+        // Assay V2 fixtures use tiny integer-ms clocks (1000, 1100): 100 ms apart, not 100 s.
+        let a = parse_timestamp_ms(&json!(1000)).unwrap();
+        let b = parse_timestamp_ms(&json!(1100)).unwrap();
+        assert_eq!(b - a, 100_000_000);
+        assert_eq!(parse_timestamp_ms(&json!("2026-02-15T20:31:05.123Z")), Some(T));
+    }
+
+    #[test]
+    fn garbage_is_none() {
+        assert_eq!(parse_timestamp(&json!("yesterday")), None);
+        assert_eq!(parse_timestamp(&json!(null)), None);
+        assert_eq!(parse_timestamp(&json!({"a": 1})), None);
+        assert_eq!(parse_timestamp(&json!("")), None);
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(format_duration(850_000), "850µs");
+        assert_eq!(format_duration(12_000_000), "12ms");
+        assert_eq!(format_duration(1_250_000_000), "1.25s");
+        assert_eq!(format_duration(185_000_000_000), "3m05s");
+        assert_eq!(format_ts(T), "2026-02-15 20:31:05.123");
+    }
+}

@@ -1,0 +1,575 @@
+use super::event::{Event, EventKind, NO_PARENT, Origin, Status, Usage};
+use super::payload::PayloadRef;
+use super::strings::{StrRef, Strings};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Ok,
+    Error,
+    #[default]
+    Unknown,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Ok => "ok",
+            RunStatus::Error => "error",
+            RunStatus::Unknown => "unknown",
+        }
+    }
+    pub fn parse(s: &str) -> RunStatus {
+        match s.to_ascii_lowercase().as_str() {
+            "running" | "in_progress" | "started" | "active" => RunStatus::Running,
+            "ok" | "success" | "succeeded" | "completed" | "done" | "passed" => RunStatus::Ok,
+            "error" | "failed" | "failure" | "crashed" | "aborted" => RunStatus::Error,
+            _ => RunStatus::Unknown,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// A problem found while loading: the rest of the input still loads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub path: PathBuf,
+    /// 1-based line number, when the problem is on a line.
+    pub line: Option<u64>,
+    pub severity: Severity,
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub fn error(path: impl Into<PathBuf>, line: Option<u64>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            path: path.into(),
+            line,
+            severity: Severity::Error,
+            message: message.into(),
+        }
+    }
+    pub fn warning(path: impl Into<PathBuf>, line: Option<u64>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            path: path.into(),
+            line,
+            severity: Severity::Warning,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}: {}", self.path.display(), l, sev, self.message),
+            None => write!(f, "{}: {}: {}", self.path.display(), sev, self.message),
+        }
+    }
+}
+
+/// Run metadata.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunMeta {
+    pub id: String,
+    pub name: Option<String>,
+    pub format: &'static str,
+    pub source: PathBuf,
+    pub status: RunStatus,
+    /// Nanoseconds since the epoch.
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+    pub model: Option<String>,
+    /// Free-form attributes from the source (cwd, argv, fingerprint, ...).
+    pub attributes: Vec<(String, Value)>,
+}
+
+/// Counts derived from the events (never trusted from metadata that may lag behind).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub events: usize,
+    pub tool_calls: usize,
+    pub llm_calls: usize,
+    pub errors: usize,
+    pub tokens: u64,
+}
+
+/// How a new event names its parent.
+#[derive(Clone, Copy, Debug)]
+pub enum Parent<'a> {
+    None,
+    Index(u32),
+    /// The source's id of the parent, which may not have arrived yet.
+    Id(&'a str),
+}
+
+/// Everything needed to add one event; strings are borrowed and copied into the trace.
+#[derive(Clone, Debug)]
+pub struct NewEvent<'a> {
+    pub kind: EventKind,
+    pub name: &'a str,
+    pub id: Option<&'a str>,
+    pub parent: Parent<'a>,
+    pub start: Option<i64>,
+    pub duration: Option<i64>,
+    pub status: Status,
+    pub usage: Option<Usage>,
+    pub model: Option<&'a str>,
+    pub payload: PayloadRef,
+    pub origin: Origin,
+}
+
+impl<'a> NewEvent<'a> {
+    pub fn new(kind: EventKind, name: &'a str) -> Self {
+        NewEvent {
+            kind,
+            name,
+            id: None,
+            parent: Parent::None,
+            start: None,
+            duration: None,
+            status: Status::Unknown,
+            usage: None,
+            model: None,
+            payload: PayloadRef::None,
+            origin: Origin::default(),
+        }
+    }
+}
+
+/// One run: metadata plus an arena of events with parent/children links. A forest is legal.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub meta: RunMeta,
+    pub events: Vec<Event>,
+    pub roots: Vec<u32>,
+    pub strings: Strings,
+    /// Files that events' origins point into.
+    pub files: Vec<PathBuf>,
+    pub diagnostics: Vec<Diagnostic>,
+    ids: IdIndex,
+    /// Children that arrived before their parent, by the parent's id hash.
+    waiting: HashMap<u64, Vec<(u32, StrRef)>>,
+    /// Parents whose children must be re-sorted at the next `finalize`.
+    dirty: Vec<u32>,
+    roots_dirty: bool,
+}
+
+/// Source id → event index, storing only a 64-bit hash per id (the id text lives in
+/// `Strings`); the rare hash collision falls back to a map keyed by the full id.
+#[derive(Clone, Debug, Default)]
+struct IdIndex {
+    by_hash: HashMap<u64, u32>,
+    collided: HashMap<Box<str>, u32>,
+}
+
+fn hash_id(id: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
+impl Trace {
+    pub fn new(meta: RunMeta) -> Self {
+        Trace {
+            meta,
+            ..Default::default()
+        }
+    }
+
+    pub fn str(&self, r: StrRef) -> &str {
+        self.strings.get(r)
+    }
+    pub fn name(&self, i: u32) -> &str {
+        self.strings.get(self.events[i as usize].name)
+    }
+    pub fn event(&self, i: u32) -> &Event {
+        &self.events[i as usize]
+    }
+    pub fn event_mut(&mut self, i: u32) -> &mut Event {
+        &mut self.events[i as usize]
+    }
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Register a file that origins can point to; returns its index.
+    pub fn add_file(&mut self, path: impl Into<PathBuf>) -> u16 {
+        let p = path.into();
+        if let Some(i) = self.files.iter().position(|f| *f == p) {
+            return i as u16;
+        }
+        self.files.push(p);
+        (self.files.len() - 1).min(u16::MAX as usize) as u16
+    }
+
+    /// Find an event by the source's own id.
+    pub fn find(&self, id: &str) -> Option<u32> {
+        let h = hash_id(id);
+        match self.ids.by_hash.get(&h) {
+            Some(&i) if self.strings.get(self.events[i as usize].source_id) == id => Some(i),
+            _ => self.ids.collided.get(id).copied(),
+        }
+    }
+
+    /// Add an event. A parent named by id that has not arrived yet is waited for: the event is
+    /// a root until its parent appears (DESIGN §2: Maida and OTLP write children first).
+    pub fn add(&mut self, ev: NewEvent<'_>) -> u32 {
+        let idx = self.events.len() as u32;
+        let name = self.strings.intern(ev.name);
+        let model = ev.model.map(|m| self.strings.intern(m)).unwrap_or_default();
+        let source_id = ev.id.map(|s| self.strings.push(s)).unwrap_or_default();
+        let parent = match ev.parent {
+            Parent::None => NO_PARENT,
+            Parent::Index(p) if (p as usize) < self.events.len() => p,
+            Parent::Index(_) => NO_PARENT,
+            Parent::Id(pid) => match self.find(pid) {
+                Some(p) => p,
+                None => {
+                    let r = self.strings.push(pid);
+                    self.waiting.entry(hash_id(pid)).or_default().push((idx, r));
+                    NO_PARENT
+                }
+            },
+        };
+        self.events.push(Event {
+            kind: ev.kind,
+            name,
+            source_id,
+            model,
+            parent,
+            children: Vec::new(),
+            start: ev.start,
+            duration: ev.duration,
+            status: ev.status,
+            usage: ev.usage.filter(|u| !u.is_empty()).map(Box::new),
+            payload: ev.payload,
+            origin: ev.origin,
+            origin2: None,
+        });
+        if parent == NO_PARENT {
+            if self.roots.last().is_some_and(|&l| !self.in_order(l, idx)) {
+                self.roots_dirty = true;
+            }
+            self.roots.push(idx);
+        } else {
+            self.link_child(parent, idx);
+        }
+        if let Some(id) = ev.id.filter(|s| !s.is_empty()) {
+            self.index_id(id, idx);
+            self.adopt_waiting(id, idx);
+        }
+        idx
+    }
+
+    fn index_id(&mut self, id: &str, idx: u32) {
+        let h = hash_id(id);
+        match self.ids.by_hash.get(&h) {
+            None => {
+                self.ids.by_hash.insert(h, idx);
+            }
+            // A repeated id keeps pointing at its first event; a true collision goes aside.
+            Some(&other) if self.strings.get(self.events[other as usize].source_id) == id => {}
+            Some(_) => {
+                self.ids.collided.entry(id.into()).or_insert(idx);
+            }
+        }
+    }
+
+    fn adopt_waiting(&mut self, id: &str, parent: u32) {
+        let h = hash_id(id);
+        let Some(list) = self.waiting.remove(&h) else {
+            return;
+        };
+        let mut keep = Vec::new();
+        for (child, pid) in list {
+            if self.strings.get(pid) != id {
+                keep.push((child, pid));
+                continue;
+            }
+            if child == parent || self.is_ancestor(child, parent) {
+                continue; // a cycle in the source: leave the child a root
+            }
+            self.events[child as usize].parent = parent;
+            self.link_child(parent, child);
+            self.roots_dirty = true;
+        }
+        if !keep.is_empty() {
+            self.waiting.insert(h, keep);
+        }
+    }
+
+    fn is_ancestor(&self, a: u32, mut b: u32) -> bool {
+        let mut steps = 0;
+        while b != NO_PARENT && steps < 100_000 {
+            if b == a {
+                return true;
+            }
+            b = self.events[b as usize].parent;
+            steps += 1;
+        }
+        false
+    }
+
+    fn link_child(&mut self, parent: u32, child: u32) {
+        let last = self.events[parent as usize].children.last().copied();
+        let in_order = last.is_none_or(|l| self.in_order(l, child));
+        self.events[parent as usize].children.push(child);
+        if !in_order {
+            self.dirty.push(parent);
+        }
+    }
+
+    fn in_order(&self, a: u32, b: u32) -> bool {
+        sibling_key(&self.events_key(a)) <= sibling_key(&self.events_key(b))
+    }
+
+    fn events_key(&self, i: u32) -> (Option<i64>, Option<i64>, u32) {
+        let e = &self.events[i as usize];
+        (e.start, e.end(), i)
+    }
+
+    /// Make a child of `child` under `parent` after the fact (formats that learn the
+    /// relation late, such as a result that names its call).
+    pub fn set_parent(&mut self, child: u32, parent: u32) {
+        if child == parent || self.is_ancestor(child, parent) {
+            return;
+        }
+        let old = self.events[child as usize].parent;
+        if old == parent {
+            return;
+        }
+        if old == NO_PARENT {
+            self.roots_dirty = true;
+        } else {
+            self.events[old as usize].children.retain(|&c| c != child);
+        }
+        self.events[child as usize].parent = parent;
+        self.link_child(parent, child);
+    }
+
+    /// Sort what changed since the last call: siblings by (start, end, file order), where a
+    /// sibling group in which any event has no time is kept in file order (DESIGN §2).
+    /// Cheap when little changed, so the live tail can call it after every batch.
+    pub fn finalize(&mut self) {
+        if self.roots_dirty {
+            let events = &self.events;
+            self.roots.retain(|&r| events[r as usize].parent == NO_PARENT);
+            let mut roots = std::mem::take(&mut self.roots);
+            self.sort_siblings(&mut roots);
+            roots.dedup();
+            self.roots = roots;
+            self.roots_dirty = false;
+        }
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for p in dirty {
+            let mut ch = std::mem::take(&mut self.events[p as usize].children);
+            self.sort_siblings(&mut ch);
+            self.events[p as usize].children = ch;
+        }
+    }
+
+    fn sort_siblings(&self, list: &mut [u32]) {
+        if list.iter().all(|&i| self.events[i as usize].start.is_some()) {
+            list.sort_by_key(|&i| sibling_key(&self.events_key(i)));
+        } else {
+            list.sort_unstable();
+        }
+    }
+
+    pub fn children(&self, i: u32) -> &[u32] {
+        &self.events[i as usize].children
+    }
+
+    pub fn depth(&self, mut i: u32) -> usize {
+        let mut d = 0;
+        while self.events[i as usize].parent != NO_PARENT && d < 10_000 {
+            i = self.events[i as usize].parent;
+            d += 1;
+        }
+        d
+    }
+
+    /// Depth-first walk over the forest in display order: (index, depth).
+    pub fn walk(&self) -> Vec<(u32, usize)> {
+        let mut out = Vec::with_capacity(self.events.len());
+        let mut stack: Vec<(u32, usize)> = self.roots.iter().rev().map(|&r| (r, 0)).collect();
+        while let Some((i, d)) = stack.pop() {
+            out.push((i, d));
+            for &c in self.events[i as usize].children.iter().rev() {
+                stack.push((c, d + 1));
+            }
+        }
+        out
+    }
+
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts {
+            events: self.events.len(),
+            ..Default::default()
+        };
+        for e in &self.events {
+            match e.kind {
+                EventKind::ToolCall => c.tool_calls += 1,
+                EventKind::LlmCall => c.llm_calls += 1,
+                _ => {}
+            }
+            if e.is_error() {
+                c.errors += 1;
+            }
+            if e.kind == EventKind::LlmCall {
+                c.tokens += e.usage.as_ref().and_then(|u| u.sum()).unwrap_or(0);
+            }
+        }
+        c
+    }
+
+    /// Start and end of the run: metadata where it has them, else the events' extent.
+    pub fn time_span(&self) -> (Option<i64>, Option<i64>) {
+        let mut lo = self.meta.start;
+        let mut hi = self.meta.end;
+        if lo.is_none() || hi.is_none() {
+            let mut elo: Option<i64> = None;
+            let mut ehi: Option<i64> = None;
+            for e in &self.events {
+                if let Some(s) = e.start {
+                    elo = Some(elo.map_or(s, |x| x.min(s)));
+                    let end = e.end().unwrap_or(s);
+                    ehi = Some(ehi.map_or(end, |x| x.max(end)));
+                }
+            }
+            lo = lo.or(elo);
+            hi = hi.or(ehi);
+        }
+        (lo, hi)
+    }
+
+    pub fn duration(&self) -> Option<i64> {
+        match self.time_span() {
+            (Some(a), Some(b)) if b >= a => Some(b - a),
+            _ => None,
+        }
+    }
+
+    /// The worst error diagnostic, if any.
+    pub fn has_error_diagnostics(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+    }
+}
+
+fn sibling_key(k: &(Option<i64>, Option<i64>, u32)) -> (i64, i64, u32) {
+    (k.0.unwrap_or(i64::MIN), k.1.unwrap_or(i64::MIN), k.2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev<'a>(name: &'a str, id: &'a str, parent: Parent<'a>, start: Option<i64>) -> NewEvent<'a> {
+        NewEvent {
+            id: Some(id),
+            parent,
+            start,
+            ..NewEvent::new(EventKind::Step, name)
+        }
+    }
+
+    #[test]
+    fn children_before_parent_are_adopted() {
+        let mut t = Trace::default();
+        let c1 = t.add(ev("c1", "c1", Parent::Id("root"), Some(10)));
+        let c2 = t.add(ev("c2", "c2", Parent::Id("root"), Some(5)));
+        assert_eq!(t.roots.len(), 2);
+        let r = t.add(ev("root", "root", Parent::None, Some(0)));
+        t.finalize();
+        assert_eq!(t.roots, vec![r]);
+        assert_eq!(t.children(r), &[c2, c1], "sorted by start");
+        assert_eq!(t.depth(c1), 1);
+    }
+
+    #[test]
+    fn orphans_whose_parent_never_comes_stay_roots() {
+        let mut t = Trace::default();
+        let a = t.add(ev("a", "a", Parent::Id("missing"), None));
+        t.finalize();
+        assert_eq!(t.roots, vec![a]);
+    }
+
+    #[test]
+    fn missing_times_keep_file_order() {
+        let mut t = Trace::default();
+        let r = t.add(ev("r", "r", Parent::None, None));
+        let a = t.add(ev("a", "a", Parent::Index(r), Some(50)));
+        let b = t.add(ev("b", "b", Parent::Index(r), None));
+        let c = t.add(ev("c", "c", Parent::Index(r), Some(10)));
+        t.finalize();
+        assert_eq!(t.children(r), &[a, b, c]);
+    }
+
+    #[test]
+    fn ties_keep_file_order() {
+        let mut t = Trace::default();
+        let r = t.add(ev("r", "r", Parent::None, Some(1)));
+        let a = t.add(ev("a", "a", Parent::Index(r), Some(5)));
+        let b = t.add(ev("b", "b", Parent::Index(r), Some(5)));
+        t.finalize();
+        assert_eq!(t.children(r), &[a, b]);
+        assert_eq!(t.walk(), vec![(r, 0), (a, 1), (b, 1)]);
+    }
+
+    #[test]
+    fn a_cycle_in_the_source_does_not_hang() {
+        let mut t = Trace::default();
+        let a = t.add(ev("a", "a", Parent::Id("b"), None));
+        let b = t.add(ev("b", "b", Parent::Id("a"), None));
+        t.finalize();
+        assert!(t.walk().len() == 2);
+        assert!(t.event(a).parent == b || t.event(b).parent == a || t.roots.len() == 2);
+    }
+
+    #[test]
+    fn counts_come_from_events() {
+        let mut t = Trace::default();
+        t.add(NewEvent::new(EventKind::ToolCall, "x"));
+        t.add(NewEvent {
+            status: Status::Error,
+            ..NewEvent::new(EventKind::ToolCall, "y")
+        });
+        t.add(NewEvent {
+            usage: Some(Usage {
+                input: Some(3),
+                output: Some(4),
+                total: None,
+            }),
+            ..NewEvent::new(EventKind::LlmCall, "m")
+        });
+        let c = t.counts();
+        assert_eq!(
+            (c.events, c.tool_calls, c.llm_calls, c.errors, c.tokens),
+            (3, 2, 1, 1, 7)
+        );
+    }
+}

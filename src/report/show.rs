@@ -1,0 +1,159 @@
+//! `tracetui show`: the normalized event tree, as indented text or as JSON of the model.
+
+use crate::cli::Output;
+use crate::formats;
+use crate::model::{Event, EventKind, NO_PARENT, Trace, format_duration};
+use crate::report::{dur_or_dash, short, ts_or_dash};
+use serde_json::{Value, json};
+use std::io::Write;
+
+pub fn run(traces: &[Trace], out: &mut dyn Write, fmt: Output) -> std::io::Result<()> {
+    for t in traces {
+        match fmt {
+            Output::Json => writeln!(out, "{}", trace_json(t))?,
+            Output::Text => text(t, out)?,
+        }
+    }
+    Ok(())
+}
+
+/// Kind label for text output: `message` carries its role.
+pub fn kind_label(e: &Event) -> String {
+    match e.kind {
+        EventKind::Message(r) => r.as_str().to_string(),
+        k => k.as_str().to_string(),
+    }
+}
+
+fn text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
+    let c = t.counts();
+    let (start, _) = t.time_span();
+    let header = format!(
+        "{} {} [{}] {} {} · {} events, {} tool calls, {} LLM calls, {} errors{} · {}",
+        t.meta.format,
+        t.meta.name.as_deref().unwrap_or(&t.meta.id),
+        t.meta.status.as_str(),
+        ts_or_dash(start),
+        dur_or_dash(t.duration()),
+        c.events,
+        c.tool_calls,
+        c.llm_calls,
+        c.errors,
+        if c.tokens > 0 {
+            format!(", {} tokens", c.tokens)
+        } else {
+            String::new()
+        },
+        t.meta.source.display()
+    );
+    writeln!(out, "{}", crate::sanitize::line(&header))?;
+    // Tree glyphs need to know whether each ancestor was the last of its siblings.
+    let walk = t.walk();
+    let mut last_at_depth: Vec<bool> = Vec::new();
+    for (i, depth) in walk {
+        let e = t.event(i);
+        let siblings: &[u32] = if e.parent == NO_PARENT {
+            &t.roots
+        } else {
+            t.children(e.parent)
+        };
+        let is_last = siblings.last() == Some(&i);
+        last_at_depth.truncate(depth);
+        let mut prefix = String::new();
+        for &l in &last_at_depth {
+            prefix.push_str(if l { "   " } else { "│  " });
+        }
+        prefix.push_str(if is_last { "└─ " } else { "├─ " });
+        last_at_depth.push(is_last);
+        writeln!(out, "{}{}", prefix, crate::sanitize::line(&row(t, i, start)))?;
+    }
+    for d in &t.diagnostics {
+        writeln!(out, "{}", crate::sanitize::line(&d.to_string()))?;
+    }
+    Ok(())
+}
+
+/// One event as a line: kind, name, status, offset, duration, tokens, short args → result.
+pub fn row(t: &Trace, i: u32, run_start: Option<i64>) -> String {
+    let e = t.event(i);
+    let mut s = format!("{} {} [{}]", kind_label(e), t.name(i), e.status.as_str());
+    if let (Some(st), Some(r0)) = (e.start, run_start) {
+        s.push_str(&format!(" +{}", format_duration(st - r0)));
+    }
+    if let Some(d) = e.duration {
+        s.push_str(&format!(" {}", format_duration(d)));
+    }
+    if let Some(n) = e.usage.as_ref().and_then(|u| u.sum()) {
+        s.push_str(&format!(" {n} tok"));
+    }
+    let p = formats::payload(t, e);
+    if let Some(inp) = &p.input {
+        s.push_str(&format!("  {}", short(inp, 60)));
+    }
+    if let Some(o) = &p.output {
+        s.push_str(&format!(" → {}", short(o, 60)));
+    }
+    if let Some(err) = &p.error {
+        let k = err.kind.as_deref().map(|k| format!("{k}: ")).unwrap_or_default();
+        s.push_str(&format!("  ✗ {k}{}", crate::report::cut(&err.message, 80)));
+    }
+    s
+}
+
+pub fn event_json(t: &Trace, i: u32) -> Value {
+    let e = t.event(i);
+    let p = formats::payload(t, e);
+    let mut v = json!({
+        "index": i,
+        "id": (!e.source_id.is_empty()).then(|| t.str(e.source_id)),
+        "parent": (e.parent != NO_PARENT).then_some(e.parent),
+        "children": e.children,
+        "kind": e.kind.as_str(),
+        "name": t.name(i),
+        "status": e.status,
+        "start": e.start.map(crate::model::format_ts),
+        "start_ns": e.start,
+        "duration_ms": e.duration.map(|d| d as f64 / 1e6),
+        "model": (!e.model.is_empty()).then(|| t.str(e.model)),
+        "usage": e.usage.as_deref(),
+        "line": (e.origin.line > 0).then_some(e.origin.line),
+    });
+    if let EventKind::Message(r) = e.kind {
+        v["role"] = json!(r.as_str());
+    }
+    if let Some(x) = p.input {
+        v["input"] = x;
+    }
+    if let Some(x) = p.output {
+        v["output"] = x;
+    }
+    if let Some(x) = p.error {
+        v["error"] = serde_json::to_value(x).unwrap_or(Value::Null);
+    }
+    if !p.extra.is_empty() {
+        v["extra"] = Value::Object(p.extra.into_iter().collect());
+    }
+    v
+}
+
+pub fn trace_json(t: &Trace) -> Value {
+    let c = t.counts();
+    let (start, end) = t.time_span();
+    json!({
+        "trace": {
+            "id": t.meta.id,
+            "name": t.meta.name,
+            "format": t.meta.format,
+            "source": t.meta.source.display().to_string(),
+            "status": t.meta.status,
+            "start": start.map(crate::model::format_ts),
+            "end": end.map(crate::model::format_ts),
+            "model": t.meta.model,
+            "attributes": t.meta.attributes.iter().cloned().collect::<serde_json::Map<_, _>>(),
+        },
+        "counts": c,
+        "roots": t.roots,
+        "events": (0..t.len() as u32).map(|i| event_json(t, i)).collect::<Vec<_>>(),
+        "diagnostics": t.diagnostics,
+    })
+}

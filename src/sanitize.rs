@@ -1,0 +1,75 @@
+//! The one gate between trace text and the terminal (DESIGN §7): C0 and C1 controls, DEL,
+//! and bidi overrides are shown escaped, never sent raw, so a tool result cannot clear the
+//! screen, retitle the window, write the clipboard or reorder what is shown.
+
+use std::borrow::Cow;
+
+fn needs_escape(c: char, keep_newlines: bool) -> bool {
+    match c {
+        '\n' | '\t' => !keep_newlines,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        // bidi embeddings, overrides, isolates and marks
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' => true,
+        // line and paragraph separators would break a row
+        '\u{2028}' | '\u{2029}' => true,
+        _ => false,
+    }
+}
+
+fn escape_into(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        '\r' => out.push_str("\\r"),
+        c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+        c => out.push_str(&format!("<U+{:04X}>", c as u32)),
+    }
+}
+
+fn run(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+    if !s.chars().any(|c| needs_escape(c, keep_newlines)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if needs_escape(c, keep_newlines) {
+            escape_into(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// For one line of display: every control, newlines and tabs included, is escaped.
+pub fn line(s: &str) -> Cow<'_, str> {
+    run(s, false)
+}
+
+/// For multi-line text: newlines and tabs stay, every other control is escaped.
+pub fn text(s: &str) -> Cow<'_, str> {
+    run(s, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_sequences_are_escaped() {
+        assert_eq!(line("a\x1b[2Jb"), "a\\x1b[2Jb");
+        assert_eq!(line("\x1b]0;pwned\x07"), "\\x1b]0;pwned\\x07");
+        assert_eq!(line("\x1b]52;c;aGk=\x1b\\"), "\\x1b]52;c;aGk=\\x1b\\");
+        assert_eq!(line("x\u{9b}31m"), "x\\x9b31m");
+        assert_eq!(line("abc\u{202e}fed"), "abc<U+202E>fed");
+        assert_eq!(line("del\x7f"), "del\\x7f");
+        assert_eq!(line("two\nlines\t"), "two\\nlines\\t");
+        assert_eq!(text("two\nlines\t"), "two\nlines\t");
+        assert_eq!(text("cr\r"), "cr\\r");
+    }
+
+    #[test]
+    fn clean_text_is_not_copied() {
+        assert!(matches!(line("plain 日本語 🚀"), Cow::Borrowed(_)));
+    }
+}

@@ -1,0 +1,195 @@
+//! From paths on the command line to traces: a trace file, a run directory, or a directory of
+//! runs (of mixed formats). Listing is cheap: it looks at names and metadata, and loads a run
+//! only when it is opened.
+
+use crate::formats::{self, Format, LoadError, Loaded, Summary};
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// One run source: a file or run directory and the format that reads it.
+#[derive(Clone)]
+pub struct RunRef {
+    pub path: PathBuf,
+    pub format: &'static dyn Format,
+}
+
+impl std::fmt::Debug for RunRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunRef({}, {})", self.path.display(), self.format.id())
+    }
+}
+
+impl RunRef {
+    pub fn load(&self) -> Result<Loaded, LoadError> {
+        self.format.load(&self.path)
+    }
+    pub fn summarize(&self) -> Result<Vec<Summary>, LoadError> {
+        self.format.summarize(&self.path)
+    }
+}
+
+/// What a set of paths holds.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub runs: Vec<RunRef>,
+    /// Paths that could not be read, or that were named explicitly and are no trace.
+    pub errors: Vec<LoadError>,
+}
+
+/// How deep a directory of runs is searched (Claude Code keeps `projects/<dir>/<session>`).
+const MAX_DEPTH: usize = 6;
+/// Directory entries looked at in one scan, so a hostile tree cannot stall a listing.
+const MAX_ENTRIES: usize = 200_000;
+const SKIP_DIRS: [&str; 4] = [".git", "node_modules", "target", "__pycache__"];
+const TRACE_EXTS: [&str; 5] = [".json", ".jsonl", ".ndjson", ".tar.gz", ".tgz"];
+
+/// Find the runs under each path. `forced` overrides detection.
+pub fn discover(paths: &[PathBuf], forced: Option<&'static dyn Format>) -> Discovery {
+    let mut d = Discovery::default();
+    for p in paths {
+        discover_one(p, forced, &mut d);
+    }
+    d
+}
+
+fn discover_one(path: &Path, forced: Option<&'static dyn Format>, d: &mut Discovery) {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => {
+            d.errors.push(LoadError::io(path, e));
+            return;
+        }
+    };
+    if !meta.is_dir() {
+        match forced {
+            Some(f) => d.runs.push(RunRef {
+                path: path.to_path_buf(),
+                format: f,
+            }),
+            None => match formats::detect(path) {
+                Ok(f) => d.runs.push(RunRef {
+                    path: path.to_path_buf(),
+                    format: f,
+                }),
+                Err(e) => d.errors.push(e),
+            },
+        }
+        return;
+    }
+    if let Some(f) = run_dir_format(path, forced) {
+        d.runs.push(RunRef {
+            path: path.to_path_buf(),
+            format: f,
+        });
+        return;
+    }
+    let before = d.runs.len();
+    let mut files = Vec::new();
+    let mut budget = MAX_ENTRIES;
+    scan_dir(path, forced, 0, &mut budget, &mut files, d);
+    // Detection reads the head of each file: do it in parallel for large directories.
+    let detected: Vec<Result<RunRef, LoadError>> = files
+        .par_iter()
+        .map(|p| match forced {
+            Some(f) => Ok(RunRef {
+                path: p.clone(),
+                format: f,
+            }),
+            None => formats::detect(p).map(|f| RunRef {
+                path: p.clone(),
+                format: f,
+            }),
+        })
+        .collect();
+    for r in detected {
+        match r {
+            Ok(r) => d.runs.push(r),
+            // Not every JSON file in a tree is a trace: only unreadable ones are reported.
+            Err(e @ LoadError::Io { .. }) => d.errors.push(e),
+            Err(_) => {}
+        }
+    }
+    if d.runs.len() == before && d.errors.is_empty() {
+        d.errors.push(LoadError::NotATrace {
+            path: path.to_path_buf(),
+            reason: "no run directories or trace files in it".into(),
+            tried: formats::ids().join(", "),
+        });
+    }
+}
+
+fn run_dir_format(dir: &Path, forced: Option<&'static dyn Format>) -> Option<&'static dyn Format> {
+    match forced {
+        Some(f) => f.is_run_dir(dir).then_some(f),
+        None => formats::REGISTRY.iter().copied().find(|f| f.is_run_dir(dir)),
+    }
+}
+
+fn scan_dir(
+    dir: &Path,
+    forced: Option<&'static dyn Format>,
+    depth: usize,
+    budget: &mut usize,
+    files: &mut Vec<PathBuf>,
+    d: &mut Discovery,
+) {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            d.errors.push(LoadError::io(dir, e));
+            return;
+        }
+    };
+    let mut entries: Vec<_> = rd.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    let mut subdirs = Vec::new();
+    for e in entries {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        let name = e.file_name().to_string_lossy().into_owned();
+        // file_type() does not follow symlinks: a linked directory is not entered (no loops).
+        let Ok(ft) = e.file_type() else { continue };
+        let path = e.path();
+        if ft.is_dir() {
+            if !SKIP_DIRS.contains(&name.as_str()) {
+                subdirs.push(path);
+            }
+        } else if (ft.is_file() || ft.is_symlink()) && TRACE_EXTS.iter().any(|x| name.ends_with(x)) {
+            if ft.is_symlink() && !path.is_file() {
+                continue; // dangling link or a link to a directory/FIFO
+            }
+            files.push(path);
+        }
+    }
+    // Run directories are found by name, cheaply and in parallel (2,000 runs list fast).
+    let found: Vec<Option<&'static dyn Format>> = subdirs.par_iter().map(|p| run_dir_format(p, forced)).collect();
+    for (p, f) in subdirs.into_iter().zip(found) {
+        match f {
+            Some(format) => d.runs.push(RunRef { path: p, format }),
+            None if depth + 1 < MAX_DEPTH => scan_dir(&p, forced, depth + 1, budget, files, d),
+            None => {}
+        }
+    }
+}
+
+/// Load every run found, in parallel, keeping discovery order.
+pub fn load_all(runs: &[RunRef]) -> Vec<(RunRef, Result<Loaded, LoadError>)> {
+    runs.par_iter().map(|r| (r.clone(), r.load())).collect()
+}
+
+/// Summaries for `ls` and the runs view, in parallel.
+pub fn summarize_all(runs: &[RunRef]) -> Vec<(RunRef, Result<Vec<Summary>, LoadError>)> {
+    runs.par_iter().map(|r| (r.clone(), r.summarize())).collect()
+}
+
+/// Resolve `--format NAME`.
+pub fn forced_format(name: Option<&str>) -> Result<Option<&'static dyn Format>, String> {
+    match name {
+        None => Ok(None),
+        Some(n) => formats::by_id(n)
+            .map(Some)
+            .ok_or_else(|| format!("unknown trace format {n:?}; known: {}", formats::ids().join(", "))),
+    }
+}
