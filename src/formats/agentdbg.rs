@@ -5,7 +5,7 @@
 //! Built for size (DESIGN §4): the envelope is parsed typed with borrowed strings, only the
 //! payload fields the index needs are read, and the payload itself stays on disk until shown.
 
-use super::jsonl::{LineLoc, LineParser, Sink, load_lines};
+use super::jsonl::{Follow, LineLoc, LineParser, Sink};
 use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, lenient_u64, read_json_file, stem};
 use crate::model::*;
 use serde::Deserialize;
@@ -67,24 +67,28 @@ impl Format for AgentDbg {
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
-        let (dir_meta, events) = locate(path);
-        let mut parser = Parser::new(dir_meta.as_deref());
-        let mut sink = Sink::new(&events);
-        if let Some(run_json) = &dir_meta {
-            parser.read_run_json(run_json, &mut sink);
+        let (_, events) = locate(path);
+        let mut f = self.follow(path).expect("agentdbg is line-oriented");
+        f.poll()?;
+        if !events.is_file() {
+            if f.sink.traces.is_empty() {
+                return Err(LoadError::io(
+                    &events,
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "no events.jsonl"),
+                ));
+            }
+            f.sink
+                .warning(None, "events.jsonl is missing: the run has not written events yet");
         }
-        if events.is_file() {
-            load_lines(&events, &mut parser, &mut sink)?;
-        } else if sink.traces.is_empty() {
-            return Err(LoadError::io(
-                &events,
-                std::io::Error::new(std::io::ErrorKind::NotFound, "no events.jsonl"),
-            ));
-        } else {
-            sink.warning(None, "events.jsonl is missing: the run has not written events yet");
-        }
-        parser.settle(&mut sink);
-        sink.finish("AgentDbg events")
+        f.finish("AgentDbg events")
+    }
+
+    fn follow(&self, path: &Path) -> Option<Follow> {
+        let (run_json, events) = locate(path);
+        Some(Follow::new(
+            &events,
+            Box::new(move || Box::new(Parser::new(run_json.as_deref())) as Box<dyn LineParser>),
+        ))
     }
 
     fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
@@ -300,6 +304,8 @@ pub struct Parser {
     states: Vec<RunState>,
     /// Metadata from run.json, applied to the trace of its run (or the only one).
     run_json: Option<PathBuf>,
+    /// (length, mtime) of run.json when last read: it is replaced when the run ends.
+    run_json_stamp: Option<(u64, Option<std::time::SystemTime>)>,
     events_file: u16,
 }
 
@@ -316,6 +322,7 @@ impl Parser {
             runs: HashMap::new(),
             states: Vec::new(),
             run_json: run_json.map(Path::to_path_buf),
+            run_json_stamp: None,
             events_file: 0,
         }
     }
@@ -584,6 +591,16 @@ impl LineParser for Parser {
         }
     }
 
+    fn refresh(&mut self, sink: &mut Sink) {
+        let Some(rj) = self.run_json.clone() else { return };
+        let stamp = std::fs::metadata(&rj).ok().map(|m| (m.len(), m.modified().ok()));
+        if stamp.is_none() || stamp == self.run_json_stamp {
+            return;
+        }
+        self.run_json_stamp = stamp;
+        self.read_run_json(&rj, sink);
+    }
+
     fn flush(&mut self, sink: &mut Sink) {
         self.settle(sink);
         for t in &mut sink.traces {
@@ -779,5 +796,50 @@ mod tests {
         assert_eq!(t.event(c).parent, p);
         assert_eq!(t.roots.len(), 1);
         assert_eq!(t.meta.status, RunStatus::Ok);
+    }
+
+    #[test]
+    fn following_a_live_run_sees_appends_partial_lines_and_truncation() {
+        let d = tempfile::tempdir().unwrap();
+        let lines = all_types();
+        write_run(d.path(), "running", &lines[..2]);
+        let mut f = AgentDbg.follow(d.path()).unwrap();
+        f.poll().unwrap();
+        assert_eq!(f.sink.traces[0].len(), 2);
+        assert_eq!(f.sink.traces[0].meta.status, RunStatus::Running);
+        // An event written in two parts: the first half waits for its newline.
+        let ev_path = d.path().join("events.jsonl");
+        let (a, b) = lines[2].split_at(40);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&ev_path)
+            .unwrap()
+            .write_all(a.as_bytes())
+            .unwrap();
+        let p = f.poll().unwrap();
+        assert_eq!(f.sink.traces[0].len(), 2);
+        assert!(f.has_partial());
+        assert!(p.touched.is_empty() || p.touched == vec![0]);
+        let mut w = std::fs::OpenOptions::new().append(true).open(&ev_path).unwrap();
+        w.write_all(b.as_bytes()).unwrap();
+        for l in &lines[3..] {
+            w.write_all(l.as_bytes()).unwrap();
+        }
+        drop(w);
+        // run.json is replaced at the end of the run.
+        let rj = std::fs::read_to_string(d.path().join("run.json"))
+            .unwrap()
+            .replace("running", "error");
+        std::fs::write(d.path().join("run.json.tmp"), rj).unwrap();
+        std::fs::rename(d.path().join("run.json.tmp"), d.path().join("run.json")).unwrap();
+        let p = f.poll().unwrap();
+        assert_eq!(p.touched, vec![0]);
+        assert_eq!(f.sink.traces[0].len(), 7);
+        assert_eq!(f.sink.traces[0].meta.status, RunStatus::Error);
+        // Truncation: read again from the start.
+        std::fs::write(&ev_path, &lines[0]).unwrap();
+        let p = f.poll().unwrap();
+        assert!(p.restarted);
+        assert_eq!(f.sink.traces[0].len(), 1);
     }
 }

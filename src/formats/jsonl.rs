@@ -43,6 +43,9 @@ pub trait LineParser: Send {
             t.finalize();
         }
     }
+    /// Before each read: re-read metadata files that may have been replaced (run.json,
+    /// meta.json). Called once before the first line too.
+    fn refresh(&mut self, _sink: &mut Sink) {}
 }
 
 /// Collects the traces of one source while it loads, and routes diagnostics to the trace
@@ -367,6 +370,95 @@ pub fn load_lines(path: &Path, parser: &mut dyn LineParser, sink: &mut Sink) -> 
     r.read_available(parser, sink)?;
     r.finish(parser, sink);
     Ok(())
+}
+
+/// Makes a fresh parser for a source (again after the file was truncated or replaced).
+pub type MakeParser = Box<dyn Fn() -> Box<dyn LineParser> + Send>;
+
+/// A line-oriented source followed as it grows. A full load is one `poll` and `finish`; the
+/// live tail polls again whenever the file changes. Same reader, same parser (DESIGN §6).
+pub struct Follow {
+    path: PathBuf,
+    reader: JsonlReader,
+    parser: Box<dyn LineParser>,
+    make: MakeParser,
+    pub sink: Sink,
+    restarted: bool,
+}
+
+/// What one poll found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Polled {
+    /// Indices of traces that changed.
+    pub touched: Vec<usize>,
+    /// The file shrank: everything was read again from the start (traces were rebuilt).
+    pub restarted: bool,
+}
+
+impl Follow {
+    pub fn new(path: &Path, make: MakeParser) -> Follow {
+        let parser = make();
+        Follow {
+            path: path.to_path_buf(),
+            reader: JsonlReader::new(path),
+            parser,
+            make,
+            sink: Sink::new(path),
+            restarted: false,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn offset(&self) -> u64 {
+        self.reader.offset()
+    }
+
+    /// Read what is new: replaced metadata, then appended lines. A file that does not exist
+    /// yet is not an error (a run directory whose events have not started).
+    pub fn poll(&mut self) -> Result<Polled, LoadError> {
+        let len = match std::fs::metadata(&self.path) {
+            Ok(m) => Some(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(LoadError::io(&self.path, e)),
+        };
+        if len.is_some_and(|l| l < self.reader.offset()) {
+            // Truncated or replaced: start over.
+            self.reader.reset();
+            self.parser = (self.make)();
+            self.sink = Sink::new(&self.path);
+            self.restarted = true;
+        }
+        self.parser.refresh(&mut self.sink);
+        if len.is_some() {
+            self.reader.read_available(self.parser.as_mut(), &mut self.sink)?;
+        }
+        self.parser.flush(&mut self.sink);
+        Ok(Polled {
+            touched: self.sink.take_touched(),
+            restarted: std::mem::take(&mut self.restarted),
+        })
+    }
+
+    /// Whether a partial last line is waiting for its newline.
+    pub fn has_partial(&self) -> bool {
+        self.reader.has_partial()
+    }
+
+    /// End of a one-shot load: a last line without newline is parsed or reported.
+    pub fn finish(mut self, what: &str) -> Result<Loaded, LoadError> {
+        self.reader.finish(self.parser.as_mut(), &mut self.sink);
+        self.sink.finish(what)
+    }
+
+    /// Load a whole source in one go.
+    pub fn load(path: &Path, make: MakeParser, what: &str) -> Result<Loaded, LoadError> {
+        let mut f = Follow::new(path, make);
+        f.poll()?;
+        f.finish(what)
+    }
 }
 
 #[cfg(test)]

@@ -41,6 +41,11 @@ pub trait Format: Sync {
     fn is_run_dir(&self, _dir: &Path) -> bool {
         false
     }
+    /// For line-oriented sources: the source as a [`jsonl::Follow`], so the live tail reads
+    /// appended lines with the very parser a full load uses. `None` for whole-document formats.
+    fn follow(&self, _path: &Path) -> Option<jsonl::Follow> {
+        None
+    }
 }
 
 /// The result of loading one source.
