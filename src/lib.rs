@@ -9,3 +9,4 @@ pub mod model;
 pub mod report;
 pub mod sanitize;
 pub mod source;
+pub mod tail;
