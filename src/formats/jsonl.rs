@@ -423,10 +423,10 @@ impl Follow {
         let off = self.reader.offset();
         let start = off.saturating_sub(SIG);
         let mut buf = Vec::new();
-        if let Ok(mut f) = File::open(&self.path) {
-            if f.seek(SeekFrom::Start(start)).is_ok() {
-                let _ = f.take(off - start).read_to_end(&mut buf);
-            }
+        if let Ok(mut f) = File::open(&self.path)
+            && f.seek(SeekFrom::Start(start)).is_ok()
+        {
+            let _ = f.take(off - start).read_to_end(&mut buf);
         }
         buf
     }
