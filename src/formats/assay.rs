@@ -199,7 +199,6 @@ fn fill_typed(out: &mut Payload, v: &Value) {
                 && outcome_failed(o)
             {
                 out.error = Some(ErrorInfo {
-                    kind: Some("outcome".into()),
                     message: format!("episode outcome: {o}"),
                     ..Default::default()
                 });
@@ -357,6 +356,12 @@ struct Rec<'a> {
     is_error: Option<&'a RawValue>,
 }
 
+impl Rec<'_> {
+    fn flags_error(&self) -> bool {
+        raw_true(self.is_error_camel) || raw_true(self.is_error)
+    }
+}
+
 /// A present, non-null raw value.
 fn present(r: Option<&RawValue>) -> bool {
     r.is_some_and(|r| r.get() != "null")
@@ -391,6 +396,27 @@ fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
 
 fn raw_true(r: Option<&RawValue>) -> bool {
     r.is_some_and(|r| r.get() == "true")
+}
+
+/// The error flags MCP results carry (`isError: true`), on a line or inside its `result`.
+#[derive(Deserialize, Default)]
+struct ErrorFlags<'a> {
+    #[serde(borrow, default, rename = "isError")]
+    is_error_camel: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    is_error: Option<&'a RawValue>,
+}
+
+impl ErrorFlags<'_> {
+    fn any(&self) -> bool {
+        raw_true(self.is_error_camel) || raw_true(self.is_error)
+    }
+}
+
+fn result_flags_error(result: Option<&RawValue>) -> bool {
+    result.is_some_and(|r| {
+        r.get().starts_with('{') && serde_json::from_str::<ErrorFlags<'_>>(r.get()).is_ok_and(|f| f.any())
+    })
 }
 
 /// One legacy `tool_calls[]` entry: just what names it and decides its status.
@@ -786,7 +812,7 @@ impl Parser {
             t.diagnostics
                 .push(Diagnostic::warning(sink.path.clone(), Some(loc.line), msg));
         };
-        let result_status = if present(rec.error) || raw_true(rec.is_error_camel) || raw_true(rec.is_error) {
+        let result_status = if present(rec.error) || rec.flags_error() || result_flags_error(rec.result) {
             Status::Error
         } else {
             Status::Ok
@@ -909,6 +935,15 @@ fn is_orphan_result(ev: &Event) -> bool {
 
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        // serde would read a JSON array into the struct field by field: only objects are records.
+        if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            let what = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                Ok(_) => "a JSON value that is not an object".to_string(),
+                Err(e) => super::jsonl::json_error(&e),
+            };
+            sink.error(loc.line, format!("{what}; record skipped"));
+            return;
+        }
         let Some(rec) = sink.parse::<Rec<'_>>(line, loc) else {
             return;
         };
@@ -940,6 +975,511 @@ impl LineParser for Parser {
         self.settle(sink);
         for t in &mut sink.traces {
             t.finalize();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::jsonl::JsonlReader;
+    use crate::formats::payload;
+    use proptest::prelude::*;
+    use serde_json::json;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/assay")
+            .join(name)
+    }
+
+    fn load(name: &str) -> Vec<Trace> {
+        Assay.load(&fixture(name)).unwrap().traces
+    }
+
+    fn by_name(t: &Trace, name: &str) -> u32 {
+        (0..t.len() as u32)
+            .find(|&i| t.name(i) == name)
+            .unwrap_or_else(|| panic!("no event named {name}"))
+    }
+
+    fn names_under(t: &Trace, i: u32) -> Vec<&str> {
+        t.children(i).iter().map(|&c| t.name(c)).collect()
+    }
+
+    fn diag_lines(t: &Trace) -> Vec<(Option<u64>, Severity)> {
+        t.diagnostics.iter().map(|d| (d.line, d.severity)).collect()
+    }
+
+    fn probe(text: &str) -> Probe {
+        Probe::from_bytes(Path::new("x.jsonl"), text.as_bytes().to_vec(), true)
+    }
+
+    #[test]
+    fn interleaved_episodes_become_one_trace_each() {
+        let ts = load("interleaved.jsonl");
+        assert_eq!(ts.len(), 2);
+        let (w, r) = (&ts[0], &ts[1]);
+        assert_eq!((w.meta.id.as_str(), r.meta.id.as_str()), ("ep-weather", "ep-refund"));
+        assert!(
+            w.diagnostics.is_empty() && r.diagnostics.is_empty(),
+            "{:?}",
+            w.diagnostics
+        );
+        assert_eq!(w.meta.status, RunStatus::Ok);
+        assert_eq!(r.meta.status, RunStatus::Running, "no episode_end: still open");
+        assert_eq!(r.event(r.roots[0]).status, Status::Pending);
+
+        // Weather: run → [planner → (forecast, alerts), llm]; integer ms stay ms.
+        assert_eq!(w.roots.len(), 1);
+        let run = w.roots[0];
+        assert_eq!(w.event(run).kind, EventKind::Run);
+        assert_eq!(w.event(run).duration, Some(300_000_000));
+        assert_eq!(names_under(w, run), vec!["planner", "llm"]);
+        let planner = by_name(w, "planner");
+        assert_eq!(w.event(planner).kind, EventKind::LlmCall);
+        assert_eq!(names_under(w, planner), vec!["forecast", "alerts"]);
+        let c = w.counts();
+        assert_eq!((c.events, c.tool_calls, c.llm_calls, c.errors), (5, 2, 2, 1));
+
+        let alerts = w.event(by_name(w, "alerts"));
+        assert_eq!(alerts.status, Status::Error);
+        assert_eq!(payload(w, alerts).error.unwrap().message, "upstream timeout");
+        let p = payload(w, w.event(run));
+        assert_eq!(p.input, Some(json!({"prompt": "weather in Oslo?"})));
+        assert_eq!(p.output, Some(json!("Cold, -3C.")));
+        assert!(p.extra.iter().any(|(k, _)| k == "meta"), "episode_start meta shown");
+        // An LLM step recorded as JSON text {prompt, completion}.
+        let s2 = w.children(run)[1];
+        let p = payload(w, w.event(s2));
+        assert_eq!(p.input, Some(json!("summarise")));
+        assert_eq!(p.output, Some(json!("Cold, -3C.")));
+        assert!(p.extra.iter().any(|(k, _)| k == "truncations"));
+
+        // Refund: its tool call came before its step and was adopted when the step arrived.
+        let rr = r.roots[0];
+        assert_eq!(r.roots.len(), 1);
+        let step = r.find("r1").unwrap();
+        assert_eq!(r.name(step), "lookup_order");
+        assert_eq!(r.event(step).kind, EventKind::Step);
+        assert_eq!(r.event(step).parent, rr);
+        let tool = r.children(step)[0];
+        assert_eq!(r.event(tool).kind, EventKind::ToolCall);
+        assert_eq!(payload(r, r.event(tool)).output, Some(json!({"status": "shipped"})));
+    }
+
+    #[test]
+    fn v1_lines_are_one_request_each_with_an_llm_call() {
+        let ts = load("v1.jsonl");
+        assert_eq!(ts.len(), 3);
+        let ids: Vec<_> = ts.iter().map(|t| t.meta.id.as_str()).collect();
+        assert_eq!(ids, vec!["q1", "q2", "q1 (line 3)"]);
+        for t in &ts {
+            let c = t.counts();
+            assert_eq!((c.events, c.tool_calls, c.llm_calls), (2, 0, 1));
+            assert_eq!(t.meta.status, RunStatus::Ok);
+        }
+        let t = &ts[0];
+        let llm = t.children(t.roots[0])[0];
+        assert_eq!(t.str(t.event(llm).model), "gpt-x");
+        let p = payload(t, t.event(llm));
+        assert_eq!(p.input, Some(json!("capital of France?")));
+        assert_eq!(p.output, Some(json!("Paris")));
+        assert!(p.extra.iter().any(|(k, v)| k == "provider" && v == "openai"));
+        assert_eq!(
+            diag_lines(&ts[1]),
+            vec![(Some(3), Severity::Warning)],
+            "repeated request_id"
+        );
+    }
+
+    #[test]
+    fn legacy_lines_are_one_trace_each_with_their_tool_calls() {
+        let ts = load("legacy.jsonl");
+        let ids: Vec<_> = ts.iter().map(|t| t.meta.id.as_str()).collect();
+        assert_eq!(ids, vec!["legacy:1", "lg-2", "legacy:3"]);
+        let tools: Vec<_> = ts.iter().map(|t| t.counts().tool_calls).collect();
+        assert_eq!(tools, vec![3, 1, 1]);
+        let t = &ts[0];
+        assert_eq!(names_under(t, t.roots[0]), vec!["llm", "exec", "notify", "audit"]);
+        let st: Vec<_> = ["exec", "notify", "audit"]
+            .iter()
+            .map(|n| t.event(by_name(t, n)).status)
+            .collect();
+        assert_eq!(st, vec![Status::Unknown, Status::Ok, Status::Error]);
+        // Each tool event decodes its own entry of the line.
+        let audit = payload(t, t.event(by_name(t, "audit")));
+        assert_eq!(
+            audit.input,
+            Some(json!({"level": 2})),
+            "JSON-string arguments shown as JSON"
+        );
+        assert_eq!(audit.error.unwrap().message, "denied");
+        assert_eq!(payload(t, t.event(by_name(t, "notify"))).output, Some(json!("sent")));
+        let calc = &ts[2];
+        assert_eq!(calc.counts().llm_calls, 0, "no prompt or response: no LLM call");
+        assert_eq!(
+            payload(calc, calc.event(by_name(calc, "Calculate"))).output,
+            Some(json!(3))
+        );
+    }
+
+    #[test]
+    fn tool_call_and_tool_result_are_one_event() {
+        let ts = load("calls.jsonl");
+        assert_eq!(ts.len(), 1);
+        let t = &ts[0];
+        assert_eq!(t.meta.id, "calls");
+        assert_eq!(t.counts().tool_calls, 4);
+        let c1 = t.event(t.find("c1").unwrap());
+        assert_eq!(
+            (c1.status, c1.origin.line, c1.origin2.map(|o| o.line)),
+            (Status::Ok, 1, Some(2))
+        );
+        assert_eq!(c1.duration, Some(1_000_000_000));
+        let p = payload(t, c1);
+        assert_eq!(
+            (p.input, p.output),
+            (Some(json!({"id": "cust_1"})), Some(json!({"name": "Alice"})))
+        );
+        let c2 = t.event(t.find("c2").unwrap());
+        assert_eq!(c2.status, Status::Pending, "a call with no result yet");
+        assert_eq!(c2.origin2, None);
+        let c9 = t.find("c9").unwrap();
+        assert_eq!(t.name(c9), "(result without call)");
+        assert_eq!(payload(t, t.event(c9)).output, Some(json!({"ok": true})));
+        let c3 = t.event(t.find("c3").unwrap());
+        assert_eq!(c3.status, Status::Error, "isError inside the MCP result");
+        assert_eq!(c3.duration, Some(500_000_000));
+        assert_eq!(diag_lines(t), vec![(Some(4), Severity::Warning)]);
+        assert!(t.diagnostics[0].message.contains("c9"));
+        assert_eq!(t.meta.status, RunStatus::Error);
+    }
+
+    #[test]
+    fn a_result_before_its_call_is_completed_by_the_call() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("late.jsonl");
+        std::fs::write(
+            &p,
+            concat!(
+                "{\"type\":\"tool_result\",\"id\":\"x\",\"result\":\"r\",\"timestamp\":\"2025-01-01T00:00:02Z\"}\n",
+                "{\"type\":\"tool_call\",\"id\":\"x\",\"tool\":\"t\",\"arguments\":{\"a\":1},\"timestamp\":\"2025-01-01T00:00:00Z\"}\n",
+            ),
+        )
+        .unwrap();
+        let t = &Assay.load(&p).unwrap().traces[0];
+        assert_eq!(t.len(), 1);
+        let e = t.event(0);
+        assert_eq!((t.name(0), e.status), ("t", Status::Ok));
+        assert_eq!((e.origin.line, e.origin2.map(|o| o.line)), (2, Some(1)));
+        assert_eq!(e.duration, Some(2_000_000_000));
+        let pl = payload(t, e);
+        assert_eq!((pl.input, pl.output), (Some(json!({"a": 1})), Some(json!("r"))));
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        assert_eq!(diag_lines(t), vec![(Some(1), Severity::Warning)]);
+    }
+
+    #[test]
+    fn damaged_lines_are_diagnostics_and_the_rest_loads() {
+        let ts = load("damaged.jsonl");
+        assert_eq!(ts.len(), 1, "the cut last line starts no episode");
+        let t = &ts[0];
+        assert_eq!(
+            diag_lines(t),
+            vec![
+                (Some(2), Severity::Error),
+                (Some(4), Severity::Error),
+                (Some(6), Severity::Warning)
+            ]
+        );
+        assert!(
+            t.diagnostics[1].message.contains("not an object"),
+            "{}",
+            t.diagnostics[1].message
+        );
+        assert!(t.diagnostics[2].message.contains("incomplete last line"));
+        assert_eq!(t.meta.status, RunStatus::Error, "outcome fail");
+        assert_eq!(t.counts().tool_calls, 1, "its step was lost, the call is still there");
+        let run = t.event(t.roots[0]);
+        assert_eq!(payload(t, run).error.unwrap().message, "episode outcome: fail");
+    }
+
+    #[test]
+    fn events_before_episode_start_and_an_end_without_start() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("early.jsonl");
+        std::fs::write(
+            &p,
+            concat!(
+                "{\"type\":\"step\",\"episode_id\":\"a\",\"step_id\":\"s\",\"timestamp\":110,\"kind\":\"tool\",\"name\":\"n\"}\n",
+                "{\"type\":\"episode_start\",\"episode_id\":\"a\",\"timestamp\":100}\n",
+                "{\"type\":\"episode_end\",\"episode_id\":\"b\",\"timestamp\":500,\"outcome\":\"error\"}\n",
+                "{\"type\":\"episode_end\",\"episode_id\":\"a\",\"timestamp\":200}\n",
+                "{\"type\":\"episode_end\",\"episode_id\":\"a\",\"timestamp\":210}\n",
+                "{\"type\":\"step\",\"step_id\":\"z\"}\n",
+                "{\"type\":\"mystery\"}\n",
+            ),
+        )
+        .unwrap();
+        let ts = Assay.load(&p).unwrap().traces;
+        assert_eq!(ts.len(), 2);
+        let a = &ts[0];
+        assert_eq!(a.roots.len(), 1);
+        assert_eq!(a.children(a.roots[0]).len(), 1, "the early step joined its run");
+        assert_eq!(a.meta.status, RunStatus::Ok);
+        assert_eq!(a.event(a.roots[0]).duration, Some(100_000_000));
+        let b = &ts[1];
+        assert_eq!(b.meta.status, RunStatus::Error);
+        assert_eq!(b.event(b.roots[0]).kind, EventKind::Run);
+        // The repeated end, the step with no episode and the unknown type are reported.
+        let all: Vec<_> = ts.iter().flat_map(diag_lines).collect();
+        assert_eq!(
+            all,
+            vec![
+                (Some(5), Severity::Warning),
+                (Some(6), Severity::Error),
+                (Some(7), Severity::Warning)
+            ]
+        );
+    }
+
+    #[test]
+    fn following_a_growing_file_and_flushing_again() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("live.jsonl");
+        let lines = std::fs::read_to_string(fixture("interleaved.jsonl")).unwrap();
+        let lines: Vec<&str> = lines.split_inclusive('\n').collect();
+        std::fs::write(&p, lines[..4].concat()).unwrap();
+        let mut f = Assay.follow(&p).unwrap();
+        f.poll().unwrap();
+        assert_eq!(f.sink.traces.len(), 2);
+        assert!(f.sink.traces.iter().all(|t| t.meta.status == RunStatus::Running));
+        let refund_tool = f.sink.traces[1].find("r1#0").unwrap();
+        assert_eq!(
+            f.sink.traces[1].event(refund_tool).parent,
+            NO_PARENT,
+            "its step is not there yet"
+        );
+        // Half a line: held until its newline.
+        let (a, b) = lines[4].split_at(30);
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        w.write_all(a.as_bytes()).unwrap();
+        f.poll().unwrap();
+        assert!(f.has_partial());
+        w.write_all(b.as_bytes()).unwrap();
+        for l in &lines[5..] {
+            w.write_all(l.as_bytes()).unwrap();
+        }
+        drop(w);
+        let polled = f.poll().unwrap();
+        assert_eq!(polled.touched, vec![1, 0]);
+        // Polling with nothing new changes nothing (flush is safe to repeat).
+        let before: Vec<_> = f
+            .sink
+            .traces
+            .iter()
+            .map(|t| (t.counts(), t.meta.status, t.roots.clone()))
+            .collect();
+        f.poll().unwrap();
+        f.poll().unwrap();
+        let after: Vec<_> = f
+            .sink
+            .traces
+            .iter()
+            .map(|t| (t.counts(), t.meta.status, t.roots.clone()))
+            .collect();
+        assert_eq!(before, after);
+        let r = &f.sink.traces[1];
+        assert_ne!(
+            r.event(r.find("r1#0").unwrap()).parent,
+            NO_PARENT,
+            "adopted by its step"
+        );
+        assert_eq!(f.sink.traces[0].meta.status, RunStatus::Ok);
+        assert_eq!(r.meta.status, RunStatus::Running);
+        let full = Assay.load(&fixture("interleaved.jsonl")).unwrap().traces;
+        for (x, y) in f.sink.traces.iter().zip(&full) {
+            assert_eq!(x.counts(), y.counts());
+            assert_eq!(x.walk().len(), y.walk().len());
+        }
+    }
+
+    #[test]
+    fn detects_its_shapes() {
+        for f in [
+            "interleaved.jsonl",
+            "v1.jsonl",
+            "legacy.jsonl",
+            "calls.jsonl",
+            "damaged.jsonl",
+        ] {
+            let p = Probe::open(&fixture(f)).unwrap();
+            assert!(Assay.detect(&p) >= 60, "{f}");
+            assert_eq!(crate::formats::detect(&fixture(f)).unwrap().id(), "assay", "{f}");
+        }
+        assert_eq!(Assay.detect(&probe("{\"type\":\"step\",\"episode_id\":\"e\"}\n")), 95);
+        // A first record too large for the probe: its keys still tell.
+        let cut = Probe::from_bytes(
+            Path::new("x.jsonl"),
+            b"{\"type\":\"step\",\"episode_id\":\"e\",\"content\":\"aaaa".to_vec(),
+            false,
+        );
+        assert_eq!(Assay.detect(&cut), 70);
+    }
+
+    #[test]
+    fn does_not_claim_other_formats() {
+        let others = [
+            // AgentDbg
+            r#"{"spec_version":"0.1","event_id":"e","run_id":"r","event_type":"TOOL_CALL","ts":"2026-01-01T00:00:00Z","name":"x","payload":{"tool_name":"x"}}"#,
+            // OpenAI chat message lines and Invariant dataset lines
+            r#"{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]}"#,
+            r#"{"messages":[{"role":"user","content":"hi"}],"metadata":{}}"#,
+            r#"[{"role":"user","content":"hi"}]"#,
+            // Claude Code
+            r#"{"parentUuid":null,"isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":"hi"}}"#,
+            // Codex
+            r#"{"timestamp":"2025-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call","call_id":"c"}}"#,
+            // OTLP and OTel-style span lines
+            r#"{"resourceSpans":[]}"#,
+            r#"{"trace_id":"t","span_id":"s","name":"tool-call","attributes":{"gen_ai.tool.name":"search"}}"#,
+            // agentsnap
+            r#"{"version":1,"tools":[{"name":"x","args":{}}]}"#,
+            // Something else that happens to have a `type`
+            r#"{"type":"message","id":"m1","text":"hi"}"#,
+        ];
+        for o in others {
+            assert_eq!(Assay.detect(&probe(&format!("{o}\n"))), 0, "{o}");
+        }
+        assert_eq!(Assay.detect(&probe("")), 0);
+        assert_eq!(Assay.detect(&probe("not json\n")), 0);
+    }
+
+    /// Parse `bytes` as one source without touching the disk.
+    fn parse_bytes(bytes: &[u8]) -> Vec<Trace> {
+        let path = Path::new("mem.jsonl");
+        let mut r = JsonlReader::new(path);
+        let mut p = Parser::new();
+        let mut s = Sink::new(path);
+        r.read_stream(&mut std::io::Cursor::new(bytes), &mut p, &mut s).unwrap();
+        r.finish(&mut p, &mut s);
+        p.flush(&mut s);
+        s.traces
+    }
+
+    fn json_leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|f| serde_json::Number::from_f64(f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null)),
+            prop_oneof![
+                Just("episode_start"),
+                Just("step"),
+                Just("tool_call"),
+                Just("tool_result"),
+                Just("episode_end"),
+                Just("assay.trace"),
+                Just("e1"),
+                Just("s1"),
+                Just("llm"),
+                Just("fail"),
+                Just("2025-12-27T10:00:00Z"),
+            ]
+            .prop_map(|s| json!(s)),
+            ".{0,12}".prop_map(Value::String),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        json_leaf().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((key(), inner), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "type",
+                "episode_id",
+                "step_id",
+                "id",
+                "request_id",
+                "timestamp",
+                "kind",
+                "name",
+                "tool_name",
+                "tool",
+                "call_index",
+                "args",
+                "arguments",
+                "result",
+                "error",
+                "outcome",
+                "final_output",
+                "input",
+                "content",
+                "prompt",
+                "response",
+                "model",
+                "tool_calls",
+                "function",
+                "isError",
+                "meta",
+                "truncations",
+            ])
+            .prop_map(str::to_string),
+            "[a-z]{1,6}",
+        ]
+    }
+
+    /// A record shaped like the Assay lines, with any values in its fields.
+    fn assay_line() -> impl Strategy<Value = String> {
+        prop::collection::vec((key(), json_value()), 0..8)
+            .prop_map(|kv| Value::Object(kv.into_iter().collect::<serde_json::Map<_, _>>()).to_string())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+            let _ = Assay.detect(&Probe::from_bytes(Path::new("x.jsonl"), bytes.clone(), true));
+            let _ = Assay.detect(&Probe::from_bytes(Path::new("x.jsonl"), bytes.clone(), false));
+            for t in parse_bytes(&bytes) {
+                let _ = t.walk();
+            }
+        }
+
+        #[test]
+        fn arbitrary_assay_like_lines_never_panic(
+            lines in prop::collection::vec(prop_oneof![assay_line(), json_value().prop_map(|v| v.to_string())], 0..12),
+            cut in any::<bool>(),
+        ) {
+            let mut text = lines.join("\n");
+            if !cut {
+                text.push('\n');
+            }
+            let _ = Assay.detect(&Probe::from_bytes(Path::new("x.jsonl"), text.clone().into_bytes(), true));
+            let traces = parse_bytes(text.as_bytes());
+            let raws: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+            for t in &traces {
+                prop_assert_eq!(t.walk().len(), t.len(), "every event is in the tree once");
+                for e in &t.events {
+                    // Decode against every line, in pairs too, as a merged event would.
+                    for w in raws.windows(2.min(raws.len()).max(1)) {
+                        let _ = Assay.decode_payload(t, e, w);
+                    }
+                }
+            }
         }
     }
 }
