@@ -354,9 +354,28 @@ struct Rec<'a> {
     is_error_camel: Option<&'a RawValue>,
     #[serde(borrow, default)]
     is_error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    meta: Option<&'a RawValue>,
+}
+
+/// The model of an LLM step, where Assay's OTel import puts it.
+#[derive(Deserialize)]
+struct MetaModel<'a> {
+    #[serde(borrow, default, rename = "gen_ai.request.model")]
+    request: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "gen_ai.response.model")]
+    response: Option<&'a RawValue>,
 }
 
 impl Rec<'_> {
+    fn model(&self) -> Option<Cow<'_, str>> {
+        raw_str(self.model).or_else(|| {
+            let m = self.meta.filter(|m| m.get().starts_with('{'))?;
+            let mm = serde_json::from_str::<MetaModel<'_>>(m.get()).ok()?;
+            raw_str(mm.request).or_else(|| raw_str(mm.response))
+        })
+    }
+
     fn flags_error(&self) -> bool {
         raw_true(self.is_error_camel) || raw_true(self.is_error)
     }
@@ -529,8 +548,7 @@ impl Parser {
                     } else {
                         "a second `episode_start` for this episode; ignored"
                     };
-                    t.diagnostics
-                        .push(Diagnostic::warning(sink.path.clone(), Some(loc.line), msg));
+                    warn(t, &sink.path, loc.line, msg);
                     return;
                 }
                 let r = t.add(NewEvent {
@@ -551,11 +569,12 @@ impl Parser {
                 let failed = outcome.as_deref().is_some_and(outcome_failed);
                 let status = if failed { Status::Error } else { Status::Ok };
                 if st.ended {
-                    t.diagnostics.push(Diagnostic::warning(
-                        sink.path.clone(),
-                        Some(loc.line),
+                    warn(
+                        t,
+                        &sink.path,
+                        loc.line,
                         "a second `episode_end` for this episode; ignored",
-                    ));
+                    );
                     return;
                 }
                 st.ended = true;
@@ -590,7 +609,7 @@ impl Parser {
                 let step_id = raw_id(rec.step_id);
                 let kind = raw_str(rec.kind);
                 let name = raw_str(rec.name);
-                let model = raw_str(rec.model);
+                let model = rec.model();
                 let is_llm = kind.as_deref().is_some_and(|k| {
                     let k = k.to_ascii_lowercase();
                     k == "llm" || k == "model" || k.starts_with("llm_") || k == "completion" || k == "chat"
@@ -617,11 +636,12 @@ impl Parser {
                     st.early.push(i);
                 }
                 if step_id.is_none() {
-                    t.diagnostics.push(Diagnostic::warning(
-                        sink.path.clone(),
-                        Some(loc.line),
+                    warn(
+                        t,
+                        &sink.path,
+                        loc.line,
                         "`step` without a `step_id`: its tool calls cannot find it",
-                    ));
+                    );
                 }
             }
             _ => {
@@ -651,11 +671,7 @@ impl Parser {
                     st.early.push(i);
                 }
                 if tool.is_none() {
-                    t.diagnostics.push(Diagnostic::warning(
-                        sink.path.clone(),
-                        Some(loc.line),
-                        "`tool_call` without a `tool_name`",
-                    ));
+                    warn(t, &sink.path, loc.line, "`tool_call` without a `tool_name`");
                 }
             }
         }
@@ -697,11 +713,12 @@ impl Parser {
         self.states[ti].root = Some(r);
         self.states[ti].ended = true;
         if !present(rec.prompt) || !(present(rec.response) || present(rec.text)) {
-            t.diagnostics.push(Diagnostic::warning(
-                sink.path.clone(),
-                Some(loc.line),
+            warn(
+                t,
+                &sink.path,
+                loc.line,
                 "`assay.trace` record without `prompt` or `response`",
-            ));
+            );
         }
     }
 
@@ -809,8 +826,7 @@ impl Parser {
         let id = raw_id(rec.id);
         let t = &mut sink.traces[ti];
         let diag = |t: &mut Trace, msg: String| {
-            t.diagnostics
-                .push(Diagnostic::warning(sink.path.clone(), Some(loc.line), msg));
+            warn(t, &sink.path, loc.line, msg);
         };
         let result_status = if present(rec.error) || rec.flags_error() || result_flags_error(rec.result) {
             Status::Error
@@ -925,6 +941,13 @@ impl Parser {
                 _ => RunStatus::Ok,
             };
         }
+    }
+}
+
+/// A warning on a trace built here, bounded as the sink bounds its own (hostile input).
+fn warn(t: &mut Trace, path: &Path, line: u64, msg: impl Into<String>) {
+    if t.diagnostics.len() < 1000 {
+        t.diagnostics.push(Diagnostic::warning(path, Some(line), msg));
     }
 }
 
