@@ -530,7 +530,7 @@ impl Parser {
         let ti = self.trace_for(Shape::Episode, &eid, &eid, sink);
         let origin = loc.origin(0);
         let start = raw_ts(rec.timestamp);
-        if rec.timestamp.is_some() && start.is_none() {
+        if present(rec.timestamp) && start.is_none() {
             sink.warning(Some(loc.line), "`timestamp` is not a time; ignored");
         }
         let st = &mut self.states[ti];
