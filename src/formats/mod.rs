@@ -7,6 +7,7 @@ mod util;
 
 pub mod agentdbg;
 pub mod agentsnap;
+pub mod claude_code;
 
 pub use probe::Probe;
 pub use util::*;
@@ -15,7 +16,7 @@ use crate::model::{Diagnostic, Event, Payload, PayloadRef, Trace};
 use std::path::{Path, PathBuf};
 
 /// The formats tracetui reads, in detection order. Adding a format is one line here.
-pub static REGISTRY: &[&dyn Format] = &[&agentdbg::AgentDbg, &agentsnap::AgentSnap];
+pub static REGISTRY: &[&dyn Format] = &[&agentdbg::AgentDbg, &agentsnap::AgentSnap, &claude_code::ClaudeCode];
 
 /// What a format does: recognise a source and load it.
 pub trait Format: Sync {
