@@ -8,6 +8,7 @@ mod util;
 pub mod agentdbg;
 pub mod agentsnap;
 pub mod claude_code;
+pub mod codex;
 
 pub use probe::Probe;
 pub use util::*;
@@ -16,7 +17,12 @@ use crate::model::{Diagnostic, Event, Payload, PayloadRef, Trace};
 use std::path::{Path, PathBuf};
 
 /// The formats tracetui reads, in detection order. Adding a format is one line here.
-pub static REGISTRY: &[&dyn Format] = &[&agentdbg::AgentDbg, &agentsnap::AgentSnap, &claude_code::ClaudeCode];
+pub static REGISTRY: &[&dyn Format] = &[
+    &agentdbg::AgentDbg,
+    &agentsnap::AgentSnap,
+    &claude_code::ClaudeCode,
+    &codex::Codex,
+];
 
 /// What a format does: recognise a source and load it.
 pub trait Format: Sync {
