@@ -9,6 +9,7 @@ pub mod agentdbg;
 pub mod agentsnap;
 pub mod claude_code;
 pub mod codex;
+pub mod otlp;
 
 pub use probe::Probe;
 pub use util::*;
@@ -22,6 +23,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &agentsnap::AgentSnap,
     &claude_code::ClaudeCode,
     &codex::Codex,
+    &otlp::Otlp,
 ];
 
 /// What a format does: recognise a source and load it.
