@@ -7,6 +7,7 @@ mod util;
 
 pub mod agentdbg;
 pub mod agentsnap;
+pub mod assay_bundle;
 pub mod claude_code;
 pub mod codex;
 pub mod otlp;
@@ -24,6 +25,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &claude_code::ClaudeCode,
     &codex::Codex,
     &otlp::Otlp,
+    &assay_bundle::AssayBundle,
 ];
 
 /// What a format does: recognise a source and load it.
