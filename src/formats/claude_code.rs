@@ -1247,6 +1247,35 @@ mod tests {
         assert_eq!(t.counts().tool_calls, 3);
     }
 
+    #[test]
+    fn a_subagent_file_that_appears_while_following_joins_its_task() {
+        let d = tempfile::tempdir().unwrap();
+        let main = d.path().join("s.jsonl");
+        std::fs::copy(fixture("sess-sub.jsonl"), &main).unwrap();
+        let mut f = ClaudeCode.follow(&main).unwrap();
+        f.poll().unwrap();
+        assert_eq!(f.sink.traces[0].counts().tool_calls, 1);
+        let sub = d.path().join("s/subagents");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::copy(
+            fixture("sess-sub/subagents/agent-a1b2c3.jsonl"),
+            sub.join("agent-a1b2c3.jsonl"),
+        )
+        .unwrap();
+        let p = f.poll().unwrap();
+        assert_eq!(p.touched, vec![0]);
+        let t = &f.sink.traces[0];
+        assert_eq!(t.counts().tool_calls, 2);
+        let task = t.find("toolu_task").unwrap();
+        assert_eq!(t.name(t.children(task)[0]), "agent a1b2c3");
+        f.poll().unwrap();
+        assert_eq!(
+            f.sink.traces[0].counts().tool_calls,
+            2,
+            "polling again reads nothing twice"
+        );
+    }
+
     proptest::proptest! {
         #[test]
         fn arbitrary_bytes_never_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000)) {
