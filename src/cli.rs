@@ -44,9 +44,11 @@ pub enum Command {
         #[command(flatten)]
         fmt: FormatArgs,
     },
-    /// Compare two runs: align their calls, compare arguments and results, give a verdict
-    /// (PASSED, OUTPUT_DRIFT, TOOLS_REORDERED, TOOLS_CHANGED, REGRESSION) and metric deltas.
-    /// Exit 1 when the verdict is in --fail-on, 0 when not, 2 on unreadable input.
+    /// Compare two runs: a verdict, metric deltas and the aligned calls (exit 1 on a failing verdict).
+    ///
+    /// Aligns the two runs' tool and LLM calls, compares paired calls' arguments and results as
+    /// JSON paths and gives a verdict: PASSED, OUTPUT_DRIFT, TOOLS_REORDERED, TOOLS_CHANGED or
+    /// REGRESSION. Exit 1 when the verdict is in --fail-on, 0 when not, 2 on unreadable input.
     #[command(
         after_help = "BASELINE and CURRENT are trace files or run directories; PATH#N (1-based) or PATH#ID picks \
 one trace of a source that holds several (default: the first, with a note on stderr).\n\n\
@@ -55,7 +57,9 @@ outside call arguments. --ignore takes globs over JSON paths: `*` matches anythi
 '*.request_id' or 'tools[*].args.ts'."
     )]
     Diff {
+        /// The reference run: a trace file or run directory (PATH#N or PATH#ID picks one trace).
         baseline: PathBuf,
+        /// The run to judge against it.
         current: PathBuf,
         #[command(flatten)]
         fmt: FormatArgs,
