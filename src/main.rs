@@ -9,7 +9,9 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
-    match run(cli) {
+    let result = run(cli);
+    source::cleanup();
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             // A closed pipe (`| head`) is not an error worth a message.

@@ -232,3 +232,28 @@ fn completions_and_man_page() {
     let out = tracetui().arg("man").assert().code(0).get_output().stdout.clone();
     assert!(String::from_utf8_lossy(&out).contains(".TH"));
 }
+
+#[test]
+fn dash_reads_standard_input() {
+    let input = std::fs::read("sample-traces/runs/agentdbg-refund-ok/events.jsonl").unwrap();
+    let out = tracetui()
+        .args(["check", "--format", "json", "-"])
+        .write_stdin(input)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json_lines(&out);
+    assert_eq!(v[0]["format"], "agentdbg");
+    assert_eq!(v[0]["tool_calls"], 2);
+    let out = tracetui()
+        .args(["show", "-"])
+        .write_stdin(std::fs::read("sample-traces/diff/booking.snap.json").unwrap())
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8_lossy(&out).contains("tool search_restaurants [ok]"));
+}

@@ -53,7 +53,35 @@ pub fn discover(paths: &[PathBuf], forced: Option<&'static dyn Format>) -> Disco
     d
 }
 
+/// Standard input (`-`) is copied to a private temporary file, removed at exit: formats read
+/// by position (deferred payloads, the raw view), which a pipe cannot do.
+static STDIN_COPIES: std::sync::Mutex<Vec<tempfile::TempPath>> = std::sync::Mutex::new(Vec::new());
+
+/// Remove the copies of standard input (statics are never dropped: call this before exit).
+pub fn cleanup() {
+    STDIN_COPIES.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+fn stdin_to_file() -> std::io::Result<PathBuf> {
+    let mut f = tempfile::Builder::new()
+        .prefix("tracetui-stdin-")
+        .suffix(".jsonl")
+        .tempfile()?;
+    std::io::copy(&mut std::io::stdin().lock(), f.as_file_mut())?;
+    let path = f.into_temp_path();
+    let p = path.to_path_buf();
+    STDIN_COPIES.lock().unwrap_or_else(|e| e.into_inner()).push(path);
+    Ok(p)
+}
+
 fn discover_one(path: &Path, forced: Option<&'static dyn Format>, d: &mut Discovery) {
+    if path == Path::new("-") {
+        match stdin_to_file() {
+            Ok(p) => discover_one(&p, forced, d),
+            Err(e) => d.errors.push(LoadError::io(path, e)),
+        }
+        return;
+    }
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) => {
