@@ -20,6 +20,9 @@ pub struct Cli {
     /// Read the traces as this format instead of detecting it.
     #[arg(long = "format", value_name = "NAME", global = false)]
     pub format: Option<String>,
+    /// Colour theme of the explorer: dark, light, high-contrast, or a theme file path.
+    #[arg(long = "theme", value_name = "NAME|PATH")]
+    pub theme: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -44,10 +47,21 @@ pub enum Command {
         #[command(flatten)]
         fmt: FormatArgs,
     },
+    /// Show where the config file is read from.
+    Config {
+        #[command(subcommand)]
+        what: ConfigCommand,
+    },
     /// Print a shell completion script.
     Completions { shell: clap_complete::Shell },
     /// Print the manual page (roff).
     Man,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Print the path of the config file (it need not exist).
+    Path,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]

@@ -8,4 +8,6 @@ pub mod formats;
 pub mod model;
 pub mod report;
 pub mod sanitize;
+pub mod search;
 pub mod source;
+pub mod tui;
