@@ -47,6 +47,21 @@ pub enum Command {
         #[command(flatten)]
         fmt: FormatArgs,
     },
+    /// Follow a run directory, trace file or directory of runs as it grows.
+    Tail {
+        path: PathBuf,
+        /// Print each new event as one line instead of opening the explorer.
+        #[arg(long)]
+        no_tui: bool,
+        /// Print the events already there first.
+        #[arg(long)]
+        from_start: bool,
+        /// Poll every MS milliseconds instead of relying on file-system notifications.
+        #[arg(long, value_name = "MS")]
+        poll: Option<u64>,
+        #[command(flatten)]
+        fmt: FormatArgs,
+    },
     /// Show where the config file is read from.
     Config {
         #[command(subcommand)]

@@ -10,4 +10,5 @@ pub mod report;
 pub mod sanitize;
 pub mod search;
 pub mod source;
+pub mod tail;
 pub mod tui;

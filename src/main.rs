@@ -66,6 +66,31 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let failed = report::ls::run(&d, &mut out, o)?;
             if failed > 0 && d.runs.is_empty() { 2 } else { 0 }
         }
+        Some(Command::Tail {
+            path,
+            no_tui,
+            from_start,
+            poll,
+            fmt,
+        }) => {
+            let (o, forced) = formats(&fmt)?;
+            if !no_tui {
+                return Err(usage(
+                    "the explorer's follow mode is not built yet; use `tracetui tail --no-tui PATH`",
+                ));
+            }
+            let opts = tracetui::tail::Options {
+                poll: std::time::Duration::from_millis(poll.unwrap_or(500).max(10)),
+                poll_only: poll.is_some(),
+                from_start,
+            };
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            // Unbuffered beyond one batch: each batch of events is flushed as it is printed.
+            drop(out);
+            let mut lock = std::io::stdout().lock();
+            tracetui::tail::follow_print(&path, forced, o, opts, &mut lock, &stop)?;
+            return Ok(0);
+        }
         Some(Command::Completions { shell }) => {
             clap_complete::generate(shell, &mut Cli::command(), "tracetui", &mut out);
             0

@@ -224,6 +224,28 @@ fn locate(path: &Path) -> (Option<PathBuf>, PathBuf) {
     }
 }
 
+/// The envelope with the payload index read in the same pass (the fast path).
+#[derive(Deserialize)]
+struct FastEnvelope<'a> {
+    #[serde(borrow, default)]
+    event_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    run_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    parent_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    event_type: Cow<'a, str>,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    duration_ms: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    payload: Option<PayloadIndex<'a>>,
+}
+
+/// The envelope alone, for lines whose payload does not fit the index.
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow, default)]
@@ -420,14 +442,11 @@ impl Parser {
                 },
                 _ => RunStatus::Running,
             };
+            // run.json is rewritten at the end, RUN_END is appended: the events have the last word.
             t.meta.status = match rs.meta_status {
-                Some(RunStatus::Running) | None | Some(RunStatus::Unknown) => from_events,
-                Some(s) if rs.ended => {
-                    // run.json and RUN_END agree in practice; RUN_END is the later word.
-                    let _ = s;
-                    from_events
-                }
-                Some(s) => s,
+                _ if rs.ended => from_events,
+                Some(s @ (RunStatus::Ok | RunStatus::Error)) => s,
+                _ => from_events,
             };
             if let Some(r) = rs.root {
                 let e = &t.events[r as usize];
@@ -442,20 +461,38 @@ impl Parser {
 
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        let Some(env) = sink.parse::<Envelope>(line, loc) else {
-            return;
+        // One pass reads envelope and payload index; a payload of unexpected shape is read
+        // again on its own so that the event still loads (with a diagnostic).
+        let env: FastEnvelope = match serde_json::from_slice::<FastEnvelope>(line) {
+            Ok(e) => e,
+            Err(_) => {
+                let Some(env) = sink.parse::<Envelope>(line, loc) else {
+                    return;
+                };
+                let payload = match env.payload {
+                    Some(raw) if raw.get() != "null" => match serde_json::from_str(raw.get()) {
+                        Ok(p) => Some(p),
+                        Err(e) => {
+                            sink.error(loc.line, format!("payload: {}", super::jsonl::json_error(&e)));
+                            None
+                        }
+                    },
+                    _ => None,
+                };
+                FastEnvelope {
+                    event_id: env.event_id,
+                    run_id: env.run_id,
+                    parent_id: env.parent_id,
+                    event_type: env.event_type,
+                    ts: env.ts,
+                    duration_ms: env.duration_ms,
+                    name: env.name,
+                    payload,
+                }
+            }
         };
         let ti = self.trace_for(env.run_id.as_deref().unwrap_or(""), sink);
-        let p: PayloadIndex = match env.payload {
-            Some(raw) if raw.get() != "null" => match serde_json::from_str(raw.get()) {
-                Ok(p) => p,
-                Err(e) => {
-                    sink.error(loc.line, format!("payload: {}", super::jsonl::json_error(&e)));
-                    PayloadIndex::default()
-                }
-            },
-            _ => PayloadIndex::default(),
-        };
+        let p = env.payload.unwrap_or_default();
         let start = raw_ts(env.ts);
         let duration = raw_u64(env.duration_ms).map(|ms| (ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000);
         let origin = loc.origin(self.events_file);
@@ -720,7 +757,7 @@ mod tests {
         assert_eq!(t.meta.status, RunStatus::Error);
         let c = t.counts();
         assert_eq!((c.events, c.tool_calls, c.llm_calls), (7, 2, 1));
-        assert_eq!(c.errors, 3, "failed tool, ERROR event, failed run");
+        assert_eq!(c.errors, 2, "failed tool and ERROR event; the run's status is apart");
         assert_eq!(c.tokens, 7, "redacted prompt tokens count as unknown");
         let root = t.roots[0];
         assert_eq!(t.event(root).kind, EventKind::Run);
@@ -841,5 +878,33 @@ mod tests {
         let p = f.poll().unwrap();
         assert!(p.restarted);
         assert_eq!(f.sink.traces[0].len(), 1);
+    }
+
+    #[test]
+    fn a_payload_of_unexpected_shape_still_loads_its_event() {
+        let d = tempfile::tempdir().unwrap();
+        let lines = vec![
+            ev("s", None, "RUN_START", "demo", "{}", 0),
+            ev(
+                "t",
+                None,
+                "TOOL_CALL",
+                "named-by-envelope",
+                r#"{"tool_name": 5, "status": "ok"}"#,
+                10,
+            ),
+        ];
+        write_run(d.path(), "running", &lines);
+        let t = &AgentDbg.load(d.path()).unwrap().traces[0];
+        let i = t.find("t").unwrap();
+        assert_eq!(t.event(i).kind, EventKind::ToolCall);
+        assert_eq!(t.name(i), "named-by-envelope");
+        assert_eq!(t.diagnostics.len(), 1);
+        assert_eq!(t.diagnostics[0].line, Some(2));
+        assert!(
+            t.diagnostics[0].message.starts_with("payload:"),
+            "{}",
+            t.diagnostics[0].message
+        );
     }
 }

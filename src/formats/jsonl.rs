@@ -384,7 +384,15 @@ pub struct Follow {
     make: MakeParser,
     pub sink: Sink,
     restarted: bool,
+    /// Identity of what was read: the file's inode and the last bytes before the offset. A
+    /// file truncated and rewritten past the old length between two polls, or replaced by
+    /// rename, no longer matches them.
+    ino: Option<u64>,
+    tail_sig: Vec<u8>,
 }
+
+/// How many bytes before the offset are checked on every poll.
+const SIG: u64 = 64;
 
 /// What one poll found.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -405,7 +413,36 @@ impl Follow {
             make,
             sink: Sink::new(path),
             restarted: false,
+            ino: None,
+            tail_sig: Vec::new(),
         }
+    }
+
+    fn read_sig(&self) -> Vec<u8> {
+        use std::io::{Read, Seek, SeekFrom};
+        let off = self.reader.offset();
+        let start = off.saturating_sub(SIG);
+        let mut buf = Vec::new();
+        if let Ok(mut f) = File::open(&self.path)
+            && f.seek(SeekFrom::Start(start)).is_ok()
+        {
+            let _ = f.take(off - start).read_to_end(&mut buf);
+        }
+        buf
+    }
+
+    fn changed_under_us(&self, meta: &std::fs::Metadata) -> bool {
+        if meta.len() < self.reader.offset() {
+            return true;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if self.ino.is_some_and(|i| i != meta.ino()) {
+                return true;
+            }
+        }
+        self.reader.offset() > 0 && self.read_sig() != self.tail_sig
     }
 
     pub fn path(&self) -> &Path {
@@ -419,12 +456,13 @@ impl Follow {
     /// Read what is new: replaced metadata, then appended lines. A file that does not exist
     /// yet is not an error (a run directory whose events have not started).
     pub fn poll(&mut self) -> Result<Polled, LoadError> {
-        let len = match std::fs::metadata(&self.path) {
-            Ok(m) => Some(m.len()),
+        let meta = match std::fs::metadata(&self.path) {
+            Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(LoadError::io(&self.path, e)),
         };
-        if len.is_some_and(|l| l < self.reader.offset()) {
+        let len = meta.as_ref().map(|m| m.len());
+        if meta.as_ref().is_some_and(|m| self.changed_under_us(m)) {
             // Truncated or replaced: start over.
             self.reader.reset();
             self.parser = (self.make)();
@@ -432,14 +470,25 @@ impl Follow {
             self.restarted = true;
         }
         self.parser.refresh(&mut self.sink);
-        if len.is_some() {
+        if let Some(m) = &meta {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                self.ino = Some(m.ino());
+            }
+            let before = self.reader.offset();
             self.reader.read_available(self.parser.as_mut(), &mut self.sink)?;
+            if self.reader.offset() != before || self.tail_sig.is_empty() {
+                self.tail_sig = self.read_sig();
+            }
         }
+        let _ = len;
         self.parser.flush(&mut self.sink);
-        Ok(Polled {
-            touched: self.sink.take_touched(),
-            restarted: std::mem::take(&mut self.restarted),
-        })
+        let touched = self.sink.take_touched();
+        // A restart is reported with the first traces read after it (a file truncated to
+        // nothing has none yet), so that consumers can tell old events from new ones.
+        let restarted = !touched.is_empty() && std::mem::take(&mut self.restarted);
+        Ok(Polled { touched, restarted })
     }
 
     /// Whether a partial last line is waiting for its newline.

@@ -7,6 +7,9 @@ mod util;
 
 pub mod agentdbg;
 pub mod agentsnap;
+pub mod assay;
+pub mod maida;
+pub mod openai_chat;
 
 pub use probe::Probe;
 pub use util::*;
@@ -15,7 +18,13 @@ use crate::model::{Diagnostic, Event, Payload, PayloadRef, Trace};
 use std::path::{Path, PathBuf};
 
 /// The formats tracetui reads, in detection order. Adding a format is one line here.
-pub static REGISTRY: &[&dyn Format] = &[&agentdbg::AgentDbg, &agentsnap::AgentSnap];
+pub static REGISTRY: &[&dyn Format] = &[
+    &agentdbg::AgentDbg,
+    &agentsnap::AgentSnap,
+    &assay::Assay,
+    &maida::Maida,
+    &openai_chat::OpenAiChat,
+];
 
 /// What a format does: recognise a source and load it.
 pub trait Format: Sync {

@@ -437,7 +437,8 @@ impl Trace {
                 EventKind::LlmCall => c.llm_calls += 1,
                 _ => {}
             }
-            if e.is_error() {
+            // The run's own status is reported apart; errors are the failing steps inside it.
+            if e.is_error() && e.kind != EventKind::Run {
                 c.errors += 1;
             }
             if e.kind == EventKind::LlmCall {

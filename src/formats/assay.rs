@@ -1,0 +1,1508 @@
+//! Assay trace JSONL (Rul1an/assay). One file holds several traces, in four line shapes:
+//! - V2: `episode_start` / `step` / `tool_call` / `episode_end`, keyed by `episode_id`, with
+//!   integer-millisecond `timestamp`s. Episodes interleave; a `tool_call` names its `step_id`
+//!   and may come before that step; a missing `episode_end` means the episode is still open.
+//!   One trace per episode.
+//! - V1: `{"schema_version":1,"type":"assay.trace","request_id",prompt,response,model,...}`:
+//!   one trace per request (Assay itself upgrades each to a one-step episode).
+//! - Legacy, untyped: `{prompt, response, tool_calls:[{tool_name, args}]}` or
+//!   `{id?, tool, args, result?, prompt?, response?}`: Assay reads each line as one recorded
+//!   request, so each line is one trace.
+//! - Documented: `{"type":"tool_call","id","tool","arguments"}` + `{"type":"tool_result","id",
+//!   "result"}`: call and result joined by `id` into one event; all such lines of a file are
+//!   one trace named after the file.
+//!
+//! Payloads stay on disk (`PayloadRef::Deferred`) and are decoded from the line(s) an event
+//! came from, by each line's own type: the Run event of an episode reads its `episode_start`
+//! (input) and `episode_end` (output, outcome); a joined tool call its call and result lines.
+
+use super::jsonl::{Follow, LineLoc, LineParser, Sink};
+use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, stem};
+use crate::model::*;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::Path;
+
+pub struct Assay;
+
+const V2_TYPES: [&str; 4] = ["episode_start", "step", "tool_call", "episode_end"];
+/// Keys that mark another format's records (AgentDbg, OpenAI chat / Invariant, Claude Code,
+/// Codex, OTLP, OTel-style span lines): a record with any of them is not claimed.
+const FOREIGN_KEYS: [&str; 11] = [
+    "event_type",
+    "role",
+    "messages",
+    "parentUuid",
+    "sessionId",
+    "resourceSpans",
+    "payload",
+    "span_id",
+    "spanId",
+    "trace_id",
+    "traceId",
+];
+
+impl Format for Assay {
+    fn id(&self) -> &'static str {
+        "assay"
+    }
+    fn describe(&self) -> &'static str {
+        "Assay trace JSONL (V2 episode_start/step/tool_call/episode_end, V1 assay.trace, legacy \
+         prompt/response lines, tool_call/tool_result lines), usually traces/*.jsonl"
+    }
+
+    fn detect(&self, p: &Probe) -> u8 {
+        if p.is_dir || p.is_gzip() {
+            return 0;
+        }
+        let mut best = 0;
+        for rec in p.lines().take(8) {
+            let score = score_record(&rec);
+            if score == 0 && rec.is_object() && best == 0 {
+                // The first readable record is some other format's: not ours.
+                return 0;
+            }
+            best = best.max(score);
+            if best >= 90 {
+                break;
+            }
+        }
+        if best == 0 && p.first.is_none() && p.has_key("type") && p.has_key("episode_id") {
+            // A first record too large for the probe, with the V2 keys.
+            best = 70;
+        }
+        best
+    }
+
+    fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
+        let mut f = self.follow(path).expect("assay is line-oriented");
+        f.poll()?;
+        f.finish("Assay trace records")
+    }
+
+    fn follow(&self, path: &Path) -> Option<Follow> {
+        Some(Follow::new(
+            path,
+            Box::new(|| Box::new(Parser::new()) as Box<dyn LineParser>),
+        ))
+    }
+
+    fn decode_payload(&self, t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
+        let mut out = Payload::default();
+        for bytes in raw {
+            let v: Value = match serde_json::from_slice(bytes) {
+                Ok(v) => v,
+                Err(e) => {
+                    out.error = Some(ErrorInfo {
+                        kind: Some("unreadable".into()),
+                        message: format!("the record no longer parses: {e}"),
+                        ..Default::default()
+                    });
+                    return out;
+                }
+            };
+            match Shape::of_value(&v) {
+                Some(Shape::Episode) | Some(Shape::Calls) => fill_typed(&mut out, &v),
+                Some(Shape::Request) => fill_request(&mut out, ev, &v),
+                Some(Shape::Legacy) => fill_legacy(&mut out, t, ev, &v),
+                None => out.extra.push(("record".into(), v)),
+            }
+        }
+        out
+    }
+}
+
+/// How sure detection is that one parsed record is an Assay line.
+fn score_record(v: &Value) -> u8 {
+    let Some(o) = v.as_object() else { return 0 };
+    if FOREIGN_KEYS.iter().any(|k| o.contains_key(*k)) {
+        return 0;
+    }
+    let ty = o.get("type").and_then(Value::as_str);
+    let has = |k: &str| o.contains_key(k);
+    match ty {
+        Some("assay.trace") => 95,
+        Some(t) if V2_TYPES.contains(&t) && has("episode_id") => 95,
+        Some("tool_call") if has("id") && (has("tool") || has("arguments")) => 80,
+        Some("tool_result") if has("id") && (has("result") || has("error")) => 80,
+        Some(_) => 0,
+        None if has("tool_calls") && o.get("tool_calls").is_some_and(Value::is_array) && has("prompt") => 70,
+        None if has("prompt") && has("response") => 60,
+        None if o.get("tool").is_some_and(Value::is_string) && has("args") => 60,
+        None => 0,
+    }
+}
+
+/// Which of the four line shapes a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Shape {
+    /// V2 episode lines.
+    Episode,
+    /// V1 `assay.trace`.
+    Request,
+    /// Untyped prompt/response/tool lines.
+    Legacy,
+    /// Documented `tool_call` / `tool_result` lines.
+    Calls,
+}
+
+impl Shape {
+    fn of(ty: Option<&str>, has_episode: bool) -> Option<Shape> {
+        match ty {
+            Some("assay.trace") => Some(Shape::Request),
+            Some("tool_call") if has_episode => Some(Shape::Episode),
+            Some("tool_call" | "tool_result") => Some(Shape::Calls),
+            Some(t) if V2_TYPES.contains(&t) => Some(Shape::Episode),
+            Some(_) => None,
+            None => Some(Shape::Legacy),
+        }
+    }
+
+    fn of_value(v: &Value) -> Option<Shape> {
+        let ty = match v.get("type") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => return None,
+        };
+        Shape::of(ty, field(v, "episode_id").is_some() || field(v, "step_id").is_some())
+    }
+}
+
+// ---- payload decoding (by line type) ----
+
+fn push_extra(out: &mut Payload, v: &Value, k: &str) {
+    if let Some(x) = field(v, k) {
+        let empty = match x {
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            _ => false,
+        };
+        if !empty {
+            out.extra.push((k.into(), x.clone()));
+        }
+    }
+}
+
+fn fill_typed(out: &mut Payload, v: &Value) {
+    match v.get("type").and_then(Value::as_str).unwrap_or("") {
+        "episode_start" => {
+            out.input = field(v, "input").cloned();
+            push_extra(out, v, "meta");
+        }
+        "episode_end" => {
+            out.output = field(v, "final_output").map(decode_embedded);
+            push_extra(out, v, "outcome");
+            if let Some(o) = field(v, "outcome").and_then(Value::as_str)
+                && outcome_failed(o)
+            {
+                out.error = Some(ErrorInfo {
+                    message: format!("episode outcome: {o}"),
+                    ..Default::default()
+                });
+            }
+        }
+        "step" => {
+            let content = field(v, "content").map(decode_embedded);
+            // Assay's recorders may store an LLM step as JSON text {prompt, completion, model}.
+            match content {
+                Some(Value::Object(ref o)) if o.contains_key("completion") => {
+                    out.input = o.get("prompt").cloned();
+                    out.output = o.get("completion").cloned();
+                }
+                other => out.output = other,
+            }
+            for k in ["kind", "idx", "content_sha256", "truncations", "meta"] {
+                push_extra(out, v, k);
+            }
+        }
+        "tool_call" if field(v, "episode_id").is_some() || field(v, "step_id").is_some() => {
+            out.input = field(v, "args").map(decode_embedded);
+            out.output = field(v, "result").map(decode_embedded);
+            out.error = field(v, "error").and_then(ErrorInfo::from_value);
+            for k in ["step_id", "call_index", "args_sha256", "result_sha256", "truncations"] {
+                push_extra(out, v, k);
+            }
+        }
+        "tool_call" => {
+            out.input = field(v, "arguments").or(field(v, "args")).map(decode_embedded);
+        }
+        "tool_result" => {
+            out.output = field(v, "result").map(decode_embedded);
+            out.error = field(v, "error").and_then(ErrorInfo::from_value).or_else(|| {
+                result_is_error(v).then(|| ErrorInfo {
+                    message: "the tool reported an error (isError)".into(),
+                    ..Default::default()
+                })
+            });
+        }
+        _ => {}
+    }
+}
+
+fn fill_request(out: &mut Payload, ev: &Event, v: &Value) {
+    out.input = field(v, "prompt").cloned();
+    out.output = field(v, "response").or(field(v, "text")).cloned();
+    if ev.kind == EventKind::LlmCall {
+        push_extra(out, v, "provider");
+    } else {
+        push_extra(out, v, "schema_version");
+    }
+    push_extra(out, v, "meta");
+}
+
+fn fill_legacy(out: &mut Payload, t: &Trace, ev: &Event, v: &Value) {
+    if ev.kind != EventKind::ToolCall {
+        out.input = field(v, "prompt").cloned();
+        out.output = field(v, "response").or(field(v, "text")).cloned();
+        push_extra(out, v, "meta");
+        return;
+    }
+    // Which of the line's tool calls this is: its place among the tool events of that line.
+    let k = t
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::ToolCall && e.origin == ev.origin)
+        .position(|e| std::ptr::eq(e, ev))
+        .unwrap_or(0);
+    let calls: Vec<&Value> = legacy_calls(v).collect();
+    if let Some(c) = calls.get(k) {
+        let f = c.get("function");
+        out.input = field(c, "args")
+            .or(field(c, "arguments"))
+            .or(f.and_then(|f| field(f, "arguments")))
+            .map(decode_embedded);
+        out.output = field(c, "result").map(decode_embedded);
+        out.error = field(c, "error").and_then(ErrorInfo::from_value);
+    }
+}
+
+/// A legacy line's tool calls: the line itself when it names a `tool`, then `tool_calls[]`.
+fn legacy_calls(v: &Value) -> impl Iterator<Item = &Value> {
+    let own = v.get("tool").filter(|t| t.is_string()).map(|_| v);
+    let list = v
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|a| a.as_slice())
+        .unwrap_or(&[]);
+    own.into_iter().chain(list.iter().filter(|c| c.is_object()))
+}
+
+/// MCP results carry `isError: true`; some writers put `is_error` on the result line.
+fn result_is_error(v: &Value) -> bool {
+    let flag = |o: &Value| {
+        ["isError", "is_error"]
+            .iter()
+            .any(|k| o.get(*k).and_then(Value::as_bool) == Some(true))
+    };
+    flag(v) || v.get("result").is_some_and(flag)
+}
+
+fn outcome_failed(o: &str) -> bool {
+    matches!(
+        o.to_ascii_lowercase().as_str(),
+        "fail" | "failed" | "failure" | "error" | "errored" | "crashed" | "aborted"
+    )
+}
+
+// ---- the line parser ----
+
+/// The envelope of any Assay line: only what the index needs, borrowed; payloads are raw.
+#[derive(Deserialize)]
+struct Rec<'a> {
+    #[serde(borrow, default, rename = "type")]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    episode_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    step_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    request_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    call_index: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    outcome: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    model: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    prompt: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    response: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_calls: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "isError")]
+    is_error_camel: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    is_error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    meta: Option<&'a RawValue>,
+}
+
+/// The model of an LLM step, where Assay's OTel import puts it.
+#[derive(Deserialize)]
+struct MetaModel<'a> {
+    #[serde(borrow, default, rename = "gen_ai.request.model")]
+    request: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "gen_ai.response.model")]
+    response: Option<&'a RawValue>,
+}
+
+impl Rec<'_> {
+    fn model(&self) -> Option<Cow<'_, str>> {
+        raw_str(self.model).or_else(|| {
+            let m = self.meta.filter(|m| m.get().starts_with('{'))?;
+            let mm = serde_json::from_str::<MetaModel<'_>>(m.get()).ok()?;
+            raw_str(mm.request).or_else(|| raw_str(mm.response))
+        })
+    }
+
+    fn flags_error(&self) -> bool {
+        raw_true(self.is_error_camel) || raw_true(self.is_error)
+    }
+}
+
+/// A present, non-null raw value.
+fn present(r: Option<&RawValue>) -> bool {
+    r.is_some_and(|r| r.get() != "null")
+}
+
+/// A raw JSON string, unescaped (borrowed when it has no escapes).
+fn raw_str(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let r = r?;
+    if !r.get().starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<Cow<'_, str>>(r.get()).ok()
+}
+
+/// An id that may be written as a string or a number.
+fn raw_id(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let r = r?;
+    let s = r.get();
+    if s.starts_with('"') {
+        raw_str(Some(r)).filter(|s| !s.is_empty())
+    } else if s.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        Some(Cow::Borrowed(s))
+    } else {
+        None
+    }
+}
+
+fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
+    let v: Value = serde_json::from_str(r?.get()).ok()?;
+    parse_timestamp_ms(&v)
+}
+
+fn raw_true(r: Option<&RawValue>) -> bool {
+    r.is_some_and(|r| r.get() == "true")
+}
+
+/// The error flags MCP results carry (`isError: true`), on a line or inside its `result`.
+#[derive(Deserialize, Default)]
+struct ErrorFlags<'a> {
+    #[serde(borrow, default, rename = "isError")]
+    is_error_camel: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    is_error: Option<&'a RawValue>,
+}
+
+impl ErrorFlags<'_> {
+    fn any(&self) -> bool {
+        raw_true(self.is_error_camel) || raw_true(self.is_error)
+    }
+}
+
+fn result_flags_error(result: Option<&RawValue>) -> bool {
+    result.is_some_and(|r| {
+        r.get().starts_with('{') && serde_json::from_str::<ErrorFlags<'_>>(r.get()).is_ok_and(|f| f.any())
+    })
+}
+
+/// One legacy `tool_calls[]` entry: just what names it and decides its status.
+#[derive(Deserialize)]
+struct LegacyCall<'a> {
+    #[serde(borrow, default)]
+    tool_name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    function: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FunctionName<'a> {
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+}
+
+/// Per-trace state.
+struct State {
+    shape: Shape,
+    /// The Run event (episodes, requests, legacy lines).
+    root: Option<u32>,
+    ended: bool,
+    failed: bool,
+    /// Episode events that came before their `episode_start`: they join the run when it comes.
+    early: Vec<u32>,
+}
+
+/// The Assay line parser. Every trace of its sink is made here, so trace index = state index.
+pub struct Parser {
+    traces: HashMap<(Shape, String), usize>,
+    states: Vec<State>,
+    /// The documented tool_call/tool_result trace's calls: id → event.
+    calls: HashMap<String, u32>,
+}
+
+impl Default for Parser {
+    fn default() -> Self {
+        Parser::new()
+    }
+}
+
+impl Parser {
+    pub fn new() -> Parser {
+        Parser {
+            traces: HashMap::new(),
+            states: Vec::new(),
+            calls: HashMap::new(),
+        }
+    }
+
+    /// The trace for `key`, made when first seen.
+    fn trace_for(&mut self, shape: Shape, key: &str, id: &str, sink: &mut Sink) -> usize {
+        if let Some(&i) = self.traces.get(&(shape, key.to_string())) {
+            sink.touch(i);
+            return i;
+        }
+        let mut t = Trace::new(RunMeta {
+            id: id.to_string(),
+            format: "assay",
+            source: sink.path.clone(),
+            status: RunStatus::Unknown,
+            ..Default::default()
+        });
+        t.add_file(sink.path.clone());
+        let i = sink.push_trace(t);
+        debug_assert_eq!(i, self.states.len(), "this parser makes every trace of its sink");
+        self.states.push(State {
+            shape,
+            root: None,
+            ended: false,
+            failed: false,
+            early: Vec::new(),
+        });
+        self.traces.insert((shape, key.to_string()), i);
+        i
+    }
+
+    fn episode(&mut self, rec: &Rec<'_>, ty: &str, loc: LineLoc, sink: &mut Sink) {
+        let Some(eid) = raw_id(rec.episode_id) else {
+            sink.error(loc.line, format!("`{ty}` record without an `episode_id`; skipped"));
+            return;
+        };
+        let ti = self.trace_for(Shape::Episode, &eid, &eid, sink);
+        let origin = loc.origin(0);
+        let start = raw_ts(rec.timestamp);
+        if present(rec.timestamp) && start.is_none() {
+            sink.warning(Some(loc.line), "`timestamp` is not a time; ignored");
+        }
+        let st = &mut self.states[ti];
+        let t = &mut sink.traces[ti];
+        // Where an episode's own events go: under the run, or held until it starts.
+        let under_run = |st: &State| match st.root {
+            Some(r) => Parent::Index(r),
+            None => Parent::None,
+        };
+        match ty {
+            "episode_start" => {
+                if st.root.is_some() {
+                    let msg = if st.ended {
+                        "`episode_start` after the episode ended; ignored"
+                    } else {
+                        "a second `episode_start` for this episode; ignored"
+                    };
+                    warn(t, &sink.path, loc.line, msg);
+                    return;
+                }
+                let r = t.add(NewEvent {
+                    start,
+                    status: Status::Pending,
+                    payload: PayloadRef::Deferred,
+                    origin,
+                    ..NewEvent::new(EventKind::Run, &eid)
+                });
+                st.root = Some(r);
+                t.meta.start = start;
+                for e in std::mem::take(&mut st.early) {
+                    t.set_parent(e, r);
+                }
+            }
+            "episode_end" => {
+                let outcome = raw_str(rec.outcome);
+                let failed = outcome.as_deref().is_some_and(outcome_failed);
+                let status = if failed { Status::Error } else { Status::Ok };
+                if st.ended {
+                    warn(
+                        t,
+                        &sink.path,
+                        loc.line,
+                        "a second `episode_end` for this episode; ignored",
+                    );
+                    return;
+                }
+                st.ended = true;
+                st.failed = failed;
+                t.meta.end = start;
+                match st.root {
+                    Some(r) => {
+                        let e = t.event_mut(r);
+                        e.status = status;
+                        e.origin2 = Some(origin);
+                        if let (Some(s0), Some(s1)) = (e.start, start) {
+                            e.duration = Some((s1 - s0).max(0));
+                        }
+                    }
+                    None => {
+                        // The start was never written: the end stands for the run.
+                        let r = t.add(NewEvent {
+                            start,
+                            status,
+                            payload: PayloadRef::Deferred,
+                            origin,
+                            ..NewEvent::new(EventKind::Run, &eid)
+                        });
+                        st.root = Some(r);
+                        for e in std::mem::take(&mut st.early) {
+                            t.set_parent(e, r);
+                        }
+                    }
+                }
+            }
+            "step" => {
+                let step_id = raw_id(rec.step_id);
+                let kind = raw_str(rec.kind);
+                let name = raw_str(rec.name);
+                let model = rec.model();
+                let is_llm = kind.as_deref().is_some_and(|k| {
+                    let k = k.to_ascii_lowercase();
+                    k == "llm" || k == "model" || k.starts_with("llm_") || k == "completion" || k == "chat"
+                });
+                let name = name
+                    .as_deref()
+                    .filter(|s| !s.is_empty())
+                    .or(model.as_deref())
+                    .or(kind.as_deref())
+                    .unwrap_or("step");
+                let ev = NewEvent {
+                    id: step_id.as_deref(),
+                    parent: under_run(st),
+                    start,
+                    status: Status::Ok,
+                    model: model.as_deref().filter(|s| !s.is_empty()),
+                    payload: PayloadRef::Deferred,
+                    origin,
+                    ..NewEvent::new(if is_llm { EventKind::LlmCall } else { EventKind::Step }, name)
+                };
+                let held = st.root.is_none();
+                let i = t.add(ev);
+                if held {
+                    st.early.push(i);
+                }
+                if step_id.is_none() {
+                    warn(
+                        t,
+                        &sink.path,
+                        loc.line,
+                        "`step` without a `step_id`: its tool calls cannot find it",
+                    );
+                }
+            }
+            _ => {
+                // tool_call: a child of the step it names, waiting for it when it has not come.
+                let step_id = raw_id(rec.step_id);
+                let tool = raw_str(rec.tool_name).or_else(|| raw_str(rec.tool));
+                let idx = rec.call_index.map(|c| c.get()).unwrap_or("0");
+                let id = step_id.as_deref().map(|s| format!("{s}#{idx}"));
+                let parent = match step_id.as_deref() {
+                    Some(s) => Parent::Id(s),
+                    None => under_run(st),
+                };
+                let held = step_id.is_none() && st.root.is_none();
+                let i = t.add(NewEvent {
+                    id: id.as_deref(),
+                    parent,
+                    start,
+                    status: if present(rec.error) { Status::Error } else { Status::Ok },
+                    payload: PayloadRef::Deferred,
+                    origin,
+                    ..NewEvent::new(
+                        EventKind::ToolCall,
+                        tool.as_deref().filter(|s| !s.is_empty()).unwrap_or("tool"),
+                    )
+                });
+                if held {
+                    st.early.push(i);
+                }
+                if tool.is_none() {
+                    warn(t, &sink.path, loc.line, "`tool_call` without a `tool_name`");
+                }
+            }
+        }
+    }
+
+    fn request(&mut self, rec: &Rec<'_>, loc: LineLoc, sink: &mut Sink) {
+        let rid = raw_id(rec.request_id);
+        let (key, id) = match &rid {
+            Some(r) if !self.traces.contains_key(&(Shape::Request, r.to_string())) => (r.to_string(), r.to_string()),
+            Some(r) => {
+                sink.warning(
+                    Some(loc.line),
+                    format!("request_id {r:?} repeats; loaded as another trace"),
+                );
+                (format!("{r}\u{0}{}", loc.line), format!("{r} (line {})", loc.line))
+            }
+            None => (format!("\u{0}{}", loc.line), format!("request line {}", loc.line)),
+        };
+        let ti = self.trace_for(Shape::Request, &key, &id, sink);
+        let model = raw_str(rec.model);
+        let model = model.as_deref().filter(|s| !s.is_empty());
+        let origin = loc.origin(0);
+        let t = &mut sink.traces[ti];
+        let r = t.add(NewEvent {
+            status: Status::Ok,
+            payload: PayloadRef::Deferred,
+            origin,
+            ..NewEvent::new(EventKind::Run, &id)
+        });
+        t.meta.model = model.map(str::to_owned);
+        t.add(NewEvent {
+            parent: Parent::Index(r),
+            status: Status::Ok,
+            model,
+            payload: PayloadRef::Deferred,
+            origin,
+            ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("llm"))
+        });
+        self.states[ti].root = Some(r);
+        self.states[ti].ended = true;
+        if !present(rec.prompt) || !(present(rec.response) || present(rec.text)) {
+            warn(
+                t,
+                &sink.path,
+                loc.line,
+                "`assay.trace` record without `prompt` or `response`",
+            );
+        }
+    }
+
+    fn legacy(&mut self, rec: &Rec<'_>, loc: LineLoc, sink: &mut Sink) {
+        let has_llm = present(rec.prompt) || present(rec.response) || present(rec.text);
+        let own_tool = raw_str(rec.tool);
+        let list: Vec<LegacyCall<'_>> = match rec.tool_calls {
+            Some(r) if r.get() != "null" => match serde_json::from_str::<Vec<&RawValue>>(r.get()) {
+                Ok(items) => {
+                    let mut out = Vec::new();
+                    for (k, item) in items.into_iter().enumerate() {
+                        match serde_json::from_str::<LegacyCall<'_>>(item.get()) {
+                            Ok(c) => out.push(c),
+                            Err(_) => {
+                                sink.warning(Some(loc.line), format!("tool_calls[{k}] is not an object; skipped"))
+                            }
+                        }
+                    }
+                    out
+                }
+                Err(_) => {
+                    sink.warning(Some(loc.line), "`tool_calls` is not a list; ignored");
+                    Vec::new()
+                }
+            },
+            _ => Vec::new(),
+        };
+        if !has_llm && own_tool.is_none() && list.is_empty() {
+            sink.warning(
+                Some(loc.line),
+                "record of no known Assay shape (no `type`, `prompt`, `response` or tool); skipped",
+            );
+            return;
+        }
+        let id = raw_id(rec.id)
+            .or_else(|| raw_id(rec.request_id))
+            .map(|s| s.into_owned())
+            .unwrap_or_else(|| format!("{}:{}", stem(&sink.path), loc.line));
+        // Each legacy line is one recorded request, so one trace, whatever its id says.
+        let ti = self.trace_for(Shape::Legacy, &format!("{}", loc.offset), &id, sink);
+        let model = raw_str(rec.model);
+        let model = model.as_deref().filter(|s| !s.is_empty());
+        let origin = loc.origin(0);
+        let t = &mut sink.traces[ti];
+        t.meta.model = model.map(str::to_owned);
+        let r = t.add(NewEvent {
+            status: Status::Ok,
+            payload: PayloadRef::Deferred,
+            origin,
+            ..NewEvent::new(EventKind::Run, &id)
+        });
+        self.states[ti].root = Some(r);
+        self.states[ti].ended = true;
+        if has_llm {
+            t.add(NewEvent {
+                parent: Parent::Index(r),
+                status: Status::Ok,
+                model,
+                payload: PayloadRef::Deferred,
+                origin,
+                ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("llm"))
+            });
+        }
+        let status = |result: Option<&RawValue>, error: Option<&RawValue>| {
+            if present(error) {
+                Status::Error
+            } else if present(result) {
+                Status::Ok
+            } else {
+                // A legacy line records the call, not necessarily how it went.
+                Status::Unknown
+            }
+        };
+        let mut add_tool = |name: &str, st: Status| {
+            t.add(NewEvent {
+                parent: Parent::Index(r),
+                status: st,
+                payload: PayloadRef::Deferred,
+                origin,
+                ..NewEvent::new(EventKind::ToolCall, if name.is_empty() { "tool" } else { name })
+            });
+        };
+        if let Some(n) = &own_tool {
+            add_tool(n, status(rec.result, rec.error));
+        }
+        for c in &list {
+            let fname = c
+                .function
+                .and_then(|f| serde_json::from_str::<FunctionName<'_>>(f.get()).ok())
+                .and_then(|f| raw_str(f.name));
+            let name = raw_str(c.tool_name)
+                .or_else(|| raw_str(c.name))
+                .or_else(|| raw_str(c.tool))
+                .or(fname);
+            add_tool(name.as_deref().unwrap_or("tool"), status(c.result, c.error));
+        }
+    }
+
+    /// The documented `tool_call` / `tool_result` lines: one trace per file.
+    fn call_or_result(&mut self, rec: &Rec<'_>, is_call: bool, loc: LineLoc, sink: &mut Sink) {
+        let name = stem(&sink.path);
+        let ti = self.trace_for(Shape::Calls, "", &name, sink);
+        let origin = loc.origin(0);
+        let ts = raw_ts(rec.timestamp);
+        let id = raw_id(rec.id);
+        let t = &mut sink.traces[ti];
+        let diag = |t: &mut Trace, msg: String| {
+            warn(t, &sink.path, loc.line, msg);
+        };
+        let result_status = if present(rec.error) || rec.flags_error() || result_flags_error(rec.result) {
+            Status::Error
+        } else {
+            Status::Ok
+        };
+        if is_call {
+            let tool = raw_str(rec.tool)
+                .or_else(|| raw_str(rec.tool_name))
+                .or_else(|| raw_str(rec.name));
+            let tool = tool.as_deref().filter(|s| !s.is_empty()).unwrap_or("tool");
+            if let Some(id) = id.as_deref()
+                && let Some(&e) = self.calls.get(id)
+            {
+                let ev = t.event_mut(e);
+                if is_orphan_result(ev) {
+                    // Its result came first: the call completes that event.
+                    let result_origin = ev.origin;
+                    let end = ev.start;
+                    ev.origin = origin;
+                    ev.origin2 = Some(result_origin);
+                    ev.start = ts;
+                    ev.duration = match (ts, end) {
+                        (Some(a), Some(b)) => Some((b - a).max(0)),
+                        _ => None,
+                    };
+                    let tool_ref = t.strings.intern(tool);
+                    t.event_mut(e).name = tool_ref;
+                    return;
+                }
+                diag(t, format!("tool_call id {id:?} repeats; later results join this call"));
+            }
+            if id.is_none() {
+                diag(t, "`tool_call` without an `id`: no result can join it".into());
+            }
+            let e = t.add(NewEvent {
+                id: id.as_deref(),
+                start: ts,
+                status: Status::Pending,
+                payload: PayloadRef::Deferred,
+                origin,
+                ..NewEvent::new(EventKind::ToolCall, tool)
+            });
+            if let Some(id) = id {
+                self.calls.insert(id.into_owned(), e);
+            }
+            return;
+        }
+        let joined = id.as_deref().and_then(|i| self.calls.get(i).copied());
+        match joined {
+            Some(e) if t.event(e).status == Status::Pending => {
+                let ev = t.event_mut(e);
+                ev.origin2 = Some(origin);
+                ev.status = result_status;
+                if let (Some(a), Some(b)) = (ev.start, ts) {
+                    ev.duration = Some((b - a).max(0));
+                }
+            }
+            Some(_) => diag(
+                t,
+                format!(
+                    "a second tool_result for id {:?}; ignored",
+                    id.as_deref().unwrap_or_default()
+                ),
+            ),
+            None => {
+                diag(
+                    t,
+                    match id.as_deref() {
+                        Some(i) => format!("tool_result for id {i:?} has no tool_call before it"),
+                        None => "tool_result without an `id`: no call to join".into(),
+                    },
+                );
+                let tool = raw_str(rec.tool).or_else(|| raw_str(rec.tool_name));
+                let label = match tool.as_deref() {
+                    Some(n) if !n.is_empty() => format!("{n} (result without call)"),
+                    _ => "(result without call)".to_string(),
+                };
+                let e = t.add(NewEvent {
+                    id: id.as_deref(),
+                    start: ts,
+                    status: result_status,
+                    payload: PayloadRef::Deferred,
+                    origin,
+                    ..NewEvent::new(EventKind::ToolCall, &label)
+                });
+                if let Some(id) = id {
+                    self.calls.insert(id.into_owned(), e);
+                }
+            }
+        }
+    }
+
+    /// Statuses as far as the file goes now (may be called many times while it grows).
+    fn settle(&mut self, sink: &mut Sink) {
+        for (i, st) in self.states.iter().enumerate() {
+            let t = &mut sink.traces[i];
+            t.meta.status = match st.shape {
+                Shape::Calls => {
+                    let mut s = RunStatus::Ok;
+                    for e in &t.events {
+                        match e.status {
+                            Status::Error => s = RunStatus::Error,
+                            Status::Pending if s != RunStatus::Error => s = RunStatus::Running,
+                            _ => {}
+                        }
+                    }
+                    s
+                }
+                _ if !st.ended => RunStatus::Running,
+                _ if st.failed => RunStatus::Error,
+                _ => RunStatus::Ok,
+            };
+        }
+    }
+}
+
+/// A warning on a trace built here, bounded as the sink bounds its own (hostile input).
+fn warn(t: &mut Trace, path: &Path, line: u64, msg: impl Into<String>) {
+    if t.diagnostics.len() < 1000 {
+        t.diagnostics.push(Diagnostic::warning(path, Some(line), msg));
+    }
+}
+
+/// An event made from a result line alone (its name says so until the call turns up).
+fn is_orphan_result(ev: &Event) -> bool {
+    ev.origin2.is_none() && ev.status != Status::Pending
+}
+
+impl LineParser for Parser {
+    fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        // serde would read a JSON array into the struct field by field: only objects are records.
+        if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            let what = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                Ok(_) => "a JSON value that is not an object".to_string(),
+                Err(e) => super::jsonl::json_error(&e),
+            };
+            sink.error(loc.line, format!("{what}; record skipped"));
+            return;
+        }
+        let Some(rec) = sink.parse::<Rec<'_>>(line, loc) else {
+            return;
+        };
+        let ty: Option<Cow<'_, str>> = match rec.ty {
+            None => None,
+            Some(r) if r.get() == "null" => None,
+            Some(r) => match raw_str(Some(r)) {
+                Some(s) => Some(s),
+                None => {
+                    sink.error(loc.line, "`type` is not a string; record skipped");
+                    return;
+                }
+            },
+        };
+        let shape = Shape::of(ty.as_deref(), present(rec.episode_id) || present(rec.step_id));
+        match (shape, ty.as_deref()) {
+            (Some(Shape::Episode), Some(t)) => self.episode(&rec, t, loc, sink),
+            (Some(Shape::Request), _) => self.request(&rec, loc, sink),
+            (Some(Shape::Calls), t) => self.call_or_result(&rec, t == Some("tool_call"), loc, sink),
+            (Some(Shape::Legacy), _) => self.legacy(&rec, loc, sink),
+            (_, t) => sink.warning(
+                Some(loc.line),
+                format!("unknown record type {:?}; skipped", t.unwrap_or_default()),
+            ),
+        }
+    }
+
+    fn flush(&mut self, sink: &mut Sink) {
+        self.settle(sink);
+        for t in &mut sink.traces {
+            t.finalize();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::jsonl::JsonlReader;
+    use crate::formats::payload;
+    use proptest::prelude::*;
+    use serde_json::json;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/assay")
+            .join(name)
+    }
+
+    fn load(name: &str) -> Vec<Trace> {
+        Assay.load(&fixture(name)).unwrap().traces
+    }
+
+    fn by_name(t: &Trace, name: &str) -> u32 {
+        (0..t.len() as u32)
+            .find(|&i| t.name(i) == name)
+            .unwrap_or_else(|| panic!("no event named {name}"))
+    }
+
+    fn names_under(t: &Trace, i: u32) -> Vec<&str> {
+        t.children(i).iter().map(|&c| t.name(c)).collect()
+    }
+
+    fn diag_lines(t: &Trace) -> Vec<(Option<u64>, Severity)> {
+        t.diagnostics.iter().map(|d| (d.line, d.severity)).collect()
+    }
+
+    fn probe(text: &str) -> Probe {
+        Probe::from_bytes(Path::new("x.jsonl"), text.as_bytes().to_vec(), true)
+    }
+
+    #[test]
+    fn interleaved_episodes_become_one_trace_each() {
+        let ts = load("interleaved.jsonl");
+        assert_eq!(ts.len(), 2);
+        let (w, r) = (&ts[0], &ts[1]);
+        assert_eq!((w.meta.id.as_str(), r.meta.id.as_str()), ("ep-weather", "ep-refund"));
+        assert!(
+            w.diagnostics.is_empty() && r.diagnostics.is_empty(),
+            "{:?}",
+            w.diagnostics
+        );
+        assert_eq!(w.meta.status, RunStatus::Ok);
+        assert_eq!(r.meta.status, RunStatus::Running, "no episode_end: still open");
+        assert_eq!(r.event(r.roots[0]).status, Status::Pending);
+
+        // Weather: run → [planner → (forecast, alerts), llm]; integer ms stay ms.
+        assert_eq!(w.roots.len(), 1);
+        let run = w.roots[0];
+        assert_eq!(w.event(run).kind, EventKind::Run);
+        assert_eq!(w.event(run).duration, Some(300_000_000));
+        assert_eq!(names_under(w, run), vec!["planner", "llm"]);
+        let planner = by_name(w, "planner");
+        assert_eq!(w.event(planner).kind, EventKind::LlmCall);
+        assert_eq!(names_under(w, planner), vec!["forecast", "alerts"]);
+        let c = w.counts();
+        assert_eq!((c.events, c.tool_calls, c.llm_calls, c.errors), (5, 2, 2, 1));
+
+        let alerts = w.event(by_name(w, "alerts"));
+        assert_eq!(alerts.status, Status::Error);
+        assert_eq!(payload(w, alerts).error.unwrap().message, "upstream timeout");
+        let p = payload(w, w.event(run));
+        assert_eq!(p.input, Some(json!({"prompt": "weather in Oslo?"})));
+        assert_eq!(p.output, Some(json!("Cold, -3C.")));
+        assert!(p.extra.iter().any(|(k, _)| k == "meta"), "episode_start meta shown");
+        // An LLM step recorded as JSON text {prompt, completion}.
+        let s2 = w.children(run)[1];
+        let p = payload(w, w.event(s2));
+        assert_eq!(p.input, Some(json!("summarise")));
+        assert_eq!(p.output, Some(json!("Cold, -3C.")));
+        assert!(p.extra.iter().any(|(k, _)| k == "truncations"));
+
+        // Refund: its tool call came before its step and was adopted when the step arrived.
+        let rr = r.roots[0];
+        assert_eq!(r.roots.len(), 1);
+        let step = r.find("r1").unwrap();
+        assert_eq!(r.name(step), "lookup_order");
+        assert_eq!(r.event(step).kind, EventKind::Step);
+        assert_eq!(r.event(step).parent, rr);
+        let tool = r.children(step)[0];
+        assert_eq!(r.event(tool).kind, EventKind::ToolCall);
+        assert_eq!(payload(r, r.event(tool)).output, Some(json!({"status": "shipped"})));
+    }
+
+    #[test]
+    fn v1_lines_are_one_request_each_with_an_llm_call() {
+        let ts = load("v1.jsonl");
+        assert_eq!(ts.len(), 3);
+        let ids: Vec<_> = ts.iter().map(|t| t.meta.id.as_str()).collect();
+        assert_eq!(ids, vec!["q1", "q2", "q1 (line 3)"]);
+        for t in &ts {
+            let c = t.counts();
+            assert_eq!((c.events, c.tool_calls, c.llm_calls), (2, 0, 1));
+            assert_eq!(t.meta.status, RunStatus::Ok);
+        }
+        let t = &ts[0];
+        let llm = t.children(t.roots[0])[0];
+        assert_eq!(t.str(t.event(llm).model), "gpt-x");
+        let p = payload(t, t.event(llm));
+        assert_eq!(p.input, Some(json!("capital of France?")));
+        assert_eq!(p.output, Some(json!("Paris")));
+        assert!(p.extra.iter().any(|(k, v)| k == "provider" && v == "openai"));
+        assert_eq!(
+            diag_lines(&ts[1]),
+            vec![(Some(3), Severity::Warning)],
+            "repeated request_id"
+        );
+    }
+
+    #[test]
+    fn legacy_lines_are_one_trace_each_with_their_tool_calls() {
+        let ts = load("legacy.jsonl");
+        let ids: Vec<_> = ts.iter().map(|t| t.meta.id.as_str()).collect();
+        assert_eq!(ids, vec!["legacy:1", "lg-2", "legacy:3"]);
+        let tools: Vec<_> = ts.iter().map(|t| t.counts().tool_calls).collect();
+        assert_eq!(tools, vec![3, 1, 1]);
+        let t = &ts[0];
+        assert_eq!(names_under(t, t.roots[0]), vec!["llm", "exec", "notify", "audit"]);
+        let st: Vec<_> = ["exec", "notify", "audit"]
+            .iter()
+            .map(|n| t.event(by_name(t, n)).status)
+            .collect();
+        assert_eq!(st, vec![Status::Unknown, Status::Ok, Status::Error]);
+        // Each tool event decodes its own entry of the line.
+        let audit = payload(t, t.event(by_name(t, "audit")));
+        assert_eq!(
+            audit.input,
+            Some(json!({"level": 2})),
+            "JSON-string arguments shown as JSON"
+        );
+        assert_eq!(audit.error.unwrap().message, "denied");
+        assert_eq!(payload(t, t.event(by_name(t, "notify"))).output, Some(json!("sent")));
+        let calc = &ts[2];
+        assert_eq!(calc.counts().llm_calls, 0, "no prompt or response: no LLM call");
+        assert_eq!(
+            payload(calc, calc.event(by_name(calc, "Calculate"))).output,
+            Some(json!(3))
+        );
+    }
+
+    #[test]
+    fn tool_call_and_tool_result_are_one_event() {
+        let ts = load("calls.jsonl");
+        assert_eq!(ts.len(), 1);
+        let t = &ts[0];
+        assert_eq!(t.meta.id, "calls");
+        assert_eq!(t.counts().tool_calls, 4);
+        let c1 = t.event(t.find("c1").unwrap());
+        assert_eq!(
+            (c1.status, c1.origin.line, c1.origin2.map(|o| o.line)),
+            (Status::Ok, 1, Some(2))
+        );
+        assert_eq!(c1.duration, Some(1_000_000_000));
+        let p = payload(t, c1);
+        assert_eq!(
+            (p.input, p.output),
+            (Some(json!({"id": "cust_1"})), Some(json!({"name": "Alice"})))
+        );
+        let c2 = t.event(t.find("c2").unwrap());
+        assert_eq!(c2.status, Status::Pending, "a call with no result yet");
+        assert_eq!(c2.origin2, None);
+        let c9 = t.find("c9").unwrap();
+        assert_eq!(t.name(c9), "(result without call)");
+        assert_eq!(payload(t, t.event(c9)).output, Some(json!({"ok": true})));
+        let c3 = t.event(t.find("c3").unwrap());
+        assert_eq!(c3.status, Status::Error, "isError inside the MCP result");
+        assert_eq!(c3.duration, Some(500_000_000));
+        assert_eq!(diag_lines(t), vec![(Some(4), Severity::Warning)]);
+        assert!(t.diagnostics[0].message.contains("c9"));
+        assert_eq!(t.meta.status, RunStatus::Error);
+    }
+
+    #[test]
+    fn a_result_before_its_call_is_completed_by_the_call() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("late.jsonl");
+        std::fs::write(
+            &p,
+            concat!(
+                "{\"type\":\"tool_result\",\"id\":\"x\",\"result\":\"r\",\"timestamp\":\"2025-01-01T00:00:02Z\"}\n",
+                "{\"type\":\"tool_call\",\"id\":\"x\",\"tool\":\"t\",\"arguments\":{\"a\":1},\"timestamp\":\"2025-01-01T00:00:00Z\"}\n",
+            ),
+        )
+        .unwrap();
+        let t = &Assay.load(&p).unwrap().traces[0];
+        assert_eq!(t.len(), 1);
+        let e = t.event(0);
+        assert_eq!((t.name(0), e.status), ("t", Status::Ok));
+        assert_eq!((e.origin.line, e.origin2.map(|o| o.line)), (2, Some(1)));
+        assert_eq!(e.duration, Some(2_000_000_000));
+        let pl = payload(t, e);
+        assert_eq!((pl.input, pl.output), (Some(json!({"a": 1})), Some(json!("r"))));
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        assert_eq!(diag_lines(t), vec![(Some(1), Severity::Warning)]);
+    }
+
+    #[test]
+    fn damaged_lines_are_diagnostics_and_the_rest_loads() {
+        let ts = load("damaged.jsonl");
+        assert_eq!(ts.len(), 1, "the cut last line starts no episode");
+        let t = &ts[0];
+        assert_eq!(
+            diag_lines(t),
+            vec![
+                (Some(2), Severity::Error),
+                (Some(4), Severity::Error),
+                (Some(6), Severity::Warning)
+            ]
+        );
+        assert!(
+            t.diagnostics[1].message.contains("not an object"),
+            "{}",
+            t.diagnostics[1].message
+        );
+        assert!(t.diagnostics[2].message.contains("incomplete last line"));
+        assert_eq!(t.meta.status, RunStatus::Error, "outcome fail");
+        assert_eq!(t.counts().tool_calls, 1, "its step was lost, the call is still there");
+        let run = t.event(t.roots[0]);
+        assert_eq!(payload(t, run).error.unwrap().message, "episode outcome: fail");
+    }
+
+    #[test]
+    fn events_before_episode_start_and_an_end_without_start() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("early.jsonl");
+        std::fs::write(
+            &p,
+            concat!(
+                "{\"type\":\"step\",\"episode_id\":\"a\",\"step_id\":\"s\",\"timestamp\":110,\"kind\":\"tool\",\"name\":\"n\"}\n",
+                "{\"type\":\"episode_start\",\"episode_id\":\"a\",\"timestamp\":100}\n",
+                "{\"type\":\"episode_end\",\"episode_id\":\"b\",\"timestamp\":500,\"outcome\":\"error\"}\n",
+                "{\"type\":\"episode_end\",\"episode_id\":\"a\",\"timestamp\":200}\n",
+                "{\"type\":\"episode_end\",\"episode_id\":\"a\",\"timestamp\":210}\n",
+                "{\"type\":\"step\",\"step_id\":\"z\"}\n",
+                "{\"type\":\"mystery\"}\n",
+            ),
+        )
+        .unwrap();
+        let ts = Assay.load(&p).unwrap().traces;
+        assert_eq!(ts.len(), 2);
+        let a = &ts[0];
+        assert_eq!(a.roots.len(), 1);
+        assert_eq!(a.children(a.roots[0]).len(), 1, "the early step joined its run");
+        assert_eq!(a.meta.status, RunStatus::Ok);
+        assert_eq!(a.event(a.roots[0]).duration, Some(100_000_000));
+        let b = &ts[1];
+        assert_eq!(b.meta.status, RunStatus::Error);
+        assert_eq!(b.event(b.roots[0]).kind, EventKind::Run);
+        // The repeated end, the step with no episode and the unknown type are reported.
+        let all: Vec<_> = ts.iter().flat_map(diag_lines).collect();
+        assert_eq!(
+            all,
+            vec![
+                (Some(5), Severity::Warning),
+                (Some(6), Severity::Error),
+                (Some(7), Severity::Warning)
+            ]
+        );
+    }
+
+    #[test]
+    fn following_a_growing_file_and_flushing_again() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("live.jsonl");
+        let lines = std::fs::read_to_string(fixture("interleaved.jsonl")).unwrap();
+        let lines: Vec<&str> = lines.split_inclusive('\n').collect();
+        std::fs::write(&p, lines[..4].concat()).unwrap();
+        let mut f = Assay.follow(&p).unwrap();
+        f.poll().unwrap();
+        assert_eq!(f.sink.traces.len(), 2);
+        assert!(f.sink.traces.iter().all(|t| t.meta.status == RunStatus::Running));
+        let refund_tool = f.sink.traces[1].find("r1#0").unwrap();
+        assert_eq!(
+            f.sink.traces[1].event(refund_tool).parent,
+            NO_PARENT,
+            "its step is not there yet"
+        );
+        // Half a line: held until its newline.
+        let (a, b) = lines[4].split_at(30);
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        w.write_all(a.as_bytes()).unwrap();
+        f.poll().unwrap();
+        assert!(f.has_partial());
+        w.write_all(b.as_bytes()).unwrap();
+        for l in &lines[5..] {
+            w.write_all(l.as_bytes()).unwrap();
+        }
+        drop(w);
+        let polled = f.poll().unwrap();
+        assert_eq!(polled.touched, vec![1, 0]);
+        // Polling with nothing new changes nothing (flush is safe to repeat).
+        let before: Vec<_> = f
+            .sink
+            .traces
+            .iter()
+            .map(|t| (t.counts(), t.meta.status, t.roots.clone()))
+            .collect();
+        f.poll().unwrap();
+        f.poll().unwrap();
+        let after: Vec<_> = f
+            .sink
+            .traces
+            .iter()
+            .map(|t| (t.counts(), t.meta.status, t.roots.clone()))
+            .collect();
+        assert_eq!(before, after);
+        let r = &f.sink.traces[1];
+        assert_ne!(
+            r.event(r.find("r1#0").unwrap()).parent,
+            NO_PARENT,
+            "adopted by its step"
+        );
+        assert_eq!(f.sink.traces[0].meta.status, RunStatus::Ok);
+        assert_eq!(r.meta.status, RunStatus::Running);
+        let full = Assay.load(&fixture("interleaved.jsonl")).unwrap().traces;
+        for (x, y) in f.sink.traces.iter().zip(&full) {
+            assert_eq!(x.counts(), y.counts());
+            assert_eq!(x.walk().len(), y.walk().len());
+        }
+    }
+
+    #[test]
+    fn detects_its_shapes() {
+        for f in [
+            "interleaved.jsonl",
+            "v1.jsonl",
+            "legacy.jsonl",
+            "calls.jsonl",
+            "damaged.jsonl",
+        ] {
+            let p = Probe::open(&fixture(f)).unwrap();
+            assert!(Assay.detect(&p) >= 60, "{f}");
+            assert_eq!(crate::formats::detect(&fixture(f)).unwrap().id(), "assay", "{f}");
+        }
+        assert_eq!(Assay.detect(&probe("{\"type\":\"step\",\"episode_id\":\"e\"}\n")), 95);
+        // A first record too large for the probe: its keys still tell.
+        let cut = Probe::from_bytes(
+            Path::new("x.jsonl"),
+            b"{\"type\":\"step\",\"episode_id\":\"e\",\"content\":\"aaaa".to_vec(),
+            false,
+        );
+        assert_eq!(Assay.detect(&cut), 70);
+    }
+
+    #[test]
+    fn does_not_claim_other_formats() {
+        let others = [
+            // AgentDbg
+            r#"{"spec_version":"0.1","event_id":"e","run_id":"r","event_type":"TOOL_CALL","ts":"2026-01-01T00:00:00Z","name":"x","payload":{"tool_name":"x"}}"#,
+            // OpenAI chat message lines and Invariant dataset lines
+            r#"{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{}"}}]}"#,
+            r#"{"messages":[{"role":"user","content":"hi"}],"metadata":{}}"#,
+            r#"[{"role":"user","content":"hi"}]"#,
+            // Claude Code
+            r#"{"parentUuid":null,"isSidechain":false,"sessionId":"s","type":"user","message":{"role":"user","content":"hi"}}"#,
+            // Codex
+            r#"{"timestamp":"2025-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call","call_id":"c"}}"#,
+            // OTLP and OTel-style span lines
+            r#"{"resourceSpans":[]}"#,
+            r#"{"trace_id":"t","span_id":"s","name":"tool-call","attributes":{"gen_ai.tool.name":"search"}}"#,
+            // agentsnap
+            r#"{"version":1,"tools":[{"name":"x","args":{}}]}"#,
+            // Something else that happens to have a `type`
+            r#"{"type":"message","id":"m1","text":"hi"}"#,
+        ];
+        for o in others {
+            assert_eq!(Assay.detect(&probe(&format!("{o}\n"))), 0, "{o}");
+        }
+        assert_eq!(Assay.detect(&probe("")), 0);
+        assert_eq!(Assay.detect(&probe("not json\n")), 0);
+    }
+
+    /// Parse `bytes` as one source without touching the disk.
+    fn parse_bytes(bytes: &[u8]) -> Vec<Trace> {
+        let path = Path::new("mem.jsonl");
+        let mut r = JsonlReader::new(path);
+        let mut p = Parser::new();
+        let mut s = Sink::new(path);
+        r.read_stream(&mut std::io::Cursor::new(bytes), &mut p, &mut s).unwrap();
+        r.finish(&mut p, &mut s);
+        p.flush(&mut s);
+        s.traces
+    }
+
+    fn json_leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|f| serde_json::Number::from_f64(f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null)),
+            prop_oneof![
+                Just("episode_start"),
+                Just("step"),
+                Just("tool_call"),
+                Just("tool_result"),
+                Just("episode_end"),
+                Just("assay.trace"),
+                Just("e1"),
+                Just("s1"),
+                Just("llm"),
+                Just("fail"),
+                Just("2025-12-27T10:00:00Z"),
+            ]
+            .prop_map(|s| json!(s)),
+            ".{0,12}".prop_map(Value::String),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        json_leaf().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((key(), inner), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "type",
+                "episode_id",
+                "step_id",
+                "id",
+                "request_id",
+                "timestamp",
+                "kind",
+                "name",
+                "tool_name",
+                "tool",
+                "call_index",
+                "args",
+                "arguments",
+                "result",
+                "error",
+                "outcome",
+                "final_output",
+                "input",
+                "content",
+                "prompt",
+                "response",
+                "model",
+                "tool_calls",
+                "function",
+                "isError",
+                "meta",
+                "truncations",
+            ])
+            .prop_map(str::to_string),
+            "[a-z]{1,6}",
+        ]
+    }
+
+    /// A record shaped like the Assay lines, with any values in its fields.
+    fn assay_line() -> impl Strategy<Value = String> {
+        prop::collection::vec((key(), json_value()), 0..8)
+            .prop_map(|kv| Value::Object(kv.into_iter().collect::<serde_json::Map<_, _>>()).to_string())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+            let _ = Assay.detect(&Probe::from_bytes(Path::new("x.jsonl"), bytes.clone(), true));
+            let _ = Assay.detect(&Probe::from_bytes(Path::new("x.jsonl"), bytes.clone(), false));
+            for t in parse_bytes(&bytes) {
+                let _ = t.walk();
+            }
+        }
+
+        #[test]
+        fn arbitrary_assay_like_lines_never_panic(
+            lines in prop::collection::vec(prop_oneof![assay_line(), json_value().prop_map(|v| v.to_string())], 0..12),
+            cut in any::<bool>(),
+        ) {
+            let mut text = lines.join("\n");
+            if !cut {
+                text.push('\n');
+            }
+            let _ = Assay.detect(&Probe::from_bytes(Path::new("x.jsonl"), text.clone().into_bytes(), true));
+            let traces = parse_bytes(text.as_bytes());
+            let raws: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+            for t in &traces {
+                prop_assert_eq!(t.walk().len(), t.len(), "every event is in the tree once");
+                for e in &t.events {
+                    // Decode against every line, in pairs too, as a merged event would.
+                    for w in raws.windows(2.min(raws.len()).max(1)) {
+                        let _ = Assay.decode_payload(t, e, w);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! Live tail (DESIGN §6): follow a run directory, a trace file or a directory of runs as it
+//! grows. Each line-oriented source is a [`Follow`] (the same reader and parser as a full
+//! load, reading only what was appended); whole-document sources are reloaded when they
+//! change. New run directories and trace files are picked up as they appear. Nothing here
+//! writes anywhere: tracetui never writes into a watched directory.
+
+pub mod print;
+pub mod watch;
+
+use crate::cli::Output;
+use crate::formats::jsonl::Follow;
+use crate::formats::{self, Format, LoadError};
+use crate::model::Trace;
+use crate::source::{self, RunRef};
+use print::Printer;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+use watch::{Wake, Watch};
+
+/// One followed source.
+pub struct Tracked {
+    pub run: RunRef,
+    state: State,
+}
+
+enum State {
+    Lines(Box<Follow>),
+    /// Whole documents: reloaded when (len, mtime) changes.
+    Whole {
+        traces: Vec<Trace>,
+        stamp: Option<(u64, Option<SystemTime>)>,
+    },
+}
+
+impl Tracked {
+    pub fn traces(&self) -> &[Trace] {
+        match &self.state {
+            State::Lines(f) => &f.sink.traces,
+            State::Whole { traces, .. } => traces,
+        }
+    }
+}
+
+/// What changed in one poll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub source: usize,
+    pub trace: usize,
+    /// The source was read again from the start (truncated or replaced).
+    pub restarted: bool,
+}
+
+/// Follows everything under a root path.
+pub struct Tailer {
+    root: PathBuf,
+    forced: Option<&'static dyn Format>,
+    pub sources: Vec<Tracked>,
+    /// Problems met while following (unreadable files); the rest goes on.
+    pub errors: Vec<LoadError>,
+}
+
+impl Tailer {
+    /// Start following `root`, which may not exist yet or hold no run yet.
+    pub fn new(root: &Path, forced: Option<&'static dyn Format>) -> Tailer {
+        let mut t = Tailer {
+            root: root.to_path_buf(),
+            forced,
+            sources: Vec::new(),
+            errors: Vec::new(),
+        };
+        t.rescan();
+        t
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Look for sources that appeared since the last scan; returns their indices.
+    pub fn rescan(&mut self) -> Vec<usize> {
+        if !self.root.exists() {
+            return Vec::new();
+        }
+        let d = source::discover(std::slice::from_ref(&self.root), self.forced);
+        let mut added = Vec::new();
+        for run in d.runs {
+            if self.sources.iter().any(|s| s.run.path == run.path) {
+                continue;
+            }
+            let state = match run.format.follow(&run.path) {
+                Some(f) => State::Lines(Box::new(f)),
+                None => State::Whole {
+                    traces: Vec::new(),
+                    stamp: None,
+                },
+            };
+            self.sources.push(Tracked { run, state });
+            added.push(self.sources.len() - 1);
+        }
+        added
+    }
+
+    /// Read what is new in every source (or in those under `paths`, when given).
+    pub fn poll(&mut self, paths: Option<&[PathBuf]>) -> Vec<Change> {
+        let mut changes = Vec::new();
+        for (i, s) in self.sources.iter_mut().enumerate() {
+            if let Some(ps) = paths {
+                let base = &s.run.path;
+                if !ps.iter().any(|p| p.starts_with(base) || base.starts_with(p)) {
+                    continue;
+                }
+            }
+            match poll_one(s) {
+                Ok(c) => changes.extend(c.into_iter().map(|(trace, restarted)| Change {
+                    source: i,
+                    trace,
+                    restarted,
+                })),
+                Err(e) => {
+                    if self.errors.len() < 100 {
+                        self.errors.push(e)
+                    }
+                }
+            }
+        }
+        changes
+    }
+
+    /// All traces, with their source index.
+    pub fn traces(&self) -> impl Iterator<Item = (usize, usize, &Trace)> {
+        self.sources
+            .iter()
+            .enumerate()
+            .flat_map(|(si, s)| s.traces().iter().enumerate().map(move |(ti, t)| (si, ti, t)))
+    }
+}
+
+/// How `tail` runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// The polling interval: the safety net under notify, or the only mechanism.
+    pub poll: Duration,
+    /// Do not use notify at all (`--poll MS`), for file systems where it sees nothing.
+    pub poll_only: bool,
+    /// Print what is already there first.
+    pub from_start: bool,
+}
+
+/// `tail --no-tui`: print each new event as one line until `stop` is set.
+pub fn follow_print(
+    root: &Path,
+    forced: Option<&'static dyn Format>,
+    fmt: Output,
+    opts: Options,
+    out: &mut dyn Write,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
+    let mut tailer = Tailer::new(root, forced);
+    let mut printer = Printer::new(fmt);
+    let first = tailer.poll(None);
+    if opts.from_start {
+        printer.print(&tailer, &first, out)?;
+        out.flush()?;
+    } else {
+        printer.skip_existing(&tailer);
+    }
+    let mut w = Watch::new(root, opts.poll, opts.poll_only);
+    while !stop.load(Ordering::Relaxed) {
+        if !opts.poll_only && !w.is_notifying() && root.exists() {
+            w = Watch::new(root, opts.poll, false); // the root appeared: start notify on it
+        }
+        let changes = match w.next() {
+            Wake::Changed(paths) => {
+                // Only a path outside every known source can be a new run.
+                if paths
+                    .iter()
+                    .any(|p| !tailer.sources.iter().any(|s| p.starts_with(&s.run.path)))
+                {
+                    tailer.rescan();
+                    tailer.poll(None)
+                } else {
+                    tailer.poll(Some(&paths))
+                }
+            }
+            Wake::Tick => {
+                tailer.rescan();
+                tailer.poll(None)
+            }
+        };
+        if printer.print(&tailer, &changes, out)? > 0 {
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
+
+fn stamp(p: &Path) -> Option<(u64, Option<SystemTime>)> {
+    std::fs::metadata(p).ok().map(|m| (m.len(), m.modified().ok()))
+}
+
+fn poll_one(s: &mut Tracked) -> Result<Vec<(usize, bool)>, LoadError> {
+    match &mut s.state {
+        State::Lines(f) => {
+            let p = f.poll()?;
+            Ok(p.touched.into_iter().map(|t| (t, p.restarted)).collect())
+        }
+        State::Whole { traces, stamp: st } => {
+            let now = stamp(&s.run.path);
+            if now == *st {
+                return Ok(Vec::new());
+            }
+            *st = now;
+            match formats::load(&s.run.path, Some(s.run.format)) {
+                Ok(l) => {
+                    *traces = l.traces;
+                    Ok((0..traces.len()).map(|t| (t, true)).collect())
+                }
+                // A document caught half-written: try again on its next change.
+                Err(_) => Ok(Vec::new()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn line(run: &str, id: &str, ty: &str, name: &str) -> String {
+        format!(
+            "{{\"spec_version\":\"0.1\",\"event_id\":\"{id}\",\"run_id\":\"{run}\",\"parent_id\":null,\"event_type\":\"{ty}\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"duration_ms\":null,\"name\":\"{name}\",\"payload\":{{}},\"meta\":{{}}}}\n"
+        )
+    }
+
+    #[test]
+    fn new_run_directories_are_picked_up_and_appends_are_read() {
+        let d = tempfile::tempdir().unwrap();
+        let mut t = Tailer::new(d.path(), None);
+        assert!(t.sources.is_empty(), "an empty directory holds no run yet");
+        let run = d.path().join("r1");
+        std::fs::create_dir(&run).unwrap();
+        std::fs::write(run.join("events.jsonl"), line("r1", "a", "RUN_START", "x")).unwrap();
+        assert_eq!(t.rescan(), vec![0]);
+        let c = t.poll(None);
+        assert_eq!(
+            c,
+            vec![Change {
+                source: 0,
+                trace: 0,
+                restarted: false
+            }]
+        );
+        assert_eq!(t.sources[0].traces()[0].len(), 1);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(run.join("events.jsonl"))
+            .unwrap()
+            .write_all(line("r1", "b", "TOOL_CALL", "y").as_bytes())
+            .unwrap();
+        let c = t.poll(Some(&[run.join("events.jsonl")]));
+        assert_eq!(c.len(), 1);
+        assert_eq!(t.sources[0].traces()[0].len(), 2);
+        assert!(t.poll(None).is_empty(), "nothing new, nothing reported");
+    }
+
+    #[test]
+    fn a_root_that_does_not_exist_yet_is_waited_for() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("later");
+        let mut t = Tailer::new(&root, None);
+        assert!(t.sources.is_empty());
+        std::fs::create_dir(&root).unwrap();
+        std::fs::create_dir(root.join("r")).unwrap();
+        std::fs::write(root.join("r/events.jsonl"), line("r", "a", "RUN_START", "x")).unwrap();
+        assert_eq!(t.rescan().len(), 1);
+    }
+}

@@ -1,0 +1,103 @@
+//! `tracetui tail --no-tui`: one line per new event, text or JSON, each event exactly once.
+
+use super::{Change, Tailer};
+use crate::cli::Output;
+use crate::model::{NO_PARENT, Trace, format_ts};
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+
+#[derive(Default)]
+struct Seen {
+    count: usize,
+    ids: HashSet<String>,
+}
+
+pub struct Printer {
+    fmt: Output,
+    seen: HashMap<(usize, usize), Seen>,
+}
+
+impl Printer {
+    pub fn new(fmt: Output) -> Printer {
+        Printer {
+            fmt,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Treat everything already there as printed (tail without `--from-start`).
+    pub fn skip_existing(&mut self, t: &Tailer) {
+        for (si, ti, trace) in t.traces() {
+            let s = self.seen.entry((si, ti)).or_default();
+            s.count = trace.len();
+            s.ids
+                .extend((0..trace.len() as u32).map(|i| trace.str(trace.event(i).source_id).to_string()));
+        }
+    }
+
+    /// Print the events that are new in the changed traces. Returns how many were printed.
+    pub fn print(&mut self, t: &Tailer, changes: &[Change], out: &mut dyn Write) -> std::io::Result<usize> {
+        let mut n = 0;
+        for c in changes {
+            let Some(trace) = t.sources.get(c.source).and_then(|s| s.traces().get(c.trace)) else {
+                continue;
+            };
+            let seen = self.seen.entry((c.source, c.trace)).or_default();
+            // After a restart the trace was rebuilt: events already printed (by id) are not
+            // printed again.
+            let from = if c.restarted { 0 } else { seen.count.min(trace.len()) };
+            for i in from..trace.len() {
+                let e = trace.event(i as u32);
+                let id = trace.str(e.source_id);
+                if !id.is_empty() && !seen.ids.insert(id.to_string()) {
+                    continue;
+                }
+                if c.restarted && id.is_empty() && i < seen.count {
+                    continue;
+                }
+                line(self.fmt, trace, i as u32, out)?;
+                n += 1;
+            }
+            seen.count = seen.count.max(trace.len());
+        }
+        Ok(n)
+    }
+}
+
+fn line(fmt: Output, t: &Trace, i: u32, out: &mut dyn Write) -> std::io::Result<()> {
+    let e = t.event(i);
+    let id = t.str(e.source_id);
+    match fmt {
+        Output::Json => {
+            let parent = (e.parent != NO_PARENT)
+                .then(|| t.str(t.event(e.parent).source_id))
+                .filter(|s| !s.is_empty());
+            let v = json!({
+                "run": t.meta.id,
+                "run_name": t.meta.name,
+                "format": t.meta.format,
+                "id": (!id.is_empty()).then_some(id),
+                "index": i,
+                "parent": parent,
+                "kind": e.kind.as_str(),
+                "name": t.name(i),
+                "status": e.status,
+                "ts": e.start.map(format_ts),
+                "line": (e.origin.line > 0).then_some(e.origin.line),
+            });
+            writeln!(out, "{v}")
+        }
+        Output::Text => {
+            let ts = e.start.map(format_ts).unwrap_or_else(|| "-".into());
+            let run = t.meta.name.as_deref().unwrap_or(&t.meta.id);
+            let line = format!(
+                "{ts}  {run}  {} {} [{}]",
+                crate::report::show::kind_label(e),
+                t.name(i),
+                e.status.as_str()
+            );
+            writeln!(out, "{}", crate::sanitize::line(&line))
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The non-interactive commands as a user runs them, on the shipped sample traces.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn tracetui() -> Command {
+    Command::cargo_bin("tracetui").unwrap()
+}
+
+fn json_lines(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every stdout line is JSON"))
+        .collect()
+}
+
+#[test]
+fn check_a_clean_run_exits_0_with_counts() {
+    let out = tracetui()
+        .args(["check", "--format", "json", "sample-traces/runs/agentdbg-refund-ok"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json_lines(&out);
+    assert_eq!(v.len(), 1);
+    let o = &v[0];
+    assert_eq!(o["format"], "agentdbg");
+    assert_eq!(o["trace"], "5f0c2a9e-1b7d-4c3e-9a51-0d2f6b8e4a11");
+    assert_eq!(o["events"], 5);
+    assert_eq!(o["tool_calls"], 2);
+    assert_eq!(o["llm_calls"], 2);
+    assert_eq!(o["errors"], 0);
+    assert_eq!(o["diagnostics"], serde_json::json!([]));
+}
+
+#[test]
+fn check_a_damaged_file_reports_lines_and_still_loads() {
+    let out = tracetui()
+        .args(["check", "--format", "json", "sample-traces/damaged/events.jsonl"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json_lines(&out);
+    assert_eq!(v[0]["tool_calls"], 1, "the lines around the bad one loaded");
+    assert_eq!(v[0]["llm_calls"], 1);
+    let d = v[0]["diagnostics"].as_array().unwrap();
+    assert_eq!(d[0]["line"], 3);
+    assert_eq!(d[0]["severity"], "error");
+    assert_eq!(d[1]["line"], 5);
+    assert_eq!(
+        d[1]["severity"], "warning",
+        "a cut last line is a run still writing, not corruption"
+    );
+}
+
+#[test]
+fn check_a_file_that_is_no_trace_names_it_and_the_formats_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("notes.json");
+    std::fs::write(&p, r#"{"hello": "world"}"#).unwrap();
+    let out = tracetui()
+        .args(["check", "--format", "json"])
+        .arg(&p)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json_lines(&out);
+    assert_eq!(v.len(), 1);
+    assert!(v[0]["format"].is_null());
+    let err = v[0]["error"].as_str().unwrap();
+    assert!(err.contains("notes.json"), "{err}");
+    assert!(err.contains("agentdbg") && err.contains("agentsnap"), "{err}");
+    assert!(err.contains("`hello`"), "says what it found: {err}");
+}
+
+#[test]
+fn unreadable_input_and_usage_errors_exit_2() {
+    tracetui().args(["check", "no/such/file.jsonl"]).assert().code(2);
+    tracetui().args(["check"]).assert().code(2);
+    tracetui()
+        .args(["check", "--format", "nosuchformat", "sample-traces/runs"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn format_override_names_the_trace_format() {
+    // Read an agentsnap file as agentdbg: it is not, and says so, but nothing crashes.
+    let out = tracetui()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--format",
+            "agentdbg",
+            "sample-traces/diff/booking.snap.json",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json_lines(&out);
+    assert!(v[0]["format"].is_null() || v[0]["diagnostics"].as_array().is_some_and(|d| !d.is_empty()));
+    let out = tracetui()
+        .args([
+            "check",
+            "--format",
+            "agentsnap",
+            "--format",
+            "json",
+            "sample-traces/diff/booking.snap.json",
+        ])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(json_lines(&out)[0]["format"], "agentsnap");
+}
+
+#[test]
+fn show_prints_the_tree_with_args_results_and_errors() {
+    let out = tracetui()
+        .args(["show", "sample-traces/runs/agentdbg-invoice-error"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let s = String::from_utf8(out).unwrap();
+    assert!(s.starts_with("agentdbg invoice-mailer [error]"), "{s}");
+    assert!(s.contains("└─ run invoice-mailer [error]"), "{s}");
+    assert!(s.contains("   └─ llm claude-sonnet-4-5 [ok]"), "{s}");
+    assert!(s.contains("      ├─ tool fetch_invoice [ok]"), "{s}");
+    assert!(s.contains("tool send_email [error]"), "{s}");
+    assert!(s.contains("✗ SMTPAuthenticationError: 535 5.7.8"), "{s}");
+    assert!(s.contains(r#"{"customer_id":"C-311","month":"2026-10"}"#), "{s}");
+}
+
+#[test]
+fn show_json_is_the_model() {
+    let out = tracetui()
+        .args(["show", "--format", "json", "sample-traces/runs/agentdbg-refund-ok"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["trace"]["status"], "ok");
+    let events = v["events"].as_array().unwrap();
+    assert_eq!(events.len(), 5);
+    let refund = events.iter().find(|e| e["name"] == "refund_order").unwrap();
+    assert_eq!(refund["kind"], "tool");
+    assert_eq!(refund["input"]["amount"], "59.90");
+    assert_eq!(refund["output"]["refund_id"], "RF-88120");
+    let parent = refund["parent"].as_u64().unwrap() as usize;
+    assert_eq!(events[parent]["kind"], "llm");
+}
+
+#[test]
+fn ls_lists_runs_newest_first() {
+    let out = tracetui()
+        .args(["ls", "sample-traces/runs"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let s = String::from_utf8(out).unwrap();
+    let names: Vec<&str> = s.lines().skip(1).filter_map(|l| l.split_whitespace().nth(1)).collect();
+    let pos = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("{n} in {s}"))
+    };
+    assert!(pos("research-assistant") < pos("invoice-mailer"));
+    assert!(pos("invoice-mailer") < pos("refund-agent"));
+    assert!(s.contains("running  research-assistant"), "{s}");
+    let out = tracetui()
+        .args(["ls", "--format", "json", "sample-traces/runs"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v = json_lines(&out);
+    let running = v.iter().find(|r| r["name"] == "research-assistant").unwrap();
+    assert_eq!(running["status"], "running");
+    assert_eq!(running["tool_calls"], 1, "counted from events while run.json says 0");
+}
+
+#[test]
+fn hostile_text_is_escaped_in_text_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("hostile.snap.json");
+    let doc = serde_json::json!({"version": 1, "tools": [
+        {"name": "evil\u{1b}]0;pwned\u{7}", "args": {"x": "\u{1b}[2J\u{9b}31m\u{202e}abc"}, "result_hash": "sha256:00"}
+    ]});
+    std::fs::write(&p, doc.to_string()).unwrap();
+    let out = tracetui()
+        .arg("show")
+        .arg(&p)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let s = String::from_utf8(out).unwrap();
+    assert!(!s.contains('\u{1b}') && !s.contains('\u{9b}') && !s.contains('\u{202e}') && !s.contains('\u{7}'));
+    assert!(s.contains("evil\\x1b]0;pwned\\x07"), "{s}");
+}
+
+#[test]
+fn completions_and_man_page() {
+    let out = tracetui()
+        .args(["completions", "bash"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8_lossy(&out).contains("tracetui"));
+    let out = tracetui().arg("man").assert().code(0).get_output().stdout.clone();
+    assert!(String::from_utf8_lossy(&out).contains(".TH"));
+}
