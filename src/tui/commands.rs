@@ -127,8 +127,10 @@ pub fn for_context(ctx: Context) -> impl Iterator<Item = &'static Entry> {
 }
 
 /// Footer hints: (first key, label) for the commands that have a footer label and a key.
+/// Help comes first, so that it is never cut off on a narrow screen.
 pub fn footer(ctx: Context, keys: &Keymap) -> Vec<(String, &'static str)> {
-    for_context(ctx)
+    let help = for_context(ctx).filter(|e| e.cmd == Command::Help);
+    help.chain(for_context(ctx).filter(|e| e.cmd != Command::Help))
         .filter_map(|e| {
             let label = e.footer?;
             let k = keys.keys(ctx, e.cmd).first()?.to_string();

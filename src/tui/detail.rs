@@ -224,18 +224,19 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     let mut l = Line::default();
     l.push(Tok::Dim, "status ")
         .push(status_tok(e.status), e.status.as_str());
-    if let Some(s) = e.start {
-        l.push(Tok::Dim, "  start ");
-        if let Some(t0) = t0 {
-            l.push(Tok::Text, format!("+{} ", format_duration(s - t0)));
-        }
-        l.push(Tok::Dim, format!("({})", format_ts(s)));
-    }
     if let Some(du) = e.duration {
         l.push(Tok::Dim, "  took ").push(Tok::Text, format_duration(du));
     }
     d.line(l);
-
+    if let Some(s) = e.start {
+        let mut l = Line::default();
+        l.push(Tok::Dim, "start ");
+        if let Some(t0) = t0 {
+            l.push(Tok::Text, format!("+{}  ", format_duration(s - t0)));
+        }
+        l.push(Tok::Dim, format!("at {}", format_ts(s)));
+        d.line(l);
+    }
     let mut l = Line::default();
     if !e.source_id.is_empty() {
         l.push(Tok::Dim, "id ")
@@ -265,7 +266,8 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     if e.origin.line > 0 {
         src.push_str(&format!(":{}", e.origin.line));
     }
-    if let Some(o2) = e.origin2 {
+    // A second record (a tool result joined to its call) in a line-oriented file.
+    if let Some(o2) = e.origin2.filter(|o| o.line > 0) {
         src.push_str(&format!(" + {}:{}", sanitize::line(&file_name(t, o2.file)), o2.line));
     }
     l.push(Tok::Text, src);
@@ -357,7 +359,13 @@ fn payload_sections(kind: EventKind, p: Payload, d: &mut Doc) {
 
 fn raw_section(t: &Trace, i: u32, d: &mut Doc) {
     let e = t.event(i);
-    for o in std::iter::once(e.origin).chain(e.origin2) {
+    let mut origins = vec![e.origin];
+    // The whole document is shown once, however many of its records the event joins.
+    origins.extend(
+        e.origin2
+            .filter(|o2| !(o2.len == 0 && o2.file == e.origin.file && e.origin.len == 0)),
+    );
+    for o in origins {
         let name = file_name(t, o.file);
         let whole = o.len == 0;
         if whole {
@@ -627,6 +635,18 @@ mod tests {
                 .iter()
                 .any(|l| l.contains("\\x1b[2J") && l.contains("<U+202E>"))
         );
+    }
+
+    #[test]
+    fn wrapping_counts_cells_not_bytes() {
+        let mut l = Line::default();
+        l.push(Tok::Key, "ab").push(Tok::Str, "日本語xyz");
+        let rows = wrap(&l, 4);
+        let text: Vec<String> = rows.iter().map(|r| r.iter().map(|(_, s)| *s).collect()).collect();
+        assert_eq!(text, ["ab日", "本語", "xyz"]);
+        assert_eq!(rows_of(&l, 4, true), 3);
+        assert_eq!(rows_of(&l, 4, false), 1);
+        assert_eq!(rows_of(&l, 100, true), 1);
     }
 
     #[test]

@@ -417,8 +417,20 @@ fn mouse_clicks_select_and_focus_and_the_wheel_scrolls() {
     let d = super::layout::inner(l.detail);
     update(&mut s, Action::Click { x: d.x + 2, y: d.y + 3 });
     assert_eq!(run(&s).focus, Pane::Detail);
-    // the status line above wraps onto two rows at this width
-    assert_eq!(run(&s).detail.as_ref().unwrap().cursor, 2);
+    assert_eq!(run(&s).detail.as_ref().unwrap().cursor, 3);
+    // wrapped lines take several rows: a click maps to the logical line under it
+    if let Some(d) = s.run.as_mut().unwrap().detail.as_mut() {
+        let w = d.doc.lines[0].width();
+        d.doc.lines[0]
+            .spans
+            .push((super::detail::Tok::Text, "x".repeat(w + 60)));
+    }
+    update(&mut s, Action::Click { x: d.x + 2, y: d.y + 3 });
+    assert_eq!(
+        run(&s).detail.as_ref().unwrap().cursor,
+        1,
+        "line 0 now takes three rows"
+    );
     update(
         &mut s,
         Action::Scroll {
