@@ -7,10 +7,7 @@ use std::path::PathBuf;
 #[command(
     name = "tracetui",
     version,
-    about = "Explore AI-agent traces in the terminal: runs, event trees, timelines, diffs, live tails",
-    long_about = "Explore AI-agent traces in the terminal.\n\nPATH is a trace file, a run directory, or a directory of runs (formats may be mixed). \
-`-` reads standard input.\n\nSupported trace formats: agentdbg, agentsnap (detected automatically; `--format NAME` overrides detection).\n\n\
-Exit codes: 0 fine, 1 differences or diagnostics found, 2 usage or unreadable input."
+    about = "Explore AI-agent traces in the terminal: runs, event trees, timelines, diffs, live tails"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -23,6 +20,18 @@ pub struct Cli {
     /// Colour theme of the explorer: dark, light, high-contrast, or a theme file path.
     #[arg(long = "theme", value_name = "NAME|PATH")]
     pub theme: Option<String>,
+}
+
+/// The full command, with the long help naming every registered trace format.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let formats = crate::formats::ids().join(", ");
+    Cli::command().long_about(format!(
+        "Explore AI-agent traces in the terminal.\n\n\
+         PATH is a trace file, a run directory, or a directory of runs (formats may be mixed).\n\n\
+         Trace formats: {formats} (detected automatically; `--format NAME` overrides detection).\n\n\
+         Exit codes: 0 fine, 1 differences or diagnostics found, 2 usage or unreadable input."
+    ))
 }
 
 #[derive(Subcommand, Debug)]

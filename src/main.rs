@@ -1,11 +1,14 @@
-use clap::{CommandFactory, Parser};
+use clap::FromArgMatches;
 use std::io::Write;
 use std::process::ExitCode;
 use tracetui::cli::{Cli, Command, ConfigCommand, FormatArgs, Output};
 use tracetui::{report, source};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&tracetui::cli::command().get_matches()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -92,11 +95,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             return Ok(0);
         }
         Some(Command::Completions { shell }) => {
-            clap_complete::generate(shell, &mut Cli::command(), "tracetui", &mut out);
+            clap_complete::generate(shell, &mut tracetui::cli::command(), "tracetui", &mut out);
             0
         }
         Some(Command::Man) => {
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            clap_mangen::Man::new(tracetui::cli::command()).render(&mut out)?;
             0
         }
         Some(Command::Config {
@@ -110,7 +113,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         },
         None => {
             if cli.paths.is_empty() {
-                Cli::command().print_help()?;
+                tracetui::cli::command().print_help()?;
                 return Ok(2);
             }
             let forced = source::forced_format(cli.format.as_deref()).map_err(usage)?;

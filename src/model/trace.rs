@@ -470,7 +470,7 @@ impl Trace {
 
     pub fn duration(&self) -> Option<i64> {
         match self.time_span() {
-            (Some(a), Some(b)) if b >= a => Some(b - a),
+            (Some(a), Some(b)) if b >= a => Some(b.saturating_sub(a)),
             _ => None,
         }
     }

@@ -43,13 +43,13 @@ pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output) -> std::io::Result<u
         Output::Text => {
             writeln!(
                 out,
-                "{:<8} {:<28} {:<10} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8}  ID",
+                "{:<8} {:<28} {:<12} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8}  ID",
                 "STATUS", "NAME", "FORMAT", "START", "DURATION", "TOOLS", "LLM", "ERR", "TOKENS"
             )?;
             for r in &rows {
                 let name = r.name.clone().unwrap_or_else(|| r.id.clone());
                 let line = format!(
-                    "{:<8} {:<28} {:<10} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8}  {}",
+                    "{:<8} {:<28} {:<12} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8}  {}",
                     r.status.as_str(),
                     cut(&crate::sanitize::line(&name), 28),
                     r.format,
