@@ -63,7 +63,11 @@ fn big_trace() -> Trace {
                 parent: Parent::Index(llm),
                 start: Some(clock + k * 1_000_000),
                 duration: Some(900_000),
-                status: if n.is_multiple_of(97) { Status::Error } else { Status::Ok },
+                status: if n.is_multiple_of(97) {
+                    Status::Error
+                } else {
+                    Status::Ok
+                },
                 ..NewEvent::new(EventKind::ToolCall, names[n % names.len()])
             });
         }

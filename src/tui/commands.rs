@@ -38,6 +38,7 @@ const RUNS: &[Entry] = &[
     PAGE[0],
     PAGE[1],
     e(Command::Back, "clear the filter", None),
+    e(Command::NextPane, "back to the run that is open", None),
 ];
 
 const NAV: [Entry; 8] = [
@@ -123,7 +124,9 @@ pub fn for_context(ctx: Context) -> impl Iterator<Item = &'static Entry> {
         Context::Global => &[],
     };
     let global: &'static [Entry] = if ctx == Context::Help { &[] } else { GLOBAL };
-    own.iter().chain(global)
+    // A view's own entry for a command replaces the global one.
+    own.iter()
+        .chain(global.iter().filter(move |g| !own.iter().any(|o| o.cmd == g.cmd)))
 }
 
 /// Footer hints: (first key, label) for the commands that have a footer label and a key.

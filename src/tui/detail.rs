@@ -115,30 +115,73 @@ impl Doc {
     }
 }
 
-/// Split a line into screen rows of at most `width` cells (by character: JSON and paths
-/// have few spaces to break at). Without `wrap`, the line is one row, cut by the renderer.
+/// Split a line into screen rows of at most `width` cells: at the last space that leaves a
+/// word on the row, else (JSON, paths, hashes) at the character. Without `wrap`, the line is
+/// one row, cut by the renderer.
 pub fn wrap(line: &Line, width: usize) -> Vec<Vec<(Tok, &str)>> {
     use unicode_width::UnicodeWidthChar;
+    struct Cell {
+        span: usize,
+        from: usize,
+        to: usize,
+        width: usize,
+        space: bool,
+    }
     let width = width.max(1);
-    let mut rows: Vec<Vec<(Tok, &str)>> = vec![Vec::new()];
-    let mut used = 0;
-    for (tok, s) in &line.spans {
-        let mut start = 0;
-        for (i, c) in s.char_indices() {
-            let cw = c.width().unwrap_or(0);
-            if used + cw > width && used > 0 {
-                if i > start {
-                    rows.last_mut().expect("non-empty").push((*tok, &s[start..i]));
-                }
-                rows.push(Vec::new());
-                start = i;
-                used = 0;
+    let mut cells = Vec::new();
+    for (si, (_, s)) in line.spans.iter().enumerate() {
+        for (bi, c) in s.char_indices() {
+            cells.push(Cell {
+                span: si,
+                from: bi,
+                to: bi + c.len_utf8(),
+                width: c.width().unwrap_or(0),
+                space: c == ' ',
+            });
+        }
+    }
+    let mut starts = vec![0];
+    let (mut used, mut row_start, mut last_space, mut seen_word) = (0, 0, None::<usize>, false);
+    let mut i = 0;
+    while i < cells.len() {
+        let w = cells[i].width;
+        if used + w > width && used > 0 {
+            let brk = last_space.map_or(i, |sp| sp + 1);
+            let brk = if brk <= row_start { i } else { brk };
+            starts.push(brk);
+            row_start = brk;
+            used = cells[brk..i].iter().map(|c| c.width).sum();
+            seen_word = cells[brk..i].iter().any(|c| !c.space);
+            last_space = None;
+            continue;
+        }
+        if cells[i].space {
+            if seen_word {
+                last_space = Some(i);
             }
-            used += cw;
+        } else {
+            seen_word = true;
         }
-        if start < s.len() {
-            rows.last_mut().expect("non-empty").push((*tok, &s[start..]));
+        used += w;
+        i += 1;
+    }
+    starts.push(cells.len());
+    let mut rows = Vec::with_capacity(starts.len() - 1);
+    for pair in starts.windows(2) {
+        let mut row: Vec<(Tok, &str)> = Vec::new();
+        let mut k = pair[0];
+        while k < pair[1] {
+            let si = cells[k].span;
+            let from = cells[k].from;
+            let mut end = k;
+            while end + 1 < pair[1] && cells[end + 1].span == si {
+                end += 1;
+            }
+            let (tok, text) = &line.spans[si];
+            row.push((*tok, &text[from..cells[end].to]));
+            k = end + 1;
         }
+        rows.push(row);
     }
     rows
 }
@@ -647,6 +690,26 @@ mod tests {
         assert_eq!(rows_of(&l, 4, true), 3);
         assert_eq!(rows_of(&l, 4, false), 1);
         assert_eq!(rows_of(&l, 100, true), 1);
+    }
+
+    #[test]
+    fn wrapping_prefers_spaces_after_a_word() {
+        let mut l = Line::default();
+        l.push(Tok::Text, "    ").push(Tok::Error, "card declined by issuer");
+        let rows = wrap(&l, 16);
+        let text: Vec<String> = rows.iter().map(|r| r.iter().map(|(_, s)| *s).collect()).collect();
+        assert_eq!(text, ["    card ", "declined by ", "issuer"]);
+        let mut l = Line::default();
+        l.push(Tok::Text, "    ").push(Tok::Str, "abcdefghijklmnop");
+        let text: Vec<String> = wrap(&l, 8)
+            .iter()
+            .map(|r| r.iter().map(|(_, s)| *s).collect())
+            .collect();
+        assert_eq!(
+            text,
+            ["    abcd", "efghijkl", "mnop"],
+            "indentation is not a place to break"
+        );
     }
 
     #[test]

@@ -26,6 +26,18 @@ impl RunEntry {
     }
 }
 
+impl RunsState {
+    /// The name to show for entry `i`: with its id when another run has the same name.
+    pub fn label(&self, i: usize) -> String {
+        let e = &self.entries[i];
+        if self.same_name.get(i).copied().unwrap_or(false) && e.summary.id != e.name() {
+            format!("{} ({})", e.name(), e.summary.id)
+        } else {
+            e.name().to_string()
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
     Runs,
@@ -74,6 +86,8 @@ pub struct RunsState {
     pub offset: usize,
     pub sort: RunSort,
     pub filter: String,
+    /// Per entry: another run has the same name (the list then shows the id too).
+    pub same_name: Vec<bool>,
     /// The user moved the selection (until then it stays on the first row as runs arrive).
     pub moved: bool,
     /// Discovery still running.

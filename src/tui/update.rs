@@ -89,6 +89,11 @@ pub fn update(s: &mut State, a: Action) {
         Action::Resize(w, h) => s.size = (w, h),
         Action::RunsFound(list) => {
             s.runs.entries.extend(list);
+            let mut seen = std::collections::HashMap::new();
+            for e in &s.runs.entries {
+                *seen.entry(e.name()).or_insert(0) += 1;
+            }
+            s.runs.same_name = s.runs.entries.iter().map(|e| seen[e.name()] > 1).collect();
             refresh_runs(s);
         }
         Action::RunsProblem(p) => s.runs.problems.push(p),

@@ -33,6 +33,17 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
     for (keys, help) in commands::help(ctx, &s.keys) {
         out.push((keys, help.to_string(), Role::Text));
     }
+    if ctx == Context::Runs {
+        out.push((String::new(), String::new(), Role::Text));
+        out.push(("status".into(), String::new(), Role::Section));
+        for (k, h) in [
+            ("✖ error", "the run failed (its ERR column counts failed events)"),
+            ("● live", "the run is still being written"),
+            ("✔ ok", "the run finished without error"),
+        ] {
+            out.push((k.into(), h.into(), Role::Text));
+        }
+    }
     if matches!(ctx, Context::Tree | Context::Detail) {
         out.push((String::new(), String::new(), Role::Text));
         out.push(("filter (/)".into(), String::new(), Role::Section));

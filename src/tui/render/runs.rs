@@ -153,7 +153,7 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             base.patch(th.style(role)),
             STATUS_W,
         );
-        let name = fit(&crate::sanitize::line(e.name()), name_w as usize);
+        let name = fit(&crate::sanitize::line(&r.label(ei)), name_w as usize);
         x = put(
             buf,
             x,

@@ -58,20 +58,23 @@ pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
     let c = &r.counts;
     let y = area.y + 1;
     let mut x = area.x + 1;
+    let plural = |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
+    let error_role = if c.errors > 0 { Role::Error } else { Role::Text };
+    let tokens = if c.tokens > 0 { c.tokens.to_string() } else { "-".into() };
     let items = [
-        ("events", c.events.to_string(), Role::Text),
-        ("tool calls", c.tool_calls.to_string(), Role::Text),
-        ("LLM calls", c.llm_calls.to_string(), Role::Text),
+        (plural(c.events, "event", "events"), c.events.to_string(), Role::Text),
         (
-            "errors",
-            c.errors.to_string(),
-            if c.errors > 0 { Role::Error } else { Role::Text },
-        ),
-        (
-            "tokens",
-            if c.tokens > 0 { c.tokens.to_string() } else { "-".into() },
+            plural(c.tool_calls, "tool call", "tool calls"),
+            c.tool_calls.to_string(),
             Role::Text,
         ),
+        (
+            plural(c.llm_calls, "LLM call", "LLM calls"),
+            c.llm_calls.to_string(),
+            Role::Text,
+        ),
+        (plural(c.errors, "error", "errors"), c.errors.to_string(), error_role),
+        ("tokens", tokens, Role::Text),
     ];
     for (i, (k, v, role)) in items.iter().enumerate() {
         if i > 0 {
