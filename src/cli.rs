@@ -71,6 +71,35 @@ pub enum Command {
         #[command(flatten)]
         fmt: FormatArgs,
     },
+    /// Compare two runs: a verdict, metric deltas and the aligned calls (exit 1 on a failing verdict).
+    ///
+    /// Aligns the two runs' tool and LLM calls, compares paired calls' arguments and results as
+    /// JSON paths and gives a verdict: PASSED, OUTPUT_DRIFT, TOOLS_REORDERED, TOOLS_CHANGED or
+    /// REGRESSION. Exit 1 when the verdict is in --fail-on, 0 when not, 2 on unreadable input.
+    #[command(
+        after_help = "BASELINE and CURRENT are trace files or run directories; PATH#N (1-based) or PATH#ID picks \
+one trace of a source that holds several (default: the first, with a note on stderr).\n\n\
+Ignored by default: ids, timestamps, durations, token usage, stack traces and agentsnap's fingerprint \
+outside call arguments. --ignore takes globs over JSON paths: `*` matches anything, e.g. \
+'*.request_id' or 'tools[*].args.ts'."
+    )]
+    Diff {
+        /// The reference run: a trace file or run directory (PATH#N or PATH#ID picks one trace).
+        baseline: PathBuf,
+        /// The run to judge against it.
+        current: PathBuf,
+        #[command(flatten)]
+        fmt: FormatArgs,
+        /// Leave out a JSON path (glob); repeatable.
+        #[arg(long = "ignore", value_name = "PATH", action = clap::ArgAction::Append)]
+        ignore: Vec<String>,
+        /// Compare everything, the volatile fields included.
+        #[arg(long, conflicts_with = "ignore")]
+        strict: bool,
+        /// Verdicts that exit 1, comma-separated, or `none` [default: every verdict but PASSED].
+        #[arg(long = "fail-on", value_name = "VERDICTS", value_delimiter = ',')]
+        fail_on: Vec<String>,
+    },
     /// Show where the config file is read from.
     Config {
         #[command(subcommand)]

@@ -4,6 +4,7 @@
 //! Everything here is usable from tests, benches and fuzz targets.
 
 pub mod cli;
+pub mod diff;
 pub mod formats;
 pub mod model;
 pub mod report;

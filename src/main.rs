@@ -94,6 +94,34 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             tracetui::tail::follow_print(&path, forced, o, opts, &mut lock, &stop)?;
             return Ok(0);
         }
+        Some(Command::Diff {
+            baseline,
+            current,
+            fmt,
+            ignore,
+            strict,
+            fail_on,
+        }) => {
+            let (o, forced) = formats(&fmt)?;
+            let fail_on = report::diff::fail_on(&fail_on).map_err(usage)?;
+            let open = |p: &std::path::Path| -> anyhow::Result<report::diff::Side> {
+                let side = report::diff::open(p, forced).map_err(usage)?;
+                for w in &side.warnings {
+                    eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {w}")));
+                }
+                Ok(side)
+            };
+            let (a, b) = (open(&baseline)?, open(&current)?);
+            let opts = tracetui::diff::Options {
+                strict,
+                ignore: ignore.iter().map(|g| tracetui::diff::Glob::new(g)).collect(),
+            };
+            let d = tracetui::diff::diff(&a.trace, &b.trace, &opts);
+            let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            report::diff::write(&d, &a.trace, &b.trace, &mut out, o, color)?;
+            u8::from(fail_on.contains(&d.verdict))
+        }
         Some(Command::Completions { shell }) => {
             clap_complete::generate(shell, &mut tracetui::cli::command(), "tracetui", &mut out);
             0

@@ -8,8 +8,12 @@ mod util;
 pub mod agentdbg;
 pub mod agentsnap;
 pub mod assay;
+pub mod assay_bundle;
+pub mod claude_code;
+pub mod codex;
 pub mod maida;
 pub mod openai_chat;
+pub mod otlp;
 
 pub use probe::Probe;
 pub use util::*;
@@ -24,6 +28,10 @@ pub static REGISTRY: &[&dyn Format] = &[
     &assay::Assay,
     &maida::Maida,
     &openai_chat::OpenAiChat,
+    &claude_code::ClaudeCode,
+    &codex::Codex,
+    &otlp::Otlp,
+    &assay_bundle::AssayBundle,
 ];
 
 /// What a format does: recognise a source and load it.

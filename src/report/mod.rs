@@ -1,7 +1,8 @@
-//! Non-interactive output: `check`, `show`, `ls` as text or JSON. Text passes through the
+//! Non-interactive output: `check`, `show`, `ls`, `diff` as text or JSON. Text passes through the
 //! sanitizer: stdout may be a terminal.
 
 pub mod check;
+pub mod diff;
 pub mod ls;
 pub mod show;
 

@@ -40,7 +40,8 @@ pub struct Discovery {
 const MAX_DEPTH: usize = 6;
 /// Directory entries looked at in one scan, so a hostile tree cannot stall a listing.
 const MAX_ENTRIES: usize = 200_000;
-const SKIP_DIRS: [&str; 4] = [".git", "node_modules", "target", "__pycache__"];
+/// `subagents/` holds Claude Code subagent transcripts, loaded as part of their session.
+const SKIP_DIRS: [&str; 5] = [".git", "node_modules", "target", "__pycache__", "subagents"];
 const TRACE_EXTS: [&str; 5] = [".json", ".jsonl", ".ndjson", ".tar.gz", ".tgz"];
 
 /// Find the runs under each path. `forced` overrides detection.

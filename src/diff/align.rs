@@ -1,0 +1,207 @@
+//! Align two call sequences: tool and LLM calls in display order, keyed by kind + name, with
+//! `similar`'s Myers (an LCS-family algorithm with xdiff-style work limits). Calls left over on
+//! both sides with the same key are then paired as moves.
+
+use crate::model::{EventKind, Trace};
+use similar::{Algorithm, DiffOp, capture_diff_slices_deadline};
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// One call of a trace, in display order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub event: u32,
+    pub kind: EventKind,
+    /// Position among the calls of the same kind: the `N` of `tools[N]` / `llm[N]`.
+    pub kind_index: usize,
+}
+
+/// The calls of `t` in display order (`Trace::walk`); only tool calls when `tools_only`.
+pub fn calls(t: &Trace, tools_only: bool) -> Vec<Call> {
+    let (mut tools, mut llms) = (0, 0);
+    let mut out = Vec::new();
+    for (i, _) in t.walk() {
+        let kind = t.event(i).kind;
+        let counter = match kind {
+            EventKind::ToolCall => &mut tools,
+            EventKind::LlmCall if !tools_only => &mut llms,
+            _ => continue,
+        };
+        out.push(Call {
+            event: i,
+            kind,
+            kind_index: *counter,
+        });
+        *counter += 1;
+    }
+    out
+}
+
+/// One row of the alignment; numbers are positions in the two call sequences.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Pair(usize, usize),
+    Removed(usize),
+    Added(usize),
+    /// The same call (kind + name) at another place: (baseline, current).
+    Moved(usize, usize),
+}
+
+/// Safety net only: similar's Myers already bounds its work on hard inputs (deterministically,
+/// which a CI verdict needs); past this wall-clock limit it falls back to a coarse, still valid
+/// script.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// Align `a` (baseline) with `b` (current). Rows come in merged order; a moved call sits at
+/// its place in the current run.
+pub fn align<'t>(ta: &'t Trace, a: &[Call], tb: &'t Trace, b: &[Call]) -> Vec<Step> {
+    let mut ids: HashMap<(bool, &'t str), u32> = HashMap::new();
+    let mut key = |t: &'t Trace, c: &Call| -> u32 {
+        let k = (c.kind == EventKind::ToolCall, t.name(c.event));
+        let next = ids.len() as u32;
+        *ids.entry(k).or_insert(next)
+    };
+    let ka: Vec<u32> = a.iter().map(|c| key(ta, c)).collect();
+    let kb: Vec<u32> = b.iter().map(|c| key(tb, c)).collect();
+    let ops = capture_diff_slices_deadline(Algorithm::Myers, &ka, &kb, Some(Instant::now() + DEADLINE));
+    let mut steps = Vec::with_capacity(a.len().max(b.len()));
+    for op in ops {
+        match op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => steps.extend((0..len).map(|k| Step::Pair(old_index + k, new_index + k))),
+            DiffOp::Delete { old_index, old_len, .. } => {
+                steps.extend((old_index..old_index + old_len).map(Step::Removed))
+            }
+            DiffOp::Insert { new_index, new_len, .. } => {
+                steps.extend((new_index..new_index + new_len).map(Step::Added))
+            }
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                steps.extend((old_index..old_index + old_len).map(Step::Removed));
+                steps.extend((new_index..new_index + new_len).map(Step::Added));
+            }
+        }
+    }
+    pair_moves(&ka, &kb, steps)
+}
+
+/// When the calls left over on the two sides are the same multiset, the runs made the same
+/// calls in another order: pair them, first with first per key, as moves. Otherwise they stay
+/// added and removed (pairing leftovers of runs that differ anyway would invent moves, and
+/// make a diff of two unrelated long runs compare every payload).
+fn pair_moves(ka: &[u32], kb: &[u32], steps: Vec<Step>) -> Vec<Step> {
+    let mut removed: HashMap<u32, VecDeque<usize>> = HashMap::new();
+    let mut balance: HashMap<u32, i64> = HashMap::new();
+    for s in &steps {
+        match *s {
+            Step::Removed(i) => {
+                removed.entry(ka[i]).or_default().push_back(i);
+                *balance.entry(ka[i]).or_default() += 1;
+            }
+            Step::Added(j) => *balance.entry(kb[j]).or_default() -= 1,
+            _ => {}
+        }
+    }
+    if removed.is_empty() || balance.values().any(|&b| b != 0) {
+        return steps;
+    }
+    let mut moved_from = vec![false; ka.len()];
+    let mut out = Vec::with_capacity(steps.len());
+    for s in steps {
+        match s {
+            Step::Added(j) => {
+                let i = removed
+                    .get_mut(&kb[j])
+                    .and_then(VecDeque::pop_front)
+                    .expect("balanced multisets");
+                moved_from[i] = true;
+                out.push(Step::Moved(i, j));
+            }
+            _ => out.push(s),
+        }
+    }
+    out.retain(|s| !matches!(*s, Step::Removed(i) if moved_from[i]));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NewEvent, Trace};
+
+    fn trace(names: &[&str]) -> (Trace, Vec<Call>) {
+        let mut t = Trace::default();
+        for n in names {
+            let kind = if n.starts_with("llm") {
+                EventKind::LlmCall
+            } else {
+                EventKind::ToolCall
+            };
+            t.add(NewEvent::new(kind, n));
+        }
+        t.add(NewEvent::new(EventKind::State, "not a call"));
+        t.finalize();
+        let c = calls(&t, false);
+        (t, c)
+    }
+
+    fn run(a: &[&str], b: &[&str]) -> Vec<Step> {
+        let (ta, ca) = trace(a);
+        let (tb, cb) = trace(b);
+        align(&ta, &ca, &tb, &cb)
+    }
+
+    #[test]
+    fn calls_are_numbered_per_kind() {
+        let (_, c) = trace(&["search", "llm-a", "fetch", "llm-a"]);
+        let idx: Vec<_> = c.iter().map(|c| c.kind_index).collect();
+        assert_eq!(idx, vec![0, 0, 1, 1]);
+        assert_eq!(c.len(), 4, "the state event is no call");
+    }
+
+    #[test]
+    fn added_and_removed_calls() {
+        use Step::*;
+        assert_eq!(
+            run(&["a", "b", "c"], &["a", "c", "d"]),
+            vec![Pair(0, 0), Removed(1), Pair(2, 1), Added(2)]
+        );
+    }
+
+    #[test]
+    fn swapped_calls_are_moves() {
+        use Step::*;
+        let s = run(&["a", "b"], &["b", "a"]);
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().any(|x| matches!(x, Moved(_, _))));
+        assert!(!s.iter().any(|x| matches!(x, Added(_) | Removed(_))));
+    }
+
+    #[test]
+    fn leftovers_of_different_multisets_are_not_moves() {
+        use Step::*;
+        // `a` moved and `d` added: not the same calls, so no move is invented
+        let s = run(&["a", "b", "c"], &["b", "c", "a", "d"]);
+        assert!(!s.iter().any(|x| matches!(x, Moved(_, _))), "{s:?}");
+        assert_eq!(s.iter().filter(|x| matches!(x, Added(_))).count(), 2);
+    }
+
+    #[test]
+    fn kind_is_part_of_the_key() {
+        use Step::*;
+        // a tool named like an LLM call does not pair with it
+        let (mut ta, _) = trace(&[]);
+        ta.add(NewEvent::new(EventKind::ToolCall, "gpt"));
+        let (mut tb, _) = trace(&[]);
+        tb.add(NewEvent::new(EventKind::LlmCall, "gpt"));
+        let (ca, cb) = (calls(&ta, false), calls(&tb, false));
+        assert_eq!(align(&ta, &ca, &tb, &cb), vec![Removed(0), Added(0)]);
+    }
+}

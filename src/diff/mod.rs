@@ -1,0 +1,628 @@
+//! Diff two traces (DESIGN §5): align their calls, compare paired calls structurally as JSON
+//! paths, classify the difference and report metric deltas. No terminal, no I/O beyond reading
+//! the payloads of paired calls.
+//!
+//! Verdict, first match wins: `REGRESSION` (an error the baseline did not have),
+//! `TOOLS_CHANGED` (calls added, removed or with other arguments), `TOOLS_REORDERED` (same
+//! calls, other order), `OUTPUT_DRIFT` (only results, errors, models or extras differ),
+//! `PASSED`.
+
+mod align;
+mod ignore;
+mod json;
+mod metrics;
+mod payloads;
+
+pub use align::{Call, Step, align, calls};
+pub use ignore::{Glob, VOLATILE_KEYS};
+pub use json::Leaf;
+pub use metrics::Metric;
+pub use payloads::PayloadReader;
+
+use crate::model::{Event, EventKind, Payload, PayloadRef, Status, Trace};
+use json::Skip;
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Compare volatile fields too (ids, clocks, durations, fingerprints, usage, stacks).
+    pub strict: bool,
+    /// Paths left out, in addition to the volatile fields.
+    pub ignore: Vec<Glob>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Verdict {
+    Passed,
+    OutputDrift,
+    ToolsReordered,
+    ToolsChanged,
+    Regression,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Passed,
+        Verdict::OutputDrift,
+        Verdict::ToolsReordered,
+        Verdict::ToolsChanged,
+        Verdict::Regression,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Passed => "PASSED",
+            Verdict::OutputDrift => "OUTPUT_DRIFT",
+            Verdict::ToolsReordered => "TOOLS_REORDERED",
+            Verdict::ToolsChanged => "TOOLS_CHANGED",
+            Verdict::Regression => "REGRESSION",
+        }
+    }
+    /// Case-insensitive; `-` may stand for `_`.
+    pub fn parse(s: &str) -> Option<Verdict> {
+        let s = s.trim().to_ascii_uppercase().replace('-', "_");
+        Verdict::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+/// What a row of the aligned call list is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Same,
+    Changed,
+    Added,
+    Removed,
+    Moved,
+}
+
+impl Op {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Same => "same",
+            Op::Changed => "changed",
+            Op::Added => "added",
+            Op::Removed => "removed",
+            Op::Moved => "moved",
+        }
+    }
+    /// The mark of the row in text output.
+    pub fn sign(self) -> char {
+        match self {
+            Op::Same => ' ',
+            Op::Changed => '~',
+            Op::Added => '+',
+            Op::Removed => '-',
+            Op::Moved => '!',
+        }
+    }
+}
+
+/// Which part of a call a change is in: arguments decide `TOOLS_CHANGED`, the rest is drift.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Section {
+    Input,
+    Output,
+    Error,
+    Model,
+    Status,
+    Extra,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathChange {
+    pub path: String,
+    /// `None`: absent in the baseline.
+    pub from: Option<Value>,
+    /// `None`: absent in the current run.
+    pub to: Option<Value>,
+    pub section: Section,
+}
+
+/// A call on one side of a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallRef {
+    /// Position in that trace's call sequence.
+    pub index: usize,
+    /// The event in that trace.
+    pub event: u32,
+    /// Position among calls of the same kind (`tools[N]`).
+    pub kind_index: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub op: Op,
+    pub baseline: Option<CallRef>,
+    pub current: Option<CallRef>,
+    pub kind: EventKind,
+    pub name: String,
+    pub paths: Vec<PathChange>,
+}
+
+impl Row {
+    /// `tools[N]` / `llm[N]`, numbered on the baseline side when there is one.
+    pub fn label(&self) -> String {
+        let n = self.baseline.or(self.current).map_or(0, |c| c.kind_index);
+        call_prefix(self.kind, n)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Diff {
+    pub verdict: Verdict,
+    pub metrics: Vec<Metric>,
+    /// The aligned call list, unchanged pairs included.
+    pub rows: Vec<Row>,
+    /// Changes of the run record itself (`run.output`, `run.model`, ...).
+    pub run: Vec<PathChange>,
+    /// Why the verdict is `REGRESSION`, one line each.
+    pub regressions: Vec<String>,
+    pub notes: Vec<String>,
+    pub cross_format: bool,
+}
+
+impl Diff {
+    /// Rows that differ (everything but unchanged pairs).
+    pub fn changes(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.op != Op::Same)
+    }
+}
+
+fn call_prefix(kind: EventKind, n: usize) -> String {
+    match kind {
+        EventKind::LlmCall => format!("llm[{n}]"),
+        _ => format!("tools[{n}]"),
+    }
+}
+
+/// Pairs compared per parallel task (each task opens its files once).
+const CHUNK: usize = 512;
+
+/// Diff `a` (the baseline) against `b` (the current run).
+pub fn diff(a: &Trace, b: &Trace, opts: &Options) -> Diff {
+    // Across formats only tool calls are shared vocabulary (agentsnap has no LLM calls).
+    let cross = a.meta.format != b.meta.format;
+    let ca = calls(a, cross);
+    let cb = calls(b, cross);
+    let steps = align(a, &ca, b, &cb);
+
+    let mut rows = Vec::with_capacity(steps.len());
+    let mut work = Vec::new();
+    for s in steps {
+        let (op, ia, ib) = match s {
+            Step::Pair(i, j) => (Op::Same, Some(i), Some(j)),
+            Step::Moved(i, j) => (Op::Moved, Some(i), Some(j)),
+            Step::Removed(i) => (Op::Removed, Some(i), None),
+            Step::Added(j) => (Op::Added, None, Some(j)),
+        };
+        let cref = |calls: &[Call], i: usize| CallRef {
+            index: i,
+            event: calls[i].event,
+            kind_index: calls[i].kind_index,
+        };
+        let baseline = ia.map(|i| cref(&ca, i));
+        let current = ib.map(|j| cref(&cb, j));
+        let ev = baseline.map_or_else(|| b.event(current.unwrap().event), |c| a.event(c.event));
+        let name = match (baseline, current) {
+            (Some(c), _) => a.name(c.event),
+            (None, Some(c)) => b.name(c.event),
+            (None, None) => "",
+        };
+        if let (Some(x), Some(y)) = (baseline, current) {
+            work.push((rows.len(), x, y));
+        }
+        rows.push(Row {
+            op,
+            baseline,
+            current,
+            kind: ev.kind,
+            name: name.to_string(),
+            paths: Vec::new(),
+        });
+    }
+
+    let ctx = Ctx { a, b, opts, cross };
+    let compared: Vec<Compared> = work
+        .par_chunks(CHUNK)
+        .flat_map_iter(|chunk| {
+            let mut ra = PayloadReader::new(a);
+            let mut rb = PayloadReader::new(b);
+            chunk
+                .iter()
+                .map(|&(row, x, y)| ctx.compare_call(row, x, y, &mut ra, &mut rb))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+
+    let mut regressions = Vec::new();
+    let mut hash_vs_value = 0;
+    for c in compared {
+        let row = &mut rows[c.row];
+        row.paths = c.paths;
+        if row.op == Op::Same && !row.paths.is_empty() {
+            row.op = Op::Changed;
+        }
+        hash_vs_value += c.hash_vs_value as usize;
+        if let Some(r) = c.regression {
+            regressions.push(r);
+        }
+    }
+    for row in rows.iter().filter(|r| r.op == Op::Added) {
+        let ev = b.event(row.current.unwrap().event);
+        if ev.is_error() {
+            let p = crate::formats::payload(b, ev);
+            regressions.push(format!("{} {} (added) fails{}", row.label(), row.name, error_text(&p)));
+        }
+    }
+    if b.meta.status == crate::model::RunStatus::Error && a.meta.status != crate::model::RunStatus::Error {
+        regressions.push(format!("the run ended in error (baseline: {})", a.meta.status.as_str()));
+    }
+    if !cross {
+        regressions.extend(new_error_events(a, b));
+    }
+
+    let run = ctx.compare_runs();
+    let verdict = classify(&rows, &run, !regressions.is_empty());
+
+    let mut notes = Vec::new();
+    if cross {
+        notes.push(format!(
+            "baseline is {}, current is {}: comparing the tool calls they share (LLM calls, error events, \
+             models and the run records are not compared across formats)",
+            a.meta.format, b.meta.format
+        ));
+    }
+    if hash_vs_value > 0 {
+        notes.push(format!(
+            "{hash_vs_value} tool result(s) recorded as a hash on one side and as a value on the other were not compared"
+        ));
+    }
+    if let (Some(ra), Some(rb)) = (recorder(a), recorder(b))
+        && ra != rb
+    {
+        notes.push(format!(
+            "the snapshots were recorded by different runtimes ({ra} in the baseline, {rb} in the current run): \
+             result-hash drift is expected there"
+        ));
+    }
+
+    Diff {
+        verdict,
+        metrics: metrics::compute(a, b),
+        rows,
+        run,
+        regressions,
+        notes,
+        cross_format: cross,
+    }
+}
+
+fn classify(rows: &[Row], run: &[PathChange], regression: bool) -> Verdict {
+    let args_changed = |paths: &[PathChange]| paths.iter().any(|p| p.section == Section::Input);
+    if regression {
+        Verdict::Regression
+    } else if args_changed(run)
+        || rows
+            .iter()
+            .any(|r| matches!(r.op, Op::Added | Op::Removed) || args_changed(&r.paths))
+    {
+        Verdict::ToolsChanged
+    } else if rows.iter().any(|r| r.op == Op::Moved) {
+        Verdict::ToolsReordered
+    } else if !run.is_empty() || rows.iter().any(|r| !r.paths.is_empty()) {
+        Verdict::OutputDrift
+    } else {
+        Verdict::Passed
+    }
+}
+
+/// Error events (not failing calls) of a name the current run has more of than the baseline.
+fn new_error_events(a: &Trace, b: &Trace) -> Vec<String> {
+    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+    for (t, side) in [(a, 0), (b, 1)] {
+        for (i, e) in t.events.iter().enumerate() {
+            if e.kind == EventKind::Error {
+                let c = counts.entry(t.name(i as u32)).or_default();
+                if side == 0 {
+                    c.0 += 1;
+                } else {
+                    c.1 += 1;
+                }
+            }
+        }
+    }
+    let mut out: Vec<(&str, usize, usize)> = counts
+        .into_iter()
+        .filter(|(_, (x, y))| y > x)
+        .map(|(n, (x, y))| (n, x, y))
+        .collect();
+    out.sort();
+    out.into_iter()
+        .map(|(n, x, y)| format!("{y} error event(s) {n:?} in the current run, {x} in the baseline"))
+        .collect()
+}
+
+/// agentsnap's `fingerprint` names the runtime that hashed the results: a `node` or a
+/// `python` key.
+fn recorder(t: &Trace) -> Option<&'static str> {
+    if t.meta.format != "agentsnap" {
+        return None;
+    }
+    let fp = t
+        .meta
+        .attributes
+        .iter()
+        .find(|(k, _)| k == "fingerprint")?
+        .1
+        .as_object()?;
+    ["node", "python", "deno", "bun"]
+        .into_iter()
+        .find(|k| fp.contains_key(*k))
+}
+
+fn error_text(p: &Payload) -> String {
+    match &p.error {
+        Some(e) => match &e.kind {
+            Some(k) => format!(" ({k}: {})", e.message),
+            None => format!(" ({})", e.message),
+        },
+        None => String::new(),
+    }
+}
+
+fn error_value(e: Option<crate::model::ErrorInfo>) -> Option<Value> {
+    e.and_then(|e| serde_json::to_value(e).ok())
+}
+
+struct Compared {
+    row: usize,
+    paths: Vec<PathChange>,
+    hash_vs_value: bool,
+    regression: Option<String>,
+}
+
+struct Ctx<'a> {
+    a: &'a Trace,
+    b: &'a Trace,
+    opts: &'a Options,
+    cross: bool,
+}
+
+fn is_hash(v: &Option<Value>) -> bool {
+    v.as_ref()
+        .and_then(Value::as_str)
+        .is_some_and(|s| crate::model::Marker::of_str(s) == Some(crate::model::Marker::Hash))
+}
+
+impl Ctx<'_> {
+    fn skip(&self, volatile: bool) -> Skip<'_> {
+        Skip {
+            volatile: volatile && !self.opts.strict,
+            globs: &self.opts.ignore,
+        }
+    }
+
+    fn section(&self, prefix: &str, key: &str, from: Option<Value>, to: Option<Value>, sec: Section) -> Vec<Leaf> {
+        let mut path = prefix.to_string();
+        json::push_key(&mut path, key);
+        let mut out = Vec::new();
+        // Arguments are the agent's decisions: volatile keys are compared there.
+        json::compare(&mut path, from, to, &self.skip(sec != Section::Input), &mut out);
+        out
+    }
+
+    fn compare_call(
+        &self,
+        row: usize,
+        x: CallRef,
+        y: CallRef,
+        ra: &mut PayloadReader,
+        rb: &mut PayloadReader,
+    ) -> Compared {
+        let (ea, eb) = (self.a.event(x.event), self.b.event(y.event));
+        let prefix = call_prefix(ea.kind, x.kind_index);
+        let unchanged = Compared {
+            row,
+            paths: Vec::new(),
+            hash_vs_value: false,
+            regression: None,
+        };
+        // Cheap first: records or inline payloads that are equal need no decoding. Not under
+        // --strict (the envelope's volatile fields count there) nor across formats.
+        let fast =
+            !self.opts.strict && !self.cross && ea.status == eb.status && self.a.str(ea.model) == self.b.str(eb.model);
+        let (pa, pb) = match (ra.records(ea), rb.records(eb)) {
+            (Some(Ok(xa)), Some(Ok(xb))) => {
+                if fast && payloads::same_records(&xa, &xb) {
+                    return unchanged;
+                }
+                (ra.decode(ea, &xa), rb.decode(eb, &xb))
+            }
+            (None, None) => {
+                if fast
+                    && let (PayloadRef::Inline(p), PayloadRef::Inline(q)) = (&ea.payload, &eb.payload)
+                    && p == q
+                {
+                    return unchanged;
+                }
+                (payloads::inline(ea), payloads::inline(eb))
+            }
+            _ => (ra.get(ea), rb.get(eb)),
+        };
+        let regression = (eb.is_error() && !ea.is_error()).then(|| {
+            format!(
+                "{prefix} {} fails in the current run{}, not in the baseline",
+                self.a.name(x.event),
+                error_text(&pb)
+            )
+        });
+        let (paths, hash_vs_value) = self.compare_payloads(&prefix, ea, pa, eb, pb);
+        Compared {
+            row,
+            paths,
+            hash_vs_value,
+            regression,
+        }
+    }
+
+    fn compare_payloads(
+        &self,
+        prefix: &str,
+        ea: &Event,
+        pa: Payload,
+        eb: &Event,
+        pb: Payload,
+    ) -> (Vec<PathChange>, bool) {
+        let tool = ea.kind == EventKind::ToolCall;
+        let mut paths = Vec::new();
+        let mut push = |leaves: Vec<Leaf>, section: Section| {
+            paths.extend(leaves.into_iter().map(|l| PathChange {
+                path: l.path,
+                from: l.from,
+                to: l.to,
+                section,
+            }))
+        };
+        push(
+            self.section(
+                prefix,
+                if tool { "args" } else { "prompt" },
+                pa.input,
+                pb.input,
+                Section::Input,
+            ),
+            Section::Input,
+        );
+        let mut hash_vs_value = false;
+        let (ha, hb) = (is_hash(&pa.output), is_hash(&pb.output));
+        // A hash against a value cannot be compared: the hashing recipe is the recorder's.
+        if self.cross && ha != hb && pa.output.is_some() && pb.output.is_some() {
+            hash_vs_value = true;
+        } else {
+            let key = match (tool, ha || hb) {
+                (true, true) => "result_hash",
+                (true, false) => "result",
+                (false, _) => "response",
+            };
+            push(
+                self.section(prefix, key, pa.output, pb.output, Section::Output),
+                Section::Output,
+            );
+        }
+        push(
+            self.section(
+                prefix,
+                "error",
+                error_value(pa.error),
+                error_value(pb.error),
+                Section::Error,
+            ),
+            Section::Error,
+        );
+        if ea.status != eb.status && ea.status != Status::Unknown && eb.status != Status::Unknown {
+            push(
+                self.section(
+                    prefix,
+                    "status",
+                    Some(ea.status.as_str().into()),
+                    Some(eb.status.as_str().into()),
+                    Section::Status,
+                ),
+                Section::Status,
+            );
+        }
+        if !self.cross {
+            let (ma, mb) = (self.a.str(ea.model), self.b.str(eb.model));
+            if ma != mb {
+                let v = |s: &str| (!s.is_empty()).then(|| Value::String(s.to_string()));
+                push(
+                    self.section(prefix, "model", v(ma), v(mb), Section::Model),
+                    Section::Model,
+                );
+            }
+            push(self.extras(prefix, pa.extra, pb.extra), Section::Extra);
+        }
+        (paths, hash_vs_value)
+    }
+
+    /// Extra fields by key. `model` is compared from the event, so its copy among the extras
+    /// is left out.
+    fn extras(&self, prefix: &str, xa: Vec<(String, Value)>, xb: Vec<(String, Value)>) -> Vec<Leaf> {
+        let map = |x: Vec<(String, Value)>| Value::Object(x.into_iter().filter(|(k, _)| k != "model").collect());
+        let mut out = Vec::new();
+        json::compare(
+            &mut prefix.to_string(),
+            Some(map(xa)),
+            Some(map(xb)),
+            &self.skip(true),
+            &mut out,
+        );
+        out
+    }
+
+    /// The run record: its model when both formats name one, and, for agentsnap, its input,
+    /// output and error (other formats' run records hold the environment: argv, cwd, versions).
+    fn compare_runs(&self) -> Vec<PathChange> {
+        let mut out = Vec::new();
+        if self.cross {
+            return out;
+        }
+        if let (Some(ma), Some(mb)) = (&self.a.meta.model, &self.b.meta.model)
+            && ma != mb
+        {
+            out.push(PathChange {
+                path: "run.model".into(),
+                from: Some(ma.clone().into()),
+                to: Some(mb.clone().into()),
+                section: Section::Model,
+            });
+        }
+        if self.a.meta.format != "agentsnap" {
+            return out;
+        }
+        let root = |t: &Trace| t.roots.iter().copied().find(|&r| t.event(r).kind == EventKind::Run);
+        let (Some(x), Some(y)) = (root(self.a), root(self.b)) else {
+            return out;
+        };
+        let (pa, pb) = (
+            crate::formats::payload(self.a, self.a.event(x)),
+            crate::formats::payload(self.b, self.b.event(y)),
+        );
+        let mut push = |leaves: Vec<Leaf>, section: Section| {
+            out.extend(leaves.into_iter().map(|l| PathChange {
+                path: l.path,
+                from: l.from,
+                to: l.to,
+                section,
+            }))
+        };
+        push(
+            self.section("run", "input", pa.input, pb.input, Section::Input),
+            Section::Input,
+        );
+        push(
+            self.section("run", "output", pa.output, pb.output, Section::Output),
+            Section::Output,
+        );
+        push(
+            self.section(
+                "run",
+                "error",
+                error_value(pa.error),
+                error_value(pb.error),
+                Section::Error,
+            ),
+            Section::Error,
+        );
+        push(self.extras("run", pa.extra, pb.extra), Section::Extra);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

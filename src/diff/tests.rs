@@ -1,0 +1,261 @@
+//! Every verdict, volatile fields, ignores and a cross-format pair, on tests/fixtures/diff/.
+
+use super::*;
+use serde_json::json;
+use std::path::PathBuf;
+
+fn fixture(rel: &str) -> Trace {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/diff")
+        .join(rel);
+    let mut l = crate::formats::load(&p, None).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    assert_eq!(l.traces.len(), 1, "{rel}");
+    l.traces.remove(0)
+}
+
+fn snap(name: &str) -> Trace {
+    fixture(&format!("agentsnap/{name}"))
+}
+
+fn run(a: &Trace, b: &Trace) -> Diff {
+    diff(a, b, &Options::default())
+}
+
+fn paths(d: &Diff) -> Vec<(String, Option<Value>, Option<Value>)> {
+    d.rows
+        .iter()
+        .flat_map(|r| &r.paths)
+        .chain(&d.run)
+        .map(|p| (p.path.clone(), p.from.clone(), p.to.clone()))
+        .collect()
+}
+
+fn ops(d: &Diff) -> Vec<(Op, &str)> {
+    d.rows.iter().map(|r| (r.op, r.name.as_str())).collect()
+}
+
+#[test]
+fn only_volatile_fields_differ_passed() {
+    let d = run(&snap("trip.snap.json"), &snap("passed.current.json"));
+    assert_eq!(d.verdict, Verdict::Passed, "{:?}", paths(&d));
+    assert!(paths(&d).is_empty());
+    assert_eq!(d.changes().count(), 0);
+    assert_eq!(d.rows.len(), 3);
+    assert!(d.notes.is_empty(), "{:?}", d.notes);
+}
+
+#[test]
+fn strict_compares_the_volatile_fields() {
+    let opts = Options {
+        strict: true,
+        ..Default::default()
+    };
+    let d = diff(&snap("trip.snap.json"), &snap("passed.current.json"), &opts);
+    assert_eq!(d.verdict, Verdict::OutputDrift);
+    let p = paths(&d);
+    assert!(p.contains(&(
+        "tools[2].result.request_id".into(),
+        Some(json!("req-a1")),
+        Some(json!("req-b7"))
+    )));
+    assert!(p.contains(&(
+        "run.fingerprint.node".into(),
+        Some(json!("v20.11.0")),
+        Some(json!("v22.3.0"))
+    )));
+}
+
+#[test]
+fn changed_result_hash_and_output_is_drift() {
+    let d = run(&snap("trip.snap.json"), &snap("drift.current.json"));
+    assert_eq!(d.verdict, Verdict::OutputDrift);
+    let p = paths(&d);
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert_eq!(p[0].0, "tools[1].result_hash");
+    assert_eq!(p[1].0, "run.output");
+    assert_eq!(ops(&d)[1], (Op::Changed, "forecast"));
+    assert_eq!(d.rows[1].paths[0].section, Section::Output);
+}
+
+#[test]
+fn swapped_calls_are_reordered() {
+    let d = run(&snap("trip.snap.json"), &snap("reordered.current.json"));
+    assert_eq!(d.verdict, Verdict::ToolsReordered, "{:?}", ops(&d));
+    assert_eq!(d.rows.iter().filter(|r| r.op == Op::Moved).count(), 1);
+    assert!(!d.rows.iter().any(|r| matches!(r.op, Op::Added | Op::Removed)));
+    assert!(paths(&d).is_empty());
+}
+
+#[test]
+fn other_arguments_and_an_added_call_change_the_tools() {
+    let d = run(&snap("trip.snap.json"), &snap("changed.current.json"));
+    assert_eq!(d.verdict, Verdict::ToolsChanged);
+    assert_eq!(
+        ops(&d),
+        vec![
+            (Op::Same, "geocode"),
+            (Op::Changed, "forecast"),
+            (Op::Same, "events"),
+            (Op::Added, "restaurants")
+        ]
+    );
+    assert_eq!(
+        paths(&d),
+        vec![("tools[1].args.days".into(), Some(json!(2)), Some(json!(3)))]
+    );
+    assert_eq!(d.rows[3].current.unwrap().index, 3);
+    assert_eq!(d.rows[3].baseline, None);
+    let tools = d.metrics.iter().find(|m| m.name == "tool_calls").unwrap();
+    assert_eq!(
+        (tools.baseline, tools.current, tools.delta()),
+        (Some(3), Some(4), Some(1))
+    );
+    assert!((tools.pct().unwrap() - 33.333).abs() < 0.01);
+}
+
+#[test]
+fn ignoring_the_changed_argument_leaves_the_added_call() {
+    let opts = Options {
+        ignore: vec![Glob::new("tools[*].args.days")],
+        ..Default::default()
+    };
+    let d = diff(&snap("trip.snap.json"), &snap("changed.current.json"), &opts);
+    assert!(paths(&d).is_empty());
+    assert_eq!(d.verdict, Verdict::ToolsChanged, "the added call still counts");
+    let opts = Options {
+        ignore: vec![Glob::new("tools[*].result_hash"), Glob::new("run.output")],
+        ..Default::default()
+    };
+    let d = diff(&snap("trip.snap.json"), &snap("drift.current.json"), &opts);
+    assert_eq!(d.verdict, Verdict::Passed);
+}
+
+#[test]
+fn a_new_tool_error_is_a_regression() {
+    let d = run(&snap("trip.snap.json"), &snap("regression.current.json"));
+    assert_eq!(d.verdict, Verdict::Regression);
+    assert_eq!(d.regressions.len(), 1, "{:?}", d.regressions);
+    assert!(d.regressions[0].contains("forecast"), "{}", d.regressions[0]);
+    assert!(d.regressions[0].contains("TimeoutError: upstream took 30s"));
+    // and the reverse, the error going away, is a drift
+    let d = run(&snap("regression.current.json"), &snap("trip.snap.json"));
+    assert_eq!(d.verdict, Verdict::OutputDrift);
+    assert!(paths(&d).iter().any(|p| p.0 == "tools[1].error" && p.2.is_none()));
+}
+
+#[test]
+fn different_recorders_explain_hash_drift() {
+    let d = run(&snap("trip.snap.json"), &snap("python.current.json"));
+    assert_eq!(d.verdict, Verdict::OutputDrift);
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("node in the baseline, python in the current run")),
+        "{:?}",
+        d.notes
+    );
+    let d = run(&snap("trip.snap.json"), &snap("drift.current.json"));
+    assert!(d.notes.is_empty(), "same recorder, no note");
+}
+
+#[test]
+fn agentdbg_rerun_differs_only_in_ids_clocks_durations_and_usage() {
+    let a = fixture("agentdbg/baseline");
+    let b = fixture("agentdbg/rerun");
+    let d = run(&a, &b);
+    assert_eq!(d.verdict, Verdict::Passed, "{:?}", paths(&d));
+    assert_eq!(d.rows.len(), 5);
+    assert_eq!(d.rows[0].kind, EventKind::LlmCall);
+    let tokens = d.metrics.iter().find(|m| m.name == "tokens").unwrap();
+    assert_eq!(tokens.delta(), Some(8));
+    let dur = d.metrics.iter().find(|m| m.name == "duration").unwrap();
+    assert_eq!(dur.delta(), Some(1_037_000_000));
+    // --strict sees the result's request id and clock, the LLM usage
+    let strict = diff(
+        &a,
+        &b,
+        &Options {
+            strict: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(strict.verdict, Verdict::OutputDrift);
+    let p: Vec<String> = paths(&strict).into_iter().map(|p| p.0).collect();
+    assert!(p.contains(&"tools[1].result.created_at".to_string()), "{p:?}");
+    assert!(p.contains(&"tools[2].result.request_id".to_string()), "{p:?}");
+    assert!(p.contains(&"llm[0].usage.prompt_tokens".to_string()), "{p:?}");
+}
+
+#[test]
+fn agentdbg_failing_run_is_a_regression_for_three_reasons() {
+    let d = run(&fixture("agentdbg/baseline"), &fixture("agentdbg/failing"));
+    assert_eq!(d.verdict, Verdict::Regression);
+    let r = d.regressions.join("\n");
+    assert!(r.contains("tools[1] forecast fails"), "{r}");
+    assert!(r.contains("the run ended in error"), "{r}");
+    assert!(r.contains("1 error event(s) \"TimeoutError\""), "{r}");
+    let errors = d.metrics.iter().find(|m| m.name == "errors").unwrap();
+    // the failing tool and the error event; the run's own status is reported apart
+    assert_eq!((errors.baseline, errors.current), (Some(0), Some(2)));
+}
+
+#[test]
+fn cross_format_compares_the_shared_tool_sequence() {
+    let d = run(&snap("trip.snap.json"), &fixture("agentdbg/baseline"));
+    assert!(d.cross_format);
+    assert_eq!(d.verdict, Verdict::Passed, "{:?}", paths(&d));
+    assert_eq!(
+        ops(&d),
+        vec![(Op::Same, "geocode"), (Op::Same, "forecast"), (Op::Same, "events")],
+        "LLM calls are left out"
+    );
+    assert!(d.notes[0].contains("baseline is agentsnap, current is agentdbg"));
+    assert!(
+        d.notes[1].starts_with("2 tool result(s) recorded as a hash"),
+        "{:?}",
+        d.notes
+    );
+
+    let d = run(&snap("changed.current.json"), &fixture("agentdbg/baseline"));
+    assert_eq!(d.verdict, Verdict::ToolsChanged);
+    assert_eq!(
+        paths(&d),
+        vec![("tools[1].args.days".into(), Some(json!(3)), Some(json!(2)))]
+    );
+
+    let d = run(&snap("trip.snap.json"), &fixture("agentdbg/failing"));
+    assert_eq!(d.verdict, Verdict::Regression);
+    assert!(d.regressions.iter().any(|r| r.contains("forecast fails")));
+}
+
+#[test]
+fn a_trace_against_itself_passes() {
+    for t in [snap("trip.snap.json"), fixture("agentdbg/failing")] {
+        let d = diff(
+            &t,
+            &t,
+            &Options {
+                strict: true,
+                ..Default::default()
+            },
+        );
+        assert_eq!(d.verdict, Verdict::Passed);
+        assert!(d.metrics.iter().all(|m| m.delta().is_none_or(|x| x == 0)));
+    }
+}
+
+#[test]
+fn empty_traces_pass() {
+    let d = run(&Trace::default(), &Trace::default());
+    assert_eq!(d.verdict, Verdict::Passed);
+    assert!(d.rows.is_empty());
+}
+
+#[test]
+fn verdict_names_parse() {
+    for v in Verdict::ALL {
+        assert_eq!(Verdict::parse(v.as_str()), Some(v));
+    }
+    assert_eq!(Verdict::parse("tools-changed"), Some(Verdict::ToolsChanged));
+    assert_eq!(Verdict::parse("nope"), None);
+}

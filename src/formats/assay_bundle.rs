@@ -1,0 +1,714 @@
+//! Assay evidence bundles: a `.tar.gz` holding exactly `manifest.json` (run id, event count,
+//! file sizes and hashes) and `events.ndjson` (CloudEvents 1.0, one a line, with Assay's
+//! extension attributes `assayrunid`, `assayseq`, `assaycontenthash`, ...).
+//!
+//! Read in memory, never extracted: the archive is streamed through gzip and tar, and any
+//! member other than those two is refused by name. The limits are Assay's own verifier
+//! defaults (`assay-evidence` `VerifyLimits`): 100 MiB compressed, 1 GiB decompressed,
+//! manifest 10 MiB, events 500 MiB, 100,000 events, 1 MiB a line, member paths of 256 bytes.
+//!
+//! `assay.tool.decision` events (and `assay.enforcement_decision.*` events that name a tool)
+//! become tool-call rows whose status is the policy decision (a deny is an error); every other
+//! event type is shown generically under its type. One run per bundle. Hashes are shown, not
+//! verified.
+
+use super::jsonl::{JsonlReader, LineLoc, LineParser, Sink, json_error};
+use super::{Format, LoadError, Loaded, Probe, field, stem, str_of};
+use crate::model::*;
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::path::Path;
+
+pub struct AssayBundle;
+
+const MAX_BUNDLE_BYTES: u64 = 100 << 20;
+const MAX_DECODE_BYTES: u64 = 1 << 30;
+const MAX_MANIFEST_BYTES: u64 = 10 << 20;
+const MAX_EVENTS_BYTES: u64 = 500 << 20;
+const MAX_EVENTS: u64 = 100_000;
+const MAX_LINE_BYTES: usize = 1 << 20;
+const MAX_PATH_LEN: usize = 256;
+
+const MANIFEST: &str = "manifest.json";
+const EVENTS: &str = "events.ndjson";
+
+impl Format for AssayBundle {
+    fn id(&self) -> &'static str {
+        "assay-bundle"
+    }
+    fn describe(&self) -> &'static str {
+        "Assay evidence bundle (*.tar.gz with manifest.json + events.ndjson), written by `assay evidence export`"
+    }
+
+    fn detect(&self, p: &Probe) -> u8 {
+        if p.is_dir || !p.is_gzip() {
+            return 0;
+        }
+        // The first tar header, from the gzip head the probe holds.
+        let mut header = [0u8; 512];
+        let mut gz = flate2::read::GzDecoder::new(&p.head[..]);
+        let mut n = 0;
+        while n < header.len() {
+            match gz.read(&mut header[n..]) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k,
+            }
+        }
+        if n < 512 {
+            return 0;
+        }
+        let name_end = header[..100].iter().position(|&b| b == 0).unwrap_or(100);
+        let name = String::from_utf8_lossy(&header[..name_end]);
+        match member_name(&name) {
+            MANIFEST | EVENTS => 100,
+            _ => 0,
+        }
+    }
+
+    fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
+        let size = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?.len();
+        if size > MAX_BUNDLE_BYTES {
+            return Err(LoadError::invalid(
+                path,
+                format!(
+                    "bundle is {} MiB, over Assay's {} MiB limit; not read",
+                    size >> 20,
+                    MAX_BUNDLE_BYTES >> 20
+                ),
+            ));
+        }
+        let file = std::fs::File::open(path).map_err(|e| LoadError::io(path, e))?;
+        let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
+        let mut archive = tar::Archive::new(Limited {
+            inner: gz,
+            left: MAX_DECODE_BYTES,
+        });
+        let entries = archive.entries().map_err(|e| damaged(path, &e))?;
+        let mut sink = Sink::new(path);
+        let mut parser = Parser::new(path, &mut sink);
+        let mut manifest: Option<Value> = None;
+        let mut events_size: Option<u64> = None;
+        for entry in entries {
+            let mut entry = entry.map_err(|e| damaged(path, &e))?;
+            let raw = entry.path_bytes().into_owned();
+            let name = String::from_utf8_lossy(&raw).into_owned();
+            if name.len() > MAX_PATH_LEN {
+                return Err(LoadError::invalid(
+                    path,
+                    format!(
+                        "a member path is {} bytes long, over {MAX_PATH_LEN}; refused",
+                        name.len()
+                    ),
+                ));
+            }
+            let member = member_name(&name);
+            if member != MANIFEST && member != EVENTS {
+                return Err(LoadError::invalid(
+                    path,
+                    format!(
+                        "unexpected member {name:?}: an evidence bundle holds only {MANIFEST} and {EVENTS}; refused"
+                    ),
+                ));
+            }
+            if !entry.header().entry_type().is_file() {
+                return Err(LoadError::invalid(
+                    path,
+                    format!("member {name:?} is not a regular file; refused"),
+                ));
+            }
+            let declared = entry.header().size().unwrap_or(u64::MAX);
+            let limit = if member == MANIFEST {
+                MAX_MANIFEST_BYTES
+            } else {
+                MAX_EVENTS_BYTES
+            };
+            if declared > limit {
+                return Err(LoadError::invalid(
+                    path,
+                    format!(
+                        "member {name:?} is {declared} bytes, over the {} MiB limit; refused",
+                        limit >> 20
+                    ),
+                ));
+            }
+            if member == MANIFEST {
+                if manifest.is_some() {
+                    return Err(LoadError::invalid(path, format!("{MANIFEST} appears twice; refused")));
+                }
+                let mut buf = Vec::new();
+                (&mut entry)
+                    .take(limit)
+                    .read_to_end(&mut buf)
+                    .map_err(|e| damaged(path, &e))?;
+                let v: Value = serde_json::from_slice(&buf)
+                    .map_err(|e| LoadError::invalid(path, format!("{MANIFEST}: {}", json_error(&e))))?;
+                parser.manifest(&v, &mut sink);
+                manifest = Some(v);
+            } else {
+                if events_size.is_some() {
+                    return Err(LoadError::invalid(path, format!("{EVENTS} appears twice; refused")));
+                }
+                if manifest.is_none() {
+                    sink.warning(
+                        None,
+                        format!("{EVENTS} comes before {MANIFEST} (Assay writes the manifest first)"),
+                    );
+                }
+                events_size = Some(declared);
+                let mut reader = JsonlReader::new(path);
+                reader
+                    .read_stream(&mut (&mut entry).take(limit), &mut parser, &mut sink)
+                    .map_err(|e| LoadError::invalid(path, format!("{EVENTS}: {e}")))?;
+                reader.finish(&mut parser, &mut sink);
+            }
+        }
+        let Some(m) = manifest else {
+            return Err(LoadError::invalid(
+                path,
+                format!("no {MANIFEST} in the bundle; refused"),
+            ));
+        };
+        let Some(events_size) = events_size else {
+            return Err(LoadError::invalid(path, format!("no {EVENTS} in the bundle; refused")));
+        };
+        parser.check(&m, events_size, &mut sink);
+        parser.flush(&mut sink);
+        sink.finish("Assay evidence events")
+    }
+}
+
+/// `./manifest.json` and `manifest.json` are the same member.
+fn member_name(name: &str) -> &str {
+    name.strip_prefix("./").unwrap_or(name)
+}
+
+fn damaged(path: &Path, e: &std::io::Error) -> LoadError {
+    LoadError::invalid(path, format!("not a readable .tar.gz bundle: {e}"))
+}
+
+/// Fails once more than `left` bytes were read: a gzip bomb stops at the limit.
+struct Limited<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other(format!(
+                "more than {} MiB decompressed (Assay's limit)",
+                MAX_DECODE_BYTES >> 20
+            )));
+        }
+        let max = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let n = self.inner.read(&mut buf[..max])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// How a decision reads: allowed, denied, or something else.
+fn decision_status(d: Option<&str>) -> Status {
+    match d.map(str::to_ascii_lowercase).as_deref() {
+        Some("allow" | "allowed" | "permit" | "pass" | "ok") => Status::Ok,
+        Some("deny" | "denied" | "block" | "blocked" | "reject" | "rejected" | "fail") => Status::Error,
+        _ => Status::Unknown,
+    }
+}
+
+/// The tool a decision event is about, if it names one.
+fn tool_of(ty: &str, data: &Value, subject: Option<&str>) -> Option<String> {
+    let named = |v: &Value| match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Object(_) => str_of(v, "name").map(str::to_string),
+        _ => None,
+    };
+    if ty == "assay.tool.decision" {
+        return data
+            .get("tool")
+            .and_then(named)
+            .or_else(|| subject.map(str::to_string))
+            .or_else(|| Some("tool".into()));
+    }
+    if ty.starts_with("assay.enforcement_decision") {
+        return data.get("tool").and_then(named);
+    }
+    None
+}
+
+struct Parser {
+    root: u32,
+    count: u64,
+    run_id: Option<String>,
+    last_seq: Option<u64>,
+    warned_seq: bool,
+    warned_run: bool,
+    warned_spec: bool,
+    warned_count: bool,
+    finished: Option<RunStatus>,
+}
+
+impl Parser {
+    fn new(path: &Path, sink: &mut Sink) -> Parser {
+        let mut t = Trace::new(RunMeta {
+            id: stem(path),
+            format: "assay-bundle",
+            source: path.to_path_buf(),
+            ..Default::default()
+        });
+        t.add_file(path);
+        let root = t.add(NewEvent {
+            status: Status::Ok,
+            ..NewEvent::new(EventKind::Run, &stem(path))
+        });
+        sink.push_trace(t);
+        Parser {
+            root,
+            count: 0,
+            run_id: None,
+            last_seq: None,
+            warned_seq: false,
+            warned_run: false,
+            warned_spec: false,
+            warned_count: false,
+            finished: None,
+        }
+    }
+
+    fn manifest(&mut self, m: &Value, sink: &mut Sink) {
+        let t = &mut sink.traces[0];
+        if let Some(run) = str_of(m, "run_id").filter(|s| !s.is_empty()) {
+            self.run_id = Some(run.to_string());
+            t.meta.id = run.to_string();
+            t.meta.name = Some(run.to_string());
+            let r = t.strings.intern(run);
+            t.event_mut(self.root).name = r;
+        }
+        for k in ["bundle_id", "producer", "run_root", "schema_version", "algorithms"] {
+            if let Some(x) = field(m, k) {
+                t.meta.attributes.push((k.to_string(), x.clone()));
+            }
+        }
+        let root = self.root;
+        t.event_mut(root).payload = PayloadRef::Inline(Box::new(Payload {
+            input: Some(m.clone()),
+            ..Default::default()
+        }));
+        if m.get("schema_version").and_then(Value::as_u64) != Some(1) {
+            sink.warning(None, format!("{MANIFEST}: schema_version is not 1; read as version 1"));
+        }
+    }
+
+    /// What the manifest promises against what the bundle holds.
+    fn check(&mut self, m: &Value, events_size: u64, sink: &mut Sink) {
+        match m.get("event_count").and_then(Value::as_u64) {
+            Some(n) if n != self.count => sink.error(
+                0,
+                format!(
+                    "{MANIFEST} says event_count {n}, but {EVENTS} holds {} events",
+                    self.count
+                ),
+            ),
+            Some(_) => {}
+            None => sink.warning(None, format!("{MANIFEST} has no event_count to check")),
+        }
+        let declared = m
+            .get("files")
+            .and_then(|f| f.get(EVENTS))
+            .and_then(|f| f.get("bytes"))
+            .and_then(Value::as_u64);
+        if let Some(b) = declared
+            && b != events_size
+        {
+            sink.warning(
+                None,
+                format!("{MANIFEST} says {EVENTS} is {b} bytes, the archive holds {events_size}"),
+            );
+        }
+        // A line number of 0 reads badly: the count diagnostic is about the whole file.
+        for d in &mut sink.traces[0].diagnostics {
+            if d.line == Some(0) {
+                d.line = None;
+            }
+        }
+    }
+
+    fn event(&mut self, v: &Value, loc: LineLoc, sink: &mut Sink) {
+        let Some(ty) = str_of(v, "type").filter(|s| !s.is_empty()) else {
+            sink.error(loc.line, "a CloudEvent without `type`; skipped");
+            return;
+        };
+        if str_of(v, "specversion") != Some("1.0") && !self.warned_spec {
+            self.warned_spec = true;
+            sink.warning(
+                Some(loc.line),
+                "specversion is not \"1.0\" (CloudEvents 1.0 expected); read anyway",
+            );
+        }
+        if let (Some(want), Some(got)) = (self.run_id.as_deref(), str_of(v, "assayrunid"))
+            && want != got
+            && !self.warned_run
+        {
+            self.warned_run = true;
+            sink.warning(
+                Some(loc.line),
+                format!("assayrunid {got:?} differs from the manifest's run_id {want:?}"),
+            );
+        }
+        if let Some(seq) = v.get("assayseq").and_then(Value::as_u64) {
+            let expected = self.last_seq.map_or(0, |s| s + 1);
+            if seq != expected && !self.warned_seq {
+                self.warned_seq = true;
+                sink.warning(
+                    Some(loc.line),
+                    format!("assayseq {seq} where {expected} was expected (a gap or reordering)"),
+                );
+            }
+            self.last_seq = Some(seq);
+        }
+        let data = v.get("data").cloned().unwrap_or(Value::Null);
+        let subject = str_of(v, "subject");
+        let time = v.get("time").and_then(parse_timestamp);
+        // The envelope, without the data shown on its own.
+        let envelope: Map<String, Value> = v
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, x)| k.as_str() != "data" && !x.is_null())
+                    .map(|(k, x)| (k.clone(), x.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let origin = Origin {
+            file: 0,
+            // Lines live inside the compressed archive: the number is kept, no byte range.
+            line: loc.line.min(u32::MAX as u64) as u32,
+            offset: 0,
+            len: 0,
+        };
+        if ty == "assay.profile.finished" {
+            self.finished = Some(match str_of(&data, "status") {
+                Some(s) => RunStatus::parse(s),
+                None => RunStatus::Ok,
+            });
+        }
+        let t = &mut sink.traces[0];
+        let id = str_of(v, "id");
+        match tool_of(ty, &data, subject) {
+            Some(tool) => {
+                let decision = str_of(&data, "decision").or_else(|| str_of(&data, "verdict"));
+                let status = decision_status(decision);
+                let reason = str_of(&data, "reason_code").or_else(|| str_of(&data, "reason"));
+                let input = field(&data, "arguments")
+                    .or_else(|| field(&data, "args"))
+                    .or_else(|| field(&data, "params"))
+                    .cloned()
+                    .unwrap_or_else(|| data.clone());
+                let mut out = Map::new();
+                for k in ["decision", "verdict", "reason_code", "reason"] {
+                    if let Some(x) = field(&data, k) {
+                        out.insert(k.to_string(), x.clone());
+                    }
+                }
+                let error = (status == Status::Error).then(|| ErrorInfo {
+                    kind: Some(decision.unwrap_or("denied").to_string()),
+                    message: reason.unwrap_or("denied by policy").to_string(),
+                    ..Default::default()
+                });
+                let mut extra = vec![("event".to_string(), Value::Object(envelope))];
+                if input != data {
+                    extra.push(("data".to_string(), data.clone()));
+                }
+                t.add(NewEvent {
+                    id: str_of(&data, "tool_call_id").or(id),
+                    parent: Parent::Index(self.root),
+                    start: time,
+                    status,
+                    origin,
+                    payload: PayloadRef::Inline(Box::new(Payload {
+                        input: Some(input),
+                        output: (!out.is_empty()).then_some(Value::Object(out)),
+                        error,
+                        extra,
+                    })),
+                    ..NewEvent::new(EventKind::ToolCall, &tool)
+                });
+            }
+            None => {
+                let name = match subject {
+                    Some(s) if !s.is_empty() && s.len() <= 80 => format!("{ty} {s}"),
+                    _ => ty.to_string(),
+                };
+                t.add(NewEvent {
+                    id,
+                    parent: Parent::Index(self.root),
+                    start: time,
+                    status: Status::Ok,
+                    origin,
+                    payload: PayloadRef::Inline(Box::new(Payload {
+                        input: (!data.is_null()).then_some(data),
+                        extra: vec![("event".to_string(), Value::Object(envelope))],
+                        ..Default::default()
+                    })),
+                    ..NewEvent::new(EventKind::Other, &name)
+                });
+            }
+        }
+    }
+}
+
+impl LineParser for Parser {
+    fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        self.count += 1;
+        if self.count > MAX_EVENTS {
+            if !self.warned_count {
+                self.warned_count = true;
+                sink.error(
+                    loc.line,
+                    format!("more than {MAX_EVENTS} events (Assay's limit); the rest is not read"),
+                );
+            }
+            return;
+        }
+        if line.len() > MAX_LINE_BYTES {
+            sink.error(
+                loc.line,
+                format!("line of {} bytes, over Assay's 1 MiB limit; skipped", line.len()),
+            );
+            return;
+        }
+        let Some(v) = sink.parse::<Value>(line, loc) else {
+            return;
+        };
+        if !v.is_object() {
+            sink.error(loc.line, "not a JSON object; skipped");
+            return;
+        }
+        self.event(&v, loc, sink);
+    }
+
+    fn flush(&mut self, sink: &mut Sink) {
+        let Some(t) = sink.traces.first_mut() else { return };
+        t.finalize();
+        let (lo, hi) = {
+            let mut lo: Option<i64> = None;
+            let mut hi: Option<i64> = None;
+            for e in &t.events {
+                if let Some(s) = e.start {
+                    lo = Some(lo.map_or(s, |x| x.min(s)));
+                    hi = Some(hi.map_or(s, |x| x.max(s)));
+                }
+            }
+            (lo, hi)
+        };
+        let status = self.finished.unwrap_or(RunStatus::Ok);
+        t.meta.status = status;
+        t.meta.start = lo;
+        t.meta.end = hi;
+        let root = self.root;
+        let e = t.event_mut(root);
+        e.start = lo;
+        e.duration = match (lo, hi) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a).max(0)),
+            _ => None,
+        };
+        e.status = match status {
+            RunStatus::Error => Status::Error,
+            RunStatus::Running => Status::Pending,
+            RunStatus::Unknown => Status::Unknown,
+            RunStatus::Ok => Status::Ok,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/assay-bundle")
+            .join(name)
+    }
+
+    /// A .tar.gz with the given members, in order.
+    fn bundle(members: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+        for (name, data) in members {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, name, *data).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::File::create(&p).unwrap().write_all(bytes).unwrap();
+        p
+    }
+
+    #[test]
+    fn decisions_become_tool_calls_and_the_rest_is_generic() {
+        let l = AssayBundle.load(&fixture("decisions.tar.gz")).unwrap();
+        assert_eq!(l.traces.len(), 1);
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.meta.id, "run-fixture-1");
+        let rows: Vec<_> = t
+            .walk()
+            .iter()
+            .map(|&(i, d)| {
+                format!(
+                    "{d} {} {} [{}]",
+                    t.event(i).kind.as_str(),
+                    t.name(i),
+                    t.event(i).status.as_str()
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                "0 run run-fixture-1 [ok]",
+                "1 other assay.profile.started ci [ok]",
+                "1 tool fs.read_file [ok]",
+                "1 tool shell.exec [error]",
+                "1 tool github.add_deploy_key [error]",
+                "1 other assay.net.connect api.example.test:443 [ok]",
+                "1 other assay.profile.finished [ok]",
+            ],
+            "{rows:#?}"
+        );
+        let deny = t.find("tc-2").unwrap();
+        let p = super::super::payload(t, t.event(deny));
+        assert_eq!(p.error.unwrap().message, "P_DENY_SHELL");
+        assert_eq!(p.input.unwrap()["command"], "rm -rf /tmp/x");
+        assert_eq!(t.counts().tool_calls, 3);
+    }
+
+    #[test]
+    fn a_count_mismatch_and_a_bad_line_are_diagnosed() {
+        let l = AssayBundle.load(&fixture("count-mismatch.tar.gz")).unwrap();
+        let t = &l.traces[0];
+        let d: Vec<_> = t.diagnostics.iter().map(|d| (d.line, d.message.clone())).collect();
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d[0].0, Some(2));
+        assert!(d[0].1.contains("JSON"), "{}", d[0].1);
+        assert_eq!(d[1].0, None);
+        assert!(
+            d[1].1.contains("event_count 5") && d[1].1.contains("holds 3"),
+            "{}",
+            d[1].1
+        );
+        assert_eq!(t.counts().tool_calls, 1, "the rest still loads");
+    }
+
+    #[test]
+    fn an_extra_member_is_refused_by_name() {
+        let e = AssayBundle.load(&fixture("extra-member.tar.gz")).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("\"notes.txt\"") && msg.contains("refused"), "{msg}");
+    }
+
+    #[test]
+    fn limits_missing_members_and_traversal() {
+        let d = tempfile::tempdir().unwrap();
+        let m = br#"{"schema_version":1,"run_id":"r","event_count":0,"files":{}}"#;
+        let only_manifest = write(d.path(), "a.tar.gz", &bundle(&[("manifest.json", m)]));
+        assert!(
+            AssayBundle
+                .load(&only_manifest)
+                .unwrap_err()
+                .to_string()
+                .contains("no events.ndjson")
+        );
+        let sneaky = write(
+            d.path(),
+            "b.tar.gz",
+            &bundle(&[("manifest.json", m), ("logs/events.ndjson", b"")]),
+        );
+        assert!(
+            AssayBundle
+                .load(&sneaky)
+                .unwrap_err()
+                .to_string()
+                .contains("unexpected member")
+        );
+        let long_line = format!("{{\"type\":\"x\",\"data\":\"{}\"}}\n", "a".repeat(MAX_LINE_BYTES));
+        let big = write(
+            d.path(),
+            "c.tar.gz",
+            &bundle(&[
+                ("manifest.json", br#"{"schema_version":1,"run_id":"r","event_count":1}"#),
+                ("events.ndjson", long_line.as_bytes()),
+            ]),
+        );
+        let t = &AssayBundle.load(&big).unwrap().traces[0];
+        assert!(t.diagnostics[0].message.contains("1 MiB"), "{:?}", t.diagnostics);
+        let not_gz = write(d.path(), "d.tar.gz", b"\x1f\x8bnot really");
+        assert!(AssayBundle.load(&not_gz).is_err());
+    }
+
+    #[test]
+    fn detection_reads_the_first_member_name() {
+        let probe = |p: &Path| Probe::open(p).unwrap();
+        assert_eq!(AssayBundle.detect(&probe(&fixture("decisions.tar.gz"))), 100);
+        let d = tempfile::tempdir().unwrap();
+        let other = write(d.path(), "x.tar.gz", &bundle(&[("readme.md", b"hi")]));
+        assert_eq!(AssayBundle.detect(&probe(&other)), 0);
+        let jsonl = write(
+            d.path(),
+            "t.jsonl",
+            b"{\"type\":\"episode_start\",\"episode_id\":\"e\"}\n",
+        );
+        assert_eq!(AssayBundle.detect(&probe(&jsonl)), 0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000)) {
+            let d = tempfile::tempdir().unwrap();
+            let mut bytes = vec![0x1f, 0x8b];
+            bytes.extend(data);
+            let p = write(d.path(), "b.tar.gz", &bytes);
+            let _ = AssayBundle.load(&p);
+            let _ = AssayBundle.detect(&Probe::open(&p).unwrap());
+        }
+
+        #[test]
+        fn arbitrary_events_never_panic(lines in proptest::collection::vec(event_strategy(), 0..10), count in 0u64..12) {
+            let d = tempfile::tempdir().unwrap();
+            let m = serde_json::json!({"schema_version": 1, "run_id": "r", "event_count": count}).to_string();
+            let events = lines.join("\n");
+            let p = write(d.path(), "b.tar.gz", &bundle(&[("manifest.json", m.as_bytes()), ("events.ndjson", events.as_bytes())]));
+            let _ = AssayBundle.load(&p);
+        }
+    }
+
+    fn event_strategy() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let ty = prop_oneof![
+            Just(Value::from("assay.tool.decision")),
+            Just(Value::from("assay.enforcement_decision.v0")),
+            Just(Value::from("assay.profile.finished")),
+            Just(Value::Null),
+            "[a-z.]{0,8}".prop_map(Value::from)
+        ];
+        let val = prop_oneof![
+            Just(Value::Null),
+            "[a-z]{0,5}".prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            Just(serde_json::json!({"name": "t"})),
+        ];
+        (ty, val.clone(), val.clone(), val).prop_map(|(ty, a, b, c)| {
+            serde_json::json!({"specversion": a, "type": ty, "time": b, "assayseq": c, "subject": a,
+                "data": {"tool": c, "decision": a, "arguments": b, "status": a}})
+            .to_string()
+        })
+    }
+}
