@@ -17,6 +17,9 @@ pub struct Cli {
     /// Read the traces as this format instead of detecting it.
     #[arg(long = "format", value_name = "NAME", global = false)]
     pub format: Option<String>,
+    /// Colour theme of the explorer: dark, light, high-contrast, or a theme file path.
+    #[arg(long = "theme", value_name = "NAME|PATH")]
+    pub theme: Option<String>,
 }
 
 /// The full command, with the long help naming every registered trace format.
@@ -97,10 +100,21 @@ outside call arguments. --ignore takes globs over JSON paths: `*` matches anythi
         #[arg(long = "fail-on", value_name = "VERDICTS", value_delimiter = ',')]
         fail_on: Vec<String>,
     },
+    /// Show where the config file is read from.
+    Config {
+        #[command(subcommand)]
+        what: ConfigCommand,
+    },
     /// Print a shell completion script.
     Completions { shell: clap_complete::Shell },
     /// Print the manual page (roff).
     Man,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Print the path of the config file (it need not exist).
+    Path,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]

@@ -9,5 +9,7 @@ pub mod formats;
 pub mod model;
 pub mod report;
 pub mod sanitize;
+pub mod search;
 pub mod source;
 pub mod tail;
+pub mod tui;

@@ -1,7 +1,7 @@
 use clap::FromArgMatches;
 use std::io::Write;
 use std::process::ExitCode;
-use tracetui::cli::{Cli, Command, FormatArgs, Output};
+use tracetui::cli::{Cli, Command, ConfigCommand, FormatArgs, Output};
 use tracetui::{report, source};
 
 fn main() -> ExitCode {
@@ -132,14 +132,32 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             clap_mangen::Man::new(tracetui::cli::command()).render(&mut out)?;
             0
         }
+        Some(Command::Config {
+            what: ConfigCommand::Path,
+        }) => match tracetui::tui::config::path() {
+            Some(p) => {
+                writeln!(out, "{}", p.display())?;
+                0
+            }
+            None => return Err(usage("no config directory: neither XDG_CONFIG_HOME nor HOME is set")),
+        },
         None => {
             if cli.paths.is_empty() {
                 tracetui::cli::command().print_help()?;
                 return Ok(2);
             }
-            return Err(usage(
-                "the interactive explorer is not built yet; use `tracetui check|show|ls PATH`",
-            ));
+            let forced = source::forced_format(cli.format.as_deref()).map_err(usage)?;
+            if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                return Err(usage(
+                    "the explorer needs a terminal; for text output use `tracetui show|ls|check PATH`",
+                ));
+            }
+            tracetui::tui::run(tracetui::tui::Options {
+                paths: cli.paths,
+                forced,
+                theme: cli.theme,
+            })?;
+            0
         }
     };
     out.flush()?;

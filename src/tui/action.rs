@@ -1,0 +1,154 @@
+//! Everything that can change the state: user intents (bound to keys by the keymap) and the
+//! results background work sends back. `update` is the only consumer.
+
+use super::state::RunEntry;
+use crate::model::Trace;
+use crate::search::Batch;
+
+/// User intents that keys can be bound to, by their keymap name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Command {
+    Quit,
+    Help,
+    Back,
+    NextPane,
+    PrevPane,
+    Up,
+    Down,
+    Top,
+    Bottom,
+    PageDown,
+    PageUp,
+    Open,
+    Filter,
+    Sort,
+    Collapse,
+    Expand,
+    CollapseAll,
+    ExpandAll,
+    NextError,
+    PrevError,
+    NextTool,
+    PrevTool,
+    NextLlm,
+    PrevLlm,
+    NextMatch,
+    PrevMatch,
+    Wrap,
+    Raw,
+    Copy,
+    CopyPath,
+}
+
+impl Command {
+    pub const ALL: [Command; 30] = [
+        Command::Quit,
+        Command::Help,
+        Command::Back,
+        Command::NextPane,
+        Command::PrevPane,
+        Command::Up,
+        Command::Down,
+        Command::Top,
+        Command::Bottom,
+        Command::PageDown,
+        Command::PageUp,
+        Command::Open,
+        Command::Filter,
+        Command::Sort,
+        Command::Collapse,
+        Command::Expand,
+        Command::CollapseAll,
+        Command::ExpandAll,
+        Command::NextError,
+        Command::PrevError,
+        Command::NextTool,
+        Command::PrevTool,
+        Command::NextLlm,
+        Command::PrevLlm,
+        Command::NextMatch,
+        Command::PrevMatch,
+        Command::Wrap,
+        Command::Raw,
+        Command::Copy,
+        Command::CopyPath,
+    ];
+
+    /// The name used in the keymap TOML.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Quit => "quit",
+            Command::Help => "help",
+            Command::Back => "back",
+            Command::NextPane => "next_pane",
+            Command::PrevPane => "prev_pane",
+            Command::Up => "up",
+            Command::Down => "down",
+            Command::Top => "top",
+            Command::Bottom => "bottom",
+            Command::PageDown => "page_down",
+            Command::PageUp => "page_up",
+            Command::Open => "open",
+            Command::Filter => "filter",
+            Command::Sort => "sort",
+            Command::Collapse => "collapse",
+            Command::Expand => "expand",
+            Command::CollapseAll => "collapse_all",
+            Command::ExpandAll => "expand_all",
+            Command::NextError => "next_error",
+            Command::PrevError => "prev_error",
+            Command::NextTool => "next_tool",
+            Command::PrevTool => "prev_tool",
+            Command::NextLlm => "next_llm",
+            Command::PrevLlm => "prev_llm",
+            Command::NextMatch => "next_match",
+            Command::PrevMatch => "prev_match",
+            Command::Wrap => "wrap",
+            Command::Raw => "raw",
+            Command::Copy => "copy",
+            Command::CopyPath => "copy_path",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Command> {
+        Command::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
+/// One input to `update`.
+#[derive(Debug)]
+pub enum Action {
+    Cmd(Command),
+    /// Editing the filter prompt.
+    Input(char),
+    InputBackspace,
+    InputClear,
+    InputSubmit,
+    InputCancel,
+    Resize(u16, u16),
+    Click {
+        x: u16,
+        y: u16,
+    },
+    Scroll {
+        x: u16,
+        y: u16,
+        down: bool,
+    },
+    /// Periodic: animates the loading indicator and expires messages.
+    Tick,
+    /// Background discovery found runs.
+    RunsFound(Vec<RunEntry>),
+    RunsProblem(String),
+    RunsDone,
+    /// A run finished loading (or failed to).
+    RunLoaded {
+        generation: u64,
+        result: Result<Box<Trace>, String>,
+    },
+    /// Results of a background payload search.
+    SearchBatch {
+        generation: u64,
+        batch: Batch,
+    },
+}

@@ -1,0 +1,256 @@
+//! The event loop: terminal input and background results become actions, `update` applies
+//! them, effects run here (threads, clipboard), and a frame is drawn when something changed.
+
+use super::action::Action;
+use super::config;
+use super::keymap::Keymap;
+use super::render::render;
+use super::state::{Effect, RunEntry, State};
+use super::terminal;
+use super::theme::Theme;
+use super::update::{key_action, mouse_action, update};
+use crate::formats::Format;
+use crate::source::{self, RunRef};
+use crossterm::event::{self, Event};
+use rayon::prelude::*;
+use std::io::Write;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub paths: Vec<PathBuf>,
+    pub forced: Option<&'static dyn Format>,
+    /// `--theme NAME|PATH`.
+    pub theme: Option<String>,
+}
+
+/// NO_COLOR (set and not empty) turns colours off unless `--theme` asks for one.
+fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+pub fn theme_and_keys(opts_theme: Option<&str>) -> anyhow::Result<(Theme, Keymap)> {
+    let cfg = config::load(config::path().as_deref()).map_err(anyhow::Error::msg)?;
+    let keys = Keymap::with_overrides(&cfg.keys).map_err(|e| anyhow::anyhow!("config: {e}"))?;
+    let user_themes = config::dir().map(|d| d.join("themes"));
+    let theme = match opts_theme {
+        Some(t) => Theme::load(t, user_themes.as_deref()).map_err(anyhow::Error::msg)?,
+        None if no_color() => Theme::no_color(),
+        None => Theme::load(cfg.theme.as_deref().unwrap_or("dark"), user_themes.as_deref())
+            .map_err(|e| anyhow::anyhow!("config: {e}"))?,
+    };
+    Ok((theme, keys))
+}
+
+/// Run the explorer until the user quits.
+pub fn run(opts: Options) -> anyhow::Result<()> {
+    let (theme, keys) = theme_and_keys(opts.theme.as_deref())?;
+    let (tx, rx) = channel();
+    spawn_discovery(opts.paths, opts.forced, tx.clone());
+    let quit = terminal::quit_signals();
+    let mut guard = terminal::enter()?;
+    let size = guard.term.size()?;
+    let mut state = State::new(keys, (size.width, size.height));
+    let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit);
+    drop(guard);
+    result
+}
+
+const TICK: Duration = Duration::from_millis(100);
+
+fn event_loop(
+    g: &mut terminal::Guard,
+    s: &mut State,
+    theme: &Theme,
+    tx: &Sender<Action>,
+    rx: &Receiver<Action>,
+    quit: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<()> {
+    let mut dirty = true;
+    let mut last_tick = Instant::now();
+    loop {
+        if dirty {
+            g.term.draw(|f| render(f, s, theme))?;
+            dirty = false;
+        }
+        let wait = TICK.saturating_sub(last_tick.elapsed());
+        // Take every pending input before drawing again (coalesces key repeat and wheel).
+        if event::poll(wait)? {
+            loop {
+                let action = match event::read()? {
+                    Event::Key(k) => key_action(s, k),
+                    Event::Mouse(m) => mouse_action(m),
+                    Event::Resize(w, h) => Some(Action::Resize(w, h)),
+                    _ => None,
+                };
+                if let Some(a) = action {
+                    update(s, a);
+                    dirty = true;
+                }
+                if s.quit || !event::poll(Duration::ZERO)? {
+                    break;
+                }
+            }
+        }
+        while let Ok(a) = rx.try_recv() {
+            update(s, a);
+            dirty = true;
+        }
+        if let Some(p) = terminal::take_background_panic() {
+            s.loading = None;
+            update(s, Action::RunsProblem(format!("internal error: {p}")));
+            s.message = Some(super::state::Message {
+                text: format!("internal error (please report): {p}"),
+                error: true,
+                until: s.tick + 100,
+            });
+            dirty = true;
+        }
+        if last_tick.elapsed() >= TICK {
+            last_tick = Instant::now();
+            let animating = s.loading.is_some()
+                || s.message.is_some()
+                || s.runs.scanning
+                || s.run
+                    .as_ref()
+                    .is_some_and(|r| r.filter.progress.is_some() || r.filter.stale);
+            update(s, Action::Tick);
+            dirty |= animating;
+        }
+        for e in std::mem::take(&mut s.effects) {
+            run_effect(e, tx, g)?;
+        }
+        if s.quit || quit.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+    }
+}
+
+fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard) -> anyhow::Result<()> {
+    match e {
+        Effect::LoadRun {
+            generation,
+            run,
+            index,
+            id,
+        } => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let result = std::panic::catch_unwind(AssertUnwindSafe(|| load_one(&run, index, &id)))
+                    .unwrap_or_else(|_| Err(format!("{}: tracetui failed while loading (a bug)", run.path.display())));
+                let _ = tx.send(Action::RunLoaded { generation, result });
+            });
+        }
+        Effect::Search {
+            generation,
+            trace,
+            query,
+            cancel,
+        } => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    crate::search::search(&trace, &query, &cancel, |batch| {
+                        let _ = tx.send(Action::SearchBatch { generation, batch });
+                    })
+                }));
+            });
+        }
+        Effect::Copy(text) => {
+            // OSC 52: the terminal puts it on the clipboard. Base64 keeps any control bytes
+            // in the copied value from being interpreted.
+            let out = g.term.backend_mut();
+            write!(out, "\x1b]52;c;{}\x07", base64(text.as_bytes()))?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
+
+/// Load a source and pick its `index`-th trace (checked against the summary's id).
+pub fn load_one(run: &RunRef, index: usize, id: &str) -> Result<Box<crate::model::Trace>, String> {
+    let mut loaded = run.load().map_err(|e| e.to_string())?;
+    let pos = if loaded.traces.get(index).is_some_and(|t| t.meta.id == id) {
+        Some(index)
+    } else {
+        loaded
+            .traces
+            .iter()
+            .position(|t| t.meta.id == id)
+            .or((index < loaded.traces.len()).then_some(index))
+    };
+    match pos {
+        Some(p) => Ok(Box::new(loaded.traces.swap_remove(p))),
+        None => Err(format!("{}: the run {id:?} is no longer there", run.path.display())),
+    }
+}
+
+/// Entries for the runs list, one per trace summary of each source.
+pub fn entries(run: &RunRef) -> Result<Vec<RunEntry>, String> {
+    let list = run.summarize().map_err(|e| e.to_string())?;
+    Ok(list
+        .into_iter()
+        .enumerate()
+        .map(|(index, summary)| RunEntry {
+            run: run.clone(),
+            index,
+            summary,
+        })
+        .collect())
+}
+
+fn spawn_discovery(paths: Vec<PathBuf>, forced: Option<&'static dyn Format>, tx: Sender<Action>) {
+    std::thread::spawn(move || {
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let d = source::discover(&paths, forced);
+            for e in &d.errors {
+                let _ = tx.send(Action::RunsProblem(e.to_string()));
+            }
+            d.runs.par_iter().for_each_with(tx.clone(), |tx, r| {
+                let _ = tx.send(match entries(r) {
+                    Ok(list) => Action::RunsFound(list),
+                    Err(e) => Action::RunsProblem(e),
+                });
+            });
+        }));
+        let _ = tx.send(Action::RunsDone);
+    });
+}
+
+fn base64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        out.push(T[(n >> 18) as usize & 63] as char);
+        out.push(T[(n >> 12) as usize & 63] as char);
+        out.push(if c.len() > 1 {
+            T[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if c.len() > 2 { T[n as usize & 63] as char } else { '=' });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_the_rfc_vectors() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64(i.as_bytes()), o);
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! One command list per view: the footer hints and the `?` help overlay are both generated
+//! from it (with the keys the keymap actually binds), so they cannot disagree.
+
+use super::action::Command;
+use super::keymap::{Context, Keymap};
+
+#[derive(Clone, Copy)]
+pub struct Entry {
+    pub cmd: Command,
+    pub help: &'static str,
+    /// Short label for the footer; `None` keeps the command out of the footer.
+    pub footer: Option<&'static str>,
+}
+
+const fn e(cmd: Command, help: &'static str, footer: Option<&'static str>) -> Entry {
+    Entry { cmd, help, footer }
+}
+
+const MOVE: [Entry; 4] = [
+    e(Command::Up, "move up", None),
+    e(Command::Down, "move down", None),
+    e(Command::Top, "go to the top", None),
+    e(Command::Bottom, "go to the bottom", None),
+];
+const PAGE: [Entry; 2] = [
+    e(Command::PageDown, "half a page down", None),
+    e(Command::PageUp, "half a page up", None),
+];
+
+const RUNS: &[Entry] = &[
+    e(Command::Open, "open the selected run", Some("open")),
+    e(Command::Filter, "filter runs by name (fuzzy)", Some("filter")),
+    e(Command::Sort, "sort by start / name / duration", Some("sort")),
+    MOVE[0],
+    MOVE[1],
+    MOVE[2],
+    MOVE[3],
+    PAGE[0],
+    PAGE[1],
+    e(Command::Back, "clear the filter", None),
+    e(Command::NextPane, "back to the run that is open", None),
+];
+
+const NAV: [Entry; 8] = [
+    e(Command::NextError, "next error", Some("next error")),
+    e(Command::PrevError, "previous error", None),
+    e(Command::NextTool, "next tool call", Some("tool")),
+    e(Command::PrevTool, "previous tool call", None),
+    e(Command::NextLlm, "next LLM call", Some("LLM")),
+    e(Command::PrevLlm, "previous LLM call", None),
+    e(Command::NextMatch, "next filter match", None),
+    e(Command::PrevMatch, "previous filter match", None),
+];
+
+const TREE: &[Entry] = &[
+    e(Command::Open, "show the event's detail", Some("detail")),
+    e(Command::Filter, "filter the events (syntax below)", Some("filter")),
+    NAV[0],
+    NAV[1],
+    NAV[2],
+    NAV[3],
+    NAV[4],
+    NAV[5],
+    NAV[6],
+    NAV[7],
+    e(Command::Collapse, "collapse (or go to the parent)", Some("fold")),
+    e(Command::Expand, "expand", None),
+    e(Command::CollapseAll, "collapse all", None),
+    e(Command::ExpandAll, "expand all", None),
+    e(Command::Copy, "copy the event's payload as JSON (OSC 52)", None),
+    MOVE[0],
+    MOVE[1],
+    MOVE[2],
+    MOVE[3],
+    PAGE[0],
+    PAGE[1],
+    e(Command::Back, "clear the filter, then back to the runs", Some("back")),
+];
+
+const DETAIL: &[Entry] = &[
+    e(Command::Copy, "copy the value under the cursor (OSC 52)", Some("copy")),
+    e(Command::CopyPath, "copy its JSON path", None),
+    e(Command::Wrap, "wrap long lines on/off", Some("wrap")),
+    e(Command::Raw, "raw source record on/off", Some("raw")),
+    NAV[0],
+    NAV[1],
+    NAV[2],
+    NAV[3],
+    NAV[4],
+    NAV[5],
+    NAV[6],
+    NAV[7],
+    e(Command::Filter, "filter the events", None),
+    MOVE[0],
+    MOVE[1],
+    MOVE[2],
+    MOVE[3],
+    PAGE[0],
+    PAGE[1],
+    e(Command::Back, "back to the event tree", Some("back")),
+];
+
+const HELP: &[Entry] = &[
+    e(Command::Help, "close the help", Some("close")),
+    e(Command::Back, "close the help", None),
+    MOVE[0],
+    MOVE[1],
+];
+
+const GLOBAL: &[Entry] = &[
+    e(Command::Help, "help: the keys of this view", Some("help")),
+    e(Command::NextPane, "next pane", None),
+    e(Command::PrevPane, "previous pane", None),
+    e(Command::Quit, "quit (Ctrl-C too)", Some("quit")),
+];
+
+/// The commands of a view, its own first; then the global ones (except for the help overlay).
+pub fn for_context(ctx: Context) -> impl Iterator<Item = &'static Entry> {
+    let own: &'static [Entry] = match ctx {
+        Context::Runs => RUNS,
+        Context::Tree => TREE,
+        Context::Detail => DETAIL,
+        Context::Help => HELP,
+        Context::Global => &[],
+    };
+    let global: &'static [Entry] = if ctx == Context::Help { &[] } else { GLOBAL };
+    // A view's own entry for a command replaces the global one.
+    own.iter()
+        .chain(global.iter().filter(move |g| !own.iter().any(|o| o.cmd == g.cmd)))
+}
+
+/// Footer hints: (first key, label) for the commands that have a footer label and a key.
+/// Help comes first, so that it is never cut off on a narrow screen.
+pub fn footer(ctx: Context, keys: &Keymap) -> Vec<(String, &'static str)> {
+    let help = for_context(ctx).filter(|e| e.cmd == Command::Help);
+    help.chain(for_context(ctx).filter(|e| e.cmd != Command::Help))
+        .filter_map(|e| {
+            let label = e.footer?;
+            let k = keys.keys(ctx, e.cmd).first()?.to_string();
+            Some((k, label))
+        })
+        .collect()
+}
+
+/// Help rows: (all keys, description); commands with no key are left out.
+pub fn help(ctx: Context, keys: &Keymap) -> Vec<(String, &'static str)> {
+    for_context(ctx)
+        .filter_map(|e| {
+            let k = keys.keys(ctx, e.cmd);
+            (!k.is_empty()).then(|| (k.join(" "), e.help))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_and_help_use_the_bound_keys() {
+        let k = Keymap::default();
+        let f = footer(Context::Tree, &k);
+        assert!(f.contains(&("e".to_string(), "next error")));
+        assert!(f.contains(&("?".to_string(), "help")));
+        let over: toml::Table = "[tree]\nnext_error = [\"x\"]\n".parse().unwrap();
+        let k = Keymap::with_overrides(&over).unwrap();
+        assert!(footer(Context::Tree, &k).contains(&("x".to_string(), "next error")));
+        assert!(
+            help(Context::Tree, &k)
+                .iter()
+                .any(|(keys, h)| keys == "x" && *h == "next error")
+        );
+    }
+
+    #[test]
+    fn every_view_documents_quit_and_help() {
+        let k = Keymap::default();
+        for ctx in [Context::Runs, Context::Tree, Context::Detail] {
+            let h = help(ctx, &k);
+            assert!(h.iter().any(|(keys, _)| keys.contains('?')), "{ctx:?}");
+            assert!(h.iter().any(|(keys, _)| keys.contains('q')), "{ctx:?}");
+        }
+    }
+}

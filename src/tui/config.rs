@@ -1,0 +1,102 @@
+//! The optional config file: `$XDG_CONFIG_HOME/tracetui/config.toml`, else
+//! `~/.config/tracetui/config.toml` (on macOS too, as terminal tools do).
+//!
+//! ```toml
+//! theme = "light"            # a built-in name, a file in themes/ next to this file, or a path
+//! [keys.tree]                # sections: global, runs, tree, detail, help
+//! next_error = ["e", "ctrl-e"]
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The directory of the config file and of user themes.
+pub fn dir() -> Option<PathBuf> {
+    dir_from(std::env::var_os("XDG_CONFIG_HOME"), std::env::var_os("HOME"))
+}
+
+fn dir_from(xdg: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> Option<PathBuf> {
+    // The XDG spec says relative values are to be ignored.
+    let base = xdg
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| home.map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("tracetui"))
+}
+
+pub fn path() -> Option<PathBuf> {
+    dir().map(|d| d.join("config.toml"))
+}
+
+#[derive(Debug, Default)]
+pub struct Config {
+    pub theme: Option<String>,
+    pub keys: toml::Table,
+}
+
+/// Read the config file; a missing file is the default config, a broken one an error that
+/// names the file.
+pub fn load(path: Option<&Path>) -> Result<Config, String> {
+    let Some(path) = path else { return Ok(Config::default()) };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let table: toml::Table = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut c = Config::default();
+    for (k, v) in table {
+        match k.as_str() {
+            "theme" => {
+                c.theme = Some(
+                    v.as_str()
+                        .ok_or_else(|| format!("{}: theme must be a string", path.display()))?
+                        .to_string(),
+                )
+            }
+            "keys" => {
+                c.keys = v
+                    .as_table()
+                    .cloned()
+                    .ok_or_else(|| format!("{}: [keys] must be a table", path.display()))?
+            }
+            other => {
+                return Err(format!(
+                    "{}: unknown setting {other:?} (known: theme, keys)",
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xdg_wins_when_absolute() {
+        assert_eq!(
+            dir_from(Some("/x/cfg".into()), Some("/home/u".into())),
+            Some(PathBuf::from("/x/cfg/tracetui"))
+        );
+        assert_eq!(
+            dir_from(Some("rel".into()), Some("/home/u".into())),
+            Some(PathBuf::from("/home/u/.config/tracetui"))
+        );
+        assert_eq!(dir_from(None, None), None);
+    }
+
+    #[test]
+    fn reads_theme_and_keys_and_rejects_typos() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("config.toml");
+        assert!(load(Some(&p)).unwrap().theme.is_none(), "missing file is fine");
+        std::fs::write(&p, "theme = \"light\"\n[keys.tree]\nnext_error = \"x\"\n").unwrap();
+        let c = load(Some(&p)).unwrap();
+        assert_eq!(c.theme.as_deref(), Some("light"));
+        assert!(c.keys.contains_key("tree"));
+        std::fs::write(&p, "colour = 1\n").unwrap();
+        assert!(load(Some(&p)).unwrap_err().contains("colour"));
+    }
+}

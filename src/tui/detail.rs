@@ -1,0 +1,720 @@
+//! The detail of one event as a document of styled lines: header, marker badges, error with
+//! stack, arguments / result / prompt / response as pretty-printed JSON, extra fields, or the
+//! raw source record(s). Built once when the selection changes; rendering only slices it.
+//! Every string from the trace is sanitized here, before it can reach a terminal.
+
+use crate::formats;
+use crate::model::{EventKind, Marker, Payload, Status, Trace, format_duration, format_ts, markers_in};
+use crate::sanitize;
+use serde_json::Value;
+
+/// Semantic token classes; the theme gives them colours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tok {
+    Text,
+    Dim,
+    Heading,
+    Section,
+    Key,
+    Str,
+    Num,
+    Bool,
+    Null,
+    Punct,
+    Error,
+    Ok,
+    Pending,
+    Badge,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Line {
+    pub spans: Vec<(Tok, String)>,
+    /// What `y` copies on this line (index into `Doc::copies`).
+    pub copy: Option<u32>,
+}
+
+impl Line {
+    fn push(&mut self, t: Tok, s: impl Into<String>) -> &mut Self {
+        self.spans.push((t, s.into()));
+        self
+    }
+    /// Display width in terminal cells.
+    pub fn width(&self) -> usize {
+        self.spans
+            .iter()
+            .map(|(_, s)| unicode_width::UnicodeWidthStr::width(s.as_str()))
+            .sum()
+    }
+}
+
+/// A value `y` can copy: a JSON value inside one of the document's roots.
+#[derive(Clone, Debug)]
+pub struct CopyTarget {
+    pub root: u32,
+    /// RFC 6901 pointer into the root.
+    pub pointer: String,
+    /// Human JSON path (`$.input.query[0]`), what `Y` copies.
+    pub path: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Doc {
+    pub lines: Vec<Line>,
+    pub copies: Vec<CopyTarget>,
+    pub roots: Vec<Value>,
+    pub markers: Vec<Marker>,
+    /// The document was cut at [`MAX_LINES`].
+    pub truncated: bool,
+}
+
+/// Lines kept per document: a multi-megabyte payload stays responsive; `y` still copies all.
+pub const MAX_LINES: usize = 20_000;
+/// Characters shown of one string line.
+const MAX_CHARS: usize = 20_000;
+/// Bytes of a whole-document source shown in the raw view.
+const MAX_RAW: usize = 1 << 20;
+
+impl Doc {
+    fn line(&mut self, l: Line) {
+        if self.lines.len() < MAX_LINES {
+            self.lines.push(l);
+        } else {
+            self.truncated = true;
+        }
+    }
+    fn blank(&mut self) {
+        self.line(Line::default());
+    }
+    fn section(&mut self, title: &str) {
+        let mut l = Line::default();
+        l.push(Tok::Section, format!("── {title} "));
+        self.line(l);
+    }
+    fn add_root(&mut self, v: Value) -> u32 {
+        self.roots.push(v);
+        (self.roots.len() - 1) as u32
+    }
+    fn copy(&mut self, root: u32, pointer: String, path: String) -> u32 {
+        self.copies.push(CopyTarget { root, pointer, path });
+        (self.copies.len() - 1) as u32
+    }
+
+    /// The text `y` copies for a line: strings as they are, other values as pretty JSON.
+    pub fn copy_value(&self, line: usize) -> Option<String> {
+        let c = &self.copies[self.lines.get(line)?.copy? as usize];
+        let v = self.roots.get(c.root as usize)?.pointer(&c.pointer)?;
+        Some(match v {
+            Value::String(s) => s.clone(),
+            other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        })
+    }
+
+    pub fn copy_path(&self, line: usize) -> Option<String> {
+        Some(self.copies[self.lines.get(line)?.copy? as usize].path.clone())
+    }
+}
+
+/// Split a line into screen rows of at most `width` cells: at the last space that leaves a
+/// word on the row, else (JSON, paths, hashes) at the character. Without `wrap`, the line is
+/// one row, cut by the renderer.
+pub fn wrap(line: &Line, width: usize) -> Vec<Vec<(Tok, &str)>> {
+    use unicode_width::UnicodeWidthChar;
+    struct Cell {
+        span: usize,
+        from: usize,
+        to: usize,
+        width: usize,
+        space: bool,
+    }
+    let width = width.max(1);
+    let mut cells = Vec::new();
+    for (si, (_, s)) in line.spans.iter().enumerate() {
+        for (bi, c) in s.char_indices() {
+            cells.push(Cell {
+                span: si,
+                from: bi,
+                to: bi + c.len_utf8(),
+                width: c.width().unwrap_or(0),
+                space: c == ' ',
+            });
+        }
+    }
+    let mut starts = vec![0];
+    let (mut used, mut row_start, mut last_space, mut seen_word) = (0, 0, None::<usize>, false);
+    let mut i = 0;
+    while i < cells.len() {
+        let w = cells[i].width;
+        if used + w > width && used > 0 {
+            let brk = last_space.map_or(i, |sp| sp + 1);
+            let brk = if brk <= row_start { i } else { brk };
+            starts.push(brk);
+            row_start = brk;
+            used = cells[brk..i].iter().map(|c| c.width).sum();
+            seen_word = cells[brk..i].iter().any(|c| !c.space);
+            last_space = None;
+            continue;
+        }
+        if cells[i].space {
+            if seen_word {
+                last_space = Some(i);
+            }
+        } else {
+            seen_word = true;
+        }
+        used += w;
+        i += 1;
+    }
+    starts.push(cells.len());
+    let mut rows = Vec::with_capacity(starts.len() - 1);
+    for pair in starts.windows(2) {
+        let mut row: Vec<(Tok, &str)> = Vec::new();
+        let mut k = pair[0];
+        while k < pair[1] {
+            let si = cells[k].span;
+            let from = cells[k].from;
+            let mut end = k;
+            while end + 1 < pair[1] && cells[end + 1].span == si {
+                end += 1;
+            }
+            let (tok, text) = &line.spans[si];
+            row.push((*tok, &text[from..cells[end].to]));
+            k = end + 1;
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Screen rows a line takes.
+pub fn rows_of(line: &Line, width: usize, wrap: bool) -> usize {
+    if !wrap || line.width() <= width {
+        return 1;
+    }
+    self::wrap(line, width).len()
+}
+
+pub fn kind_icon(k: EventKind) -> &'static str {
+    match k {
+        EventKind::Run => "▶",
+        EventKind::LlmCall => "◆",
+        EventKind::ToolCall => "⚙",
+        EventKind::Message(_) => "✉",
+        EventKind::State => "≡",
+        EventKind::Error => "✖",
+        EventKind::LoopWarning => "↻",
+        EventKind::Step => "•",
+        EventKind::Other => "·",
+    }
+}
+
+pub fn kind_label(k: EventKind) -> String {
+    match k {
+        EventKind::Run => "run".into(),
+        EventKind::LlmCall => "LLM call".into(),
+        EventKind::ToolCall => "tool call".into(),
+        EventKind::Message(r) => format!("{} message", r.as_str()),
+        EventKind::State => "state update".into(),
+        EventKind::Error => "error".into(),
+        EventKind::LoopWarning => "loop warning".into(),
+        EventKind::Step => "step".into(),
+        EventKind::Other => "event".into(),
+    }
+}
+
+pub fn status_tok(s: Status) -> Tok {
+    match s {
+        Status::Ok => Tok::Ok,
+        Status::Error => Tok::Error,
+        Status::Pending => Tok::Pending,
+        Status::Unknown => Tok::Dim,
+    }
+}
+
+fn file_name(t: &Trace, file: u16) -> String {
+    t.files
+        .get(file as usize)
+        .map(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Build the detail of event `i`: the decoded payload, or with `raw` the source record(s).
+/// `t0` is the start of the run's time axis (start offsets are shown against it).
+pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
+    let e = t.event(i);
+    let mut d = Doc::default();
+    let payload = formats::payload(t, e);
+    for v in [&payload.input, &payload.output].into_iter().flatten() {
+        markers_in(v, &mut d.markers);
+    }
+    for (_, v) in &payload.extra {
+        markers_in(v, &mut d.markers);
+    }
+    d.markers.sort();
+    d.markers.dedup();
+
+    let mut l = Line::default();
+    l.push(Tok::Heading, format!("{} {} ", kind_icon(e.kind), kind_label(e.kind)));
+    l.push(Tok::Text, sanitize::line(t.str(e.name)).into_owned());
+    let name_root = d.add_root(Value::String(t.str(e.name).to_string()));
+    l.copy = Some(d.copy(name_root, String::new(), "$.name".into()));
+    d.line(l);
+
+    let mut l = Line::default();
+    l.push(Tok::Dim, "status ")
+        .push(status_tok(e.status), e.status.as_str());
+    if let Some(du) = e.duration {
+        l.push(Tok::Dim, "  took ").push(Tok::Text, format_duration(du));
+    }
+    d.line(l);
+    if let Some(s) = e.start {
+        let mut l = Line::default();
+        l.push(Tok::Dim, "start ");
+        if let Some(t0) = t0 {
+            l.push(Tok::Text, format!("+{}  ", format_duration(s - t0)));
+        }
+        l.push(Tok::Dim, format!("at {}", format_ts(s)));
+        d.line(l);
+    }
+    let mut l = Line::default();
+    if !e.source_id.is_empty() {
+        l.push(Tok::Dim, "id ")
+            .push(Tok::Text, sanitize::line(t.str(e.source_id)).into_owned());
+        let r = d.add_root(Value::String(t.str(e.source_id).to_string()));
+        l.copy = Some(d.copy(r, String::new(), "$.id".into()));
+    }
+    if !e.model.is_empty() {
+        l.push(Tok::Dim, if l.spans.is_empty() { "model " } else { "  model " })
+            .push(Tok::Text, sanitize::line(t.str(e.model)).into_owned());
+    }
+    if !l.spans.is_empty() {
+        d.line(l);
+    }
+    if let Some(u) = &e.usage {
+        let mut l = Line::default();
+        l.push(Tok::Dim, "tokens");
+        let n = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+        l.push(Tok::Dim, "  in ").push(Tok::Num, n(u.input));
+        l.push(Tok::Dim, "  out ").push(Tok::Num, n(u.output));
+        l.push(Tok::Dim, "  total ").push(Tok::Num, n(u.sum()));
+        d.line(l);
+    }
+    let mut l = Line::default();
+    l.push(Tok::Dim, "source ");
+    let mut src = format!("{}", sanitize::line(&file_name(t, e.origin.file)));
+    if e.origin.line > 0 {
+        src.push_str(&format!(":{}", e.origin.line));
+    }
+    // A second record (a tool result joined to its call) in a line-oriented file.
+    if let Some(o2) = e.origin2.filter(|o| o.line > 0) {
+        src.push_str(&format!(" + {}:{}", sanitize::line(&file_name(t, o2.file)), o2.line));
+    }
+    l.push(Tok::Text, src);
+    d.line(l);
+    if !d.markers.is_empty() {
+        let mut l = Line::default();
+        for m in d.markers.clone() {
+            l.push(Tok::Badge, format!(" {} ", m.label())).push(Tok::Text, " ");
+        }
+        d.line(l);
+    }
+    d.blank();
+
+    if raw {
+        raw_section(t, i, &mut d);
+    } else if payload.is_empty() {
+        let mut l = Line::default();
+        l.push(Tok::Dim, "(no payload)");
+        d.line(l);
+    } else {
+        payload_sections(e.kind, payload, &mut d);
+    }
+    if d.truncated {
+        let mut l = Line::default();
+        l.push(
+            Tok::Dim,
+            format!("… cut at {MAX_LINES} lines; y on a value copies all of it"),
+        );
+        d.truncated = false;
+        d.line(l);
+        d.truncated = true;
+    }
+    d
+}
+
+fn payload_sections(kind: EventKind, p: Payload, d: &mut Doc) {
+    let (input, output) = match kind {
+        EventKind::ToolCall => ("Arguments", "Result"),
+        EventKind::LlmCall => ("Prompt", "Response"),
+        EventKind::Message(_) => ("Content", "Output"),
+        _ => ("Input", "Output"),
+    };
+    if let Some(err) = &p.error {
+        d.section("Error");
+        let root = d.add_root(serde_json::to_value(err).unwrap_or(Value::Null));
+        let mut l = Line::default();
+        if let Some(k) = &err.kind {
+            l.push(Tok::Error, format!("{}: ", sanitize::line(k)));
+        }
+        let mut msg = err.message.split('\n');
+        l.push(Tok::Error, cut(&sanitize::line(msg.next().unwrap_or(""))));
+        l.copy = Some(d.copy(root, "/message".into(), "$.error.message".into()));
+        d.line(l);
+        for rest in msg {
+            let mut l = Line::default();
+            l.push(Tok::Error, cut(&sanitize::line(&detab(rest))));
+            l.copy = Some(d.copy(root, "/message".into(), "$.error.message".into()));
+            d.line(l);
+        }
+        if let Some(stack) = &err.stack {
+            let c = d.copy(root, "/stack".into(), "$.error.stack".into());
+            for s in stack.lines() {
+                let mut l = Line::default();
+                l.push(Tok::Dim, format!("  {}", cut(&sanitize::line(&detab(s)))));
+                l.copy = Some(c);
+                d.line(l);
+            }
+        }
+        if let Some(det) = &err.details {
+            json(d, root, det, "/details", "$.error.details", Some("details"), 0, true);
+        }
+        d.blank();
+    }
+    for (title, v, name) in [(input, &p.input, "input"), (output, &p.output, "output")] {
+        if let Some(v) = v {
+            d.section(title);
+            let root = d.add_root(v.clone());
+            json(d, root, v, "", &format!("$.{name}"), None, 0, true);
+            d.blank();
+        }
+    }
+    for (k, v) in &p.extra {
+        d.section(&sanitize::line(k));
+        let root = d.add_root(v.clone());
+        json(d, root, v, "", &format!("$.{}", path_key(k)), None, 0, true);
+        d.blank();
+    }
+}
+
+fn raw_section(t: &Trace, i: u32, d: &mut Doc) {
+    let e = t.event(i);
+    let mut origins = vec![e.origin];
+    // The whole document is shown once, however many of its records the event joins.
+    origins.extend(
+        e.origin2
+            .filter(|o2| !(o2.len == 0 && o2.file == e.origin.file && e.origin.len == 0)),
+    );
+    for o in origins {
+        let name = file_name(t, o.file);
+        let whole = o.len == 0;
+        if whole {
+            d.section(&format!("{} (the whole source document)", sanitize::line(&name)));
+        } else {
+            d.section(&format!("{} line {}", sanitize::line(&name), o.line));
+        }
+        let bytes = if whole {
+            t.files
+                .get(o.file as usize)
+                .ok_or_else(|| std::io::Error::other("event has no source file"))
+                .and_then(|p| {
+                    use std::io::Read;
+                    let mut buf = Vec::new();
+                    std::fs::File::open(p)?.take(MAX_RAW as u64).read_to_end(&mut buf)?;
+                    Ok(buf)
+                })
+        } else {
+            formats::read_origin(t, o)
+        };
+        match bytes {
+            Ok(b) => {
+                let text = String::from_utf8_lossy(&b);
+                let root = d.add_root(Value::String(text.to_string()));
+                let c = d.copy(root, String::new(), "$.raw".into());
+                for s in text.trim_end_matches(['\n', '\r']).split('\n') {
+                    let mut l = Line::default();
+                    l.push(Tok::Text, cut(&sanitize::line(s.trim_end_matches('\r'))));
+                    l.copy = Some(c);
+                    d.line(l);
+                }
+                if whole && b.len() >= MAX_RAW {
+                    let mut l = Line::default();
+                    l.push(Tok::Dim, format!("… first {} KiB shown", MAX_RAW / 1024));
+                    d.line(l);
+                }
+            }
+            Err(err) => {
+                let mut l = Line::default();
+                l.push(Tok::Error, format!("could not read the record: {err}"));
+                d.line(l);
+            }
+        }
+        d.blank();
+    }
+}
+
+fn detab(s: &str) -> String {
+    s.replace('\t', "    ")
+}
+
+/// Cut a display string at [`MAX_CHARS`] characters.
+fn cut(s: &str) -> String {
+    match s.char_indices().nth(MAX_CHARS) {
+        Some((i, _)) => format!("{}… ({} more bytes)", &s[..i], s.len() - i),
+        None => s.to_string(),
+    }
+}
+
+/// `.key` for identifiers, `["key"]` otherwise.
+fn path_key(k: &str) -> String {
+    let ident = !k.is_empty()
+        && k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ident {
+        k.to_string()
+    } else {
+        format!("[{}]", Value::String(k.to_string()))
+    }
+}
+
+fn join_path(path: &str, k: &str) -> String {
+    let pk = path_key(k);
+    if pk.starts_with('[') {
+        format!("{path}{pk}")
+    } else {
+        format!("{path}.{pk}")
+    }
+}
+
+fn pointer_escape(k: &str) -> String {
+    k.replace('~', "~0").replace('/', "~1")
+}
+
+/// Pretty-print a JSON value as coloured lines, each knowing the JSON path of its value.
+#[allow(clippy::too_many_arguments)]
+fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&str>, indent: usize, last: bool) {
+    if d.lines.len() >= MAX_LINES {
+        d.truncated = true;
+        return;
+    }
+    let pad = "  ".repeat(indent.min(40));
+    let mut l = Line::default();
+    l.push(Tok::Text, pad.clone());
+    if let Some(k) = key {
+        l.push(Tok::Key, format!("\"{}\"", sanitize::line(k)))
+            .push(Tok::Punct, ": ");
+    }
+    let comma = if last { "" } else { "," };
+    let c = d.copy(root, ptr.to_string(), path.to_string());
+    l.copy = Some(c);
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            l.push(Tok::Punct, "{");
+            d.line(l);
+            let n = m.len();
+            for (i, (k, x)) in m.iter().enumerate() {
+                json(
+                    d,
+                    root,
+                    x,
+                    &format!("{ptr}/{}", pointer_escape(k)),
+                    &join_path(path, k),
+                    Some(k),
+                    indent + 1,
+                    i + 1 == n,
+                );
+            }
+            let mut end = Line::default();
+            end.push(Tok::Text, pad).push(Tok::Punct, format!("}}{comma}"));
+            end.copy = Some(c);
+            d.line(end);
+        }
+        Value::Array(a) if !a.is_empty() => {
+            l.push(Tok::Punct, "[");
+            d.line(l);
+            let n = a.len();
+            for (i, x) in a.iter().enumerate() {
+                json(
+                    d,
+                    root,
+                    x,
+                    &format!("{ptr}/{i}"),
+                    &format!("{path}[{i}]"),
+                    None,
+                    indent + 1,
+                    i + 1 == n,
+                );
+            }
+            let mut end = Line::default();
+            end.push(Tok::Text, pad).push(Tok::Punct, format!("]{comma}"));
+            end.copy = Some(c);
+            d.line(end);
+        }
+        Value::Object(_) => {
+            l.push(Tok::Punct, format!("{{}}{comma}"));
+            d.line(l);
+        }
+        Value::Array(_) => {
+            l.push(Tok::Punct, format!("[]{comma}"));
+            d.line(l);
+        }
+        Value::String(s) if s.contains('\n') => {
+            // Multi-line text (prompts, file contents) reads as text, not as one escaped line.
+            let cont = format!("{pad}{}", " ".repeat(key.map(|k| k.chars().count() + 4).unwrap_or(0)));
+            for (i, part) in s.trim_end_matches('\n').split('\n').enumerate() {
+                let mut x = if i == 0 {
+                    std::mem::take(&mut l)
+                } else {
+                    let mut x = Line::default();
+                    x.push(Tok::Text, cont.clone());
+                    x
+                };
+                x.push(Tok::Dim, "│ ")
+                    .push(Tok::Str, cut(&sanitize::line(&detab(part.trim_end_matches('\r')))));
+                x.copy = Some(c);
+                d.line(x);
+            }
+        }
+        Value::String(s) => {
+            let tok = if Marker::of_str(s).is_some() {
+                Tok::Badge
+            } else {
+                Tok::Str
+            };
+            l.push(tok, format!("\"{}\"", cut(&sanitize::line(s))))
+                .push(Tok::Punct, comma);
+            d.line(l);
+        }
+        Value::Number(n) => {
+            l.push(Tok::Num, n.to_string()).push(Tok::Punct, comma);
+            d.line(l);
+        }
+        Value::Bool(b) => {
+            l.push(Tok::Bool, b.to_string()).push(Tok::Punct, comma);
+            d.line(l);
+        }
+        Value::Null => {
+            l.push(Tok::Null, "null").push(Tok::Punct, comma);
+            d.line(l);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ErrorInfo, NewEvent, PayloadRef};
+    use serde_json::json;
+
+    fn text(d: &Doc) -> Vec<String> {
+        d.lines
+            .iter()
+            .map(|l| l.spans.iter().map(|(_, s)| s.as_str()).collect())
+            .collect()
+    }
+
+    fn one(payload: Payload) -> Trace {
+        let mut t = Trace::default();
+        t.add(NewEvent {
+            status: Status::Error,
+            payload: PayloadRef::Inline(Box::new(payload)),
+            ..NewEvent::new(EventKind::ToolCall, "read_file")
+        });
+        t
+    }
+
+    #[test]
+    fn sections_json_paths_and_copy_values() {
+        let t = one(Payload {
+            input: Some(json!({"path": "/tmp/a b", "opts": {"n": [1, 2]}, "secret": "__REDACTED__"})),
+            output: Some(json!("line one\nline two")),
+            error: Some(ErrorInfo {
+                kind: Some("IOError".into()),
+                message: "denied".into(),
+                stack: Some("at a\nat b".into()),
+                details: None,
+            }),
+            extra: vec![],
+        });
+        let d = build(&t, 0, false, None);
+        let lines = text(&d);
+        let find = |s: &str| {
+            lines
+                .iter()
+                .position(|l| l.contains(s))
+                .unwrap_or_else(|| panic!("{s} in {lines:#?}"))
+        };
+        assert!(find("── Error") < find("── Arguments"));
+        assert!(lines[find("IOError")].contains("IOError: denied"));
+        assert!(lines.iter().any(|l| l.trim() == "at b"));
+        assert_eq!(d.markers, vec![Marker::Redacted]);
+        let n1 = find("1,");
+        assert_eq!(d.copy_path(n1).unwrap(), "$.input.opts.n[0]");
+        assert_eq!(d.copy_value(n1).unwrap(), "1");
+        let opts = find("\"opts\"");
+        assert_eq!(d.copy_value(opts).unwrap(), "{\n  \"n\": [\n    1,\n    2\n  ]\n}");
+        let two = find("line two");
+        assert_eq!(d.copy_value(two).unwrap(), "line one\nline two");
+        assert_eq!(d.copy_path(find("\"path\"")).unwrap(), "$.input.path");
+    }
+
+    #[test]
+    fn hostile_strings_are_escaped_in_every_line() {
+        let evil = "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;aGk=\x07\u{9b}31m\u{202e}";
+        let t = one(Payload {
+            input: Some(json!({ evil: evil })),
+            output: Some(json!(format!("{evil}\n{evil}"))),
+            ..Default::default()
+        });
+        let d = build(&t, 0, false, None);
+        for l in text(&d) {
+            assert!(!l.chars().any(|c| c.is_control() || c == '\u{202e}'), "{l:?}");
+        }
+        assert!(
+            text(&d)
+                .iter()
+                .any(|l| l.contains("\\x1b[2J") && l.contains("<U+202E>"))
+        );
+    }
+
+    #[test]
+    fn wrapping_counts_cells_not_bytes() {
+        let mut l = Line::default();
+        l.push(Tok::Key, "ab").push(Tok::Str, "日本語xyz");
+        let rows = wrap(&l, 4);
+        let text: Vec<String> = rows.iter().map(|r| r.iter().map(|(_, s)| *s).collect()).collect();
+        assert_eq!(text, ["ab日", "本語", "xyz"]);
+        assert_eq!(rows_of(&l, 4, true), 3);
+        assert_eq!(rows_of(&l, 4, false), 1);
+        assert_eq!(rows_of(&l, 100, true), 1);
+    }
+
+    #[test]
+    fn wrapping_prefers_spaces_after_a_word() {
+        let mut l = Line::default();
+        l.push(Tok::Text, "    ").push(Tok::Error, "card declined by issuer");
+        let rows = wrap(&l, 16);
+        let text: Vec<String> = rows.iter().map(|r| r.iter().map(|(_, s)| *s).collect()).collect();
+        assert_eq!(text, ["    card ", "declined by ", "issuer"]);
+        let mut l = Line::default();
+        l.push(Tok::Text, "    ").push(Tok::Str, "abcdefghijklmnop");
+        let text: Vec<String> = wrap(&l, 8)
+            .iter()
+            .map(|r| r.iter().map(|(_, s)| *s).collect())
+            .collect();
+        assert_eq!(
+            text,
+            ["    abcd", "efghijkl", "mnop"],
+            "indentation is not a place to break"
+        );
+    }
+
+    #[test]
+    fn odd_keys_get_bracket_paths() {
+        assert_eq!(join_path("$.input", "a b"), "$.input[\"a b\"]");
+        assert_eq!(join_path("$.input", "ok_1"), "$.input.ok_1");
+    }
+}

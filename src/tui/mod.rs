@@ -1,0 +1,21 @@
+//! The interactive explorer (DESIGN §7). State, update and render are apart: terminal input
+//! becomes an [`action::Action`], [`update::update`] changes the [`state::State`], and
+//! [`render::render`] draws from `&State`. Nothing outside this module knows about terminals.
+
+pub mod action;
+mod app;
+pub mod commands;
+pub mod config;
+pub mod detail;
+pub mod keymap;
+pub mod layout;
+pub mod render;
+pub mod state;
+mod terminal;
+pub mod theme;
+pub mod update;
+
+pub use app::{Options, entries, load_one, run, theme_and_keys};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,89 @@
+//! The detail pane: a window onto the selected event's document, wrapped or cut.
+
+use super::{block, highlight};
+use crate::tui::detail::{self, Tok, kind_label};
+use crate::tui::layout;
+use crate::tui::state::{Pane, RunView};
+use crate::tui::theme::{Role, Theme};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+fn role(t: Tok) -> Role {
+    match t {
+        Tok::Text => Role::Text,
+        Tok::Dim => Role::Dim,
+        Tok::Heading => Role::Title,
+        Tok::Section => Role::Section,
+        Tok::Key => Role::JsonKey,
+        Tok::Str => Role::JsonString,
+        Tok::Num => Role::JsonNumber,
+        Tok::Bool => Role::JsonBool,
+        Tok::Null => Role::JsonNull,
+        Tok::Punct => Role::JsonPunct,
+        Tok::Error => Role::Error,
+        Tok::Ok => Role::Ok,
+        Tok::Pending => Role::Pending,
+        Tok::Badge => Role::Badge,
+    }
+}
+
+pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
+    let focused = r.focus == Pane::Detail;
+    let Some(d) = &r.detail else {
+        block(Line::from(" detail "), focused, th).render(area, buf);
+        return;
+    };
+    let e = r.trace.event(d.event);
+    let mut title = format!(" {} ", kind_label(e.kind));
+    if r.raw {
+        title.push_str("· raw ");
+    }
+    if !r.wrap {
+        title.push_str("· nowrap ");
+    }
+    let total = d.doc.lines.len();
+    block(Line::from(title), focused, th)
+        .title_bottom(Line::from(format!(" {}/{total} ", d.cursor + 1)).right_aligned())
+        .render(area, buf);
+    let inner = layout::inner(area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let needles: Vec<&str> = r
+        .filter
+        .query
+        .as_ref()
+        .map(|q| q.highlights().map(|(_, lower)| lower).collect())
+        .unwrap_or_default();
+    let width = inner.width as usize;
+    let mut y = inner.y;
+    let bottom = inner.y + inner.height;
+    for i in d.offset..total {
+        if y >= bottom {
+            break;
+        }
+        let line = &d.doc.lines[i];
+        let rows: Vec<Vec<(Tok, &str)>> = if r.wrap {
+            detail::wrap(line, width)
+        } else {
+            vec![line.spans.iter().map(|(t, s)| (*t, s.as_str())).collect()]
+        };
+        for row in rows {
+            if y >= bottom {
+                break;
+            }
+            let spans: Vec<Span> = row
+                .iter()
+                .flat_map(|(t, s)| highlight(s, th.style(role(*t)), &needles, th))
+                .collect();
+            let area = Rect { y, height: 1, ..inner };
+            if focused && i == d.cursor {
+                buf.set_style(area, th.style(Role::Cursor));
+            }
+            buf.set_line(inner.x, y, &Line::from(spans), inner.width);
+            y += 1;
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The `?` overlay: the keys of the view underneath, from the same command list as the footer.
+
+use super::{block, put};
+use crate::tui::commands;
+use crate::tui::keymap::Context;
+use crate::tui::layout;
+use crate::tui::state::{State, View};
+use crate::tui::theme::{Role, Theme};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Clear, Widget};
+
+/// The context the help describes: the view under the overlay.
+fn underlying(s: &State) -> Context {
+    match (s.view, &s.run) {
+        (View::Run, Some(r)) if r.focus == crate::tui::state::Pane::Detail => Context::Detail,
+        (View::Run, Some(_)) => Context::Tree,
+        _ => Context::Runs,
+    }
+}
+
+pub fn lines(s: &State) -> Vec<(String, String, Role)> {
+    let ctx = underlying(s);
+    let mut out = Vec::new();
+    let what = match ctx {
+        Context::Runs => "runs list",
+        Context::Tree => "event tree",
+        Context::Detail => "event detail",
+        _ => "",
+    };
+    out.push((format!("keys of the {what}"), String::new(), Role::Section));
+    for (keys, help) in commands::help(ctx, &s.keys) {
+        out.push((keys, help.to_string(), Role::Text));
+    }
+    if ctx == Context::Runs {
+        out.push((String::new(), String::new(), Role::Text));
+        out.push(("status".into(), String::new(), Role::Section));
+        for (k, h) in [
+            ("✖ error", "the run failed (its ERR column counts failed events)"),
+            ("● live", "the run is still being written"),
+            ("✔ ok", "the run finished without error"),
+        ] {
+            out.push((k.into(), h.into(), Role::Text));
+        }
+    }
+    if matches!(ctx, Context::Tree | Context::Detail) {
+        out.push((String::new(), String::new(), Role::Text));
+        out.push(("filter (/)".into(), String::new(), Role::Section));
+        for (k, h) in [
+            ("words", "fuzzy on names, or anywhere in the payload"),
+            ("tool:NAME", "tool calls whose name contains NAME"),
+            ("kind:K", "llm, tool, message, state, error, loop, step, run, other"),
+            ("status:S", "error, pending, ok, unknown"),
+            ("model:X", "events of a model"),
+            ("!term", "inverts a term; \"quoted words\" are one term"),
+        ] {
+            out.push((k.into(), h.into(), Role::Text));
+        }
+    }
+    out.push((String::new(), String::new(), Role::Text));
+    out.push((
+        "mouse".into(),
+        "click selects and focuses; the wheel scrolls".into(),
+        Role::Dim,
+    ));
+    out.push((
+        "esc".into(),
+        "goes back: closes the prompt, clears the filter, leaves the run".into(),
+        Role::Dim,
+    ));
+    out
+}
+
+pub fn render(buf: &mut Buffer, area: Rect, s: &State, offset: usize, th: &Theme) {
+    Clear.render(area, buf);
+    block(Line::from(" help · ? or esc closes "), true, th).render(area, buf);
+    let inner = layout::inner(area);
+    let all = lines(s);
+    let key_w = 22u16.min(inner.width / 3);
+    let offset = offset.min(all.len().saturating_sub(inner.height as usize));
+    for (i, (k, h, role)) in all.iter().skip(offset).take(inner.height as usize).enumerate() {
+        let y = inner.y + i as u16;
+        let ks = if *role == Role::Section {
+            th.style(Role::Section)
+        } else {
+            th.style(Role::FooterKey)
+        };
+        if *role == Role::Section {
+            put(buf, inner.x + 1, y, k, ks, inner.width.saturating_sub(1));
+            continue;
+        }
+        if !k.is_empty() {
+            put(buf, inner.x + 1, y, &format!(" {k} "), ks, key_w);
+        }
+        put(
+            buf,
+            inner.x + 2 + key_w,
+            y,
+            h,
+            th.style(*role),
+            inner.width.saturating_sub(key_w + 2),
+        );
+    }
+}

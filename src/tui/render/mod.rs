@@ -1,0 +1,246 @@
+//! Views: everything is drawn from `&State`; nothing here changes it. Only what is visible
+//! is touched, so a frame costs the same for ten events or a million.
+
+mod detail;
+mod help;
+mod runs;
+mod tree;
+
+use super::commands;
+use super::layout;
+use super::state::{State, View};
+use super::theme::{Role, Theme};
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+use unicode_width::UnicodeWidthStr;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+pub fn render(f: &mut Frame, s: &State, th: &Theme) {
+    let area = f.area();
+    let buf = f.buffer_mut();
+    if layout::too_small(area) {
+        too_small(buf, area, th);
+        return;
+    }
+    match (s.view, &s.run) {
+        (View::Run, Some(r)) => {
+            let l = layout::run(area);
+            title(
+                buf,
+                l.title,
+                s,
+                th,
+                Some(r.trace.meta.name.as_deref().unwrap_or(&r.trace.meta.id)),
+            );
+            tree::header(buf, l.header, r, th);
+            tree::render(buf, l.tree, r, th);
+            detail::render(buf, l.detail, r, th);
+            footer(buf, l.footer, s, th);
+        }
+        _ => {
+            let l = layout::runs(area);
+            title(buf, l.title, s, th, None);
+            runs::render(buf, l.table, s, th);
+            footer(buf, l.footer, s, th);
+        }
+    }
+    if let Some(offset) = s.help {
+        help::render(buf, layout::help(area), s, offset, th);
+    }
+}
+
+fn too_small(buf: &mut Buffer, area: Rect, th: &Theme) {
+    let lines = vec![
+        Line::styled("terminal too small", th.style(Role::Error)),
+        Line::styled(
+            format!(
+                "{}x{} — tracetui needs at least {}x{}",
+                area.width,
+                area.height,
+                layout::MIN_WIDTH,
+                layout::MIN_HEIGHT
+            ),
+            th.style(Role::Text),
+        ),
+        Line::styled("enlarge the window, or press q to quit", th.style(Role::Dim)),
+    ];
+    let y = area.y + area.height.saturating_sub(3) / 2;
+    Paragraph::new(lines).centered().render(
+        Rect {
+            y,
+            height: 3.min(area.height),
+            ..area
+        },
+        buf,
+    );
+}
+
+/// Write `text` at (x, y), at most `max` cells wide; returns the x after it.
+pub(super) fn put(buf: &mut Buffer, x: u16, y: u16, text: &str, style: Style, max: u16) -> u16 {
+    if max == 0 {
+        return x;
+    }
+    let (end, _) = buf.set_stringn(x, y, text, max as usize, style);
+    end
+}
+
+/// Right-align `text` so it ends at `right` (exclusive).
+pub(super) fn put_right(buf: &mut Buffer, right: u16, y: u16, text: &str, style: Style, max: u16) {
+    let w = (text.width() as u16).min(max);
+    put(buf, right.saturating_sub(w), y, text, style, w);
+}
+
+/// Cut to a display width with an ellipsis.
+pub(super) fn fit(s: &str, width: usize) -> String {
+    if s.width() <= width {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut w = 0;
+    for c in s.chars() {
+        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if w + cw + 1 > width {
+            break;
+        }
+        out.push(c);
+        w += cw;
+    }
+    out.push('…');
+    out
+}
+
+pub(super) fn block<'a>(title: Line<'a>, focused: bool, th: &Theme) -> Block<'a> {
+    let (b, t) = if focused {
+        (th.style(Role::BorderFocus), th.style(Role::BorderFocus))
+    } else {
+        (th.style(Role::Border), th.style(Role::Title))
+    };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(b)
+        .title(title.style(t))
+}
+
+fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>) {
+    let mut x = put(buf, area.x, area.y, " tracetui ", th.style(Role::Title), area.width);
+    let crumb = match run {
+        Some(name) => format!(" runs › {}", crate::sanitize::line(name)),
+        None => " runs".to_string(),
+    };
+    let right = status_text(s);
+    let rw = right.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
+    x = put(
+        buf,
+        x,
+        area.y,
+        &crumb,
+        th.style(Role::Text),
+        (area.x + area.width).saturating_sub(x + rw),
+    );
+    let _ = x;
+    if let Some((t, role)) = right {
+        put_right(buf, area.x + area.width - 1, area.y, &t, th.style(role), area.width / 2);
+    }
+}
+
+/// The right side of the title bar: what is happening in the background, else a message.
+fn status_text(s: &State) -> Option<(String, Role)> {
+    let spin = SPINNER[(s.tick % SPINNER.len() as u64) as usize];
+    if let Some(l) = &s.loading {
+        return Some((format!("{spin} {l}…"), Role::Warning));
+    }
+    if let Some(m) = &s.message {
+        return Some((
+            crate::sanitize::line(&m.text).into_owned(),
+            if m.error { Role::Error } else { Role::Info },
+        ));
+    }
+    if s.view == View::Runs && s.runs.scanning {
+        return Some((format!("{spin} looking for runs…"), Role::Warning));
+    }
+    if s.view == View::Run
+        && let Some((done, total)) = s.run.as_ref().and_then(|r| r.filter.progress)
+    {
+        let pct = done * 100 / total.max(1);
+        return Some((format!("{spin} searching payloads {pct}%"), Role::Warning));
+    }
+    None
+}
+
+fn footer(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
+    let right = area.x + area.width;
+    if let Some(p) = &s.prompt {
+        let mut x = put(buf, area.x, area.y, "/", th.style(Role::FooterKey), 1);
+        x = put(
+            buf,
+            x,
+            area.y,
+            &crate::sanitize::line(&p.text),
+            th.style(Role::Text),
+            right.saturating_sub(x + 1),
+        );
+        put(buf, x, area.y, "▏", th.style(Role::Title), 1);
+        let info = match (s.view, s.run.as_ref()) {
+            (View::Run, Some(r)) => match &r.filter.error {
+                Some(e) => (crate::sanitize::line(e).into_owned(), Role::Error),
+                None if r.filter.active() => (
+                    format!("{} matches · enter keep · esc cancel", r.filter.count),
+                    Role::FooterText,
+                ),
+                None => (
+                    "text  tool:NAME  kind:llm|tool|error  status:error|pending  model:X  !inverts".into(),
+                    Role::FooterText,
+                ),
+            },
+            _ => (
+                format!("{} runs · enter keep · esc cancel", s.runs.order.len()),
+                Role::FooterText,
+            ),
+        };
+        let room = right.saturating_sub(x + 3);
+        put_right(buf, right, area.y, &fit(&info.0, room as usize), th.style(info.1), room);
+        return;
+    }
+    let mut x = area.x;
+    for (key, label) in commands::footer(s.context(), &s.keys) {
+        let need = (key.width() + label.width() + 3) as u16;
+        if x + need > right {
+            break;
+        }
+        x = put(buf, x, area.y, &format!(" {key} "), th.style(Role::FooterKey), need);
+        x = put(buf, x, area.y, &format!(" {label} "), th.style(Role::FooterText), need);
+    }
+}
+
+/// Spans of a line with the case-insensitive occurrences of `needles` in the match style.
+pub(super) fn highlight<'a>(text: &'a str, base: Style, needles: &[&str], th: &Theme) -> Vec<Span<'a>> {
+    let mut marks: Vec<(usize, usize)> = needles
+        .iter()
+        .flat_map(|n| crate::search::fuzzy::find_ci(text, n))
+        .collect();
+    if marks.is_empty() {
+        return vec![Span::styled(text, base)];
+    }
+    marks.sort();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (a, b) in marks {
+        if a < at {
+            continue;
+        }
+        if a > at {
+            out.push(Span::styled(&text[at..a], base));
+        }
+        out.push(Span::styled(&text[a..b], base.patch(th.style(Role::Match))));
+        at = b;
+    }
+    if at < text.len() {
+        out.push(Span::styled(&text[at..], base));
+    }
+    out
+}

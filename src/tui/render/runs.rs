@@ -1,0 +1,201 @@
+//! The runs list: one row per run with status, name, format, start, duration and counts.
+
+use super::{block, fit, put};
+use crate::model::{RunStatus, format_duration, format_ts};
+use crate::tui::layout;
+use crate::tui::state::State;
+use crate::tui::theme::{Role, Theme};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Widget;
+
+pub fn status_cell(s: RunStatus) -> (&'static str, Role) {
+    match s {
+        RunStatus::Running => ("● live", Role::Running),
+        RunStatus::Ok => ("✔ ok", Role::Ok),
+        RunStatus::Error => ("✖ error", Role::Error),
+        RunStatus::Unknown => ("? unknown", Role::Unknown),
+    }
+}
+
+struct Col {
+    title: &'static str,
+    width: u16,
+    right: bool,
+}
+
+const fn col(title: &'static str, width: u16, right: bool) -> Col {
+    Col { title, width, right }
+}
+
+/// Optional columns, dropped from the end of this list first when the screen is narrow.
+const COLS: [Col; 7] = [
+    col("FORMAT", 12, false),
+    col("START (UTC)", 19, false),
+    col("DURATION", 9, true),
+    col("TOOLS", 6, true),
+    col("LLM", 5, true),
+    col("ERR", 5, true),
+    col("TOKENS", 9, true),
+];
+const DROP_ORDER: [usize; 7] = [1, 0, 6, 4, 2, 3, 5];
+const STATUS_W: u16 = 10;
+const NAME_MIN: u16 = 18;
+
+pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
+    let r = &s.runs;
+    let mut title = format!(" runs {} · {} ", r.order.len(), r.sort.label());
+    if !r.filter.is_empty() {
+        title.push_str(&format!("· filter {} ", crate::sanitize::line(&r.filter)));
+    }
+    if !r.problems.is_empty() && !r.entries.is_empty() {
+        title.push_str(&format!("· {} unreadable ", r.problems.len()));
+    }
+    block(Line::from(title), true, th).render(area, buf);
+    let inner = layout::inner(area);
+    let body = layout::body(area);
+    if inner.height == 0 {
+        return;
+    }
+
+    // Which optional columns fit next to a name of at least NAME_MIN cells.
+    let mut shown = [true; 7];
+    let fixed = |shown: &[bool; 7]| -> u16 {
+        STATUS_W
+            + COLS
+                .iter()
+                .zip(shown)
+                .filter(|(_, s)| **s)
+                .map(|(c, _)| c.width + 1)
+                .sum::<u16>()
+    };
+    for &d in &DROP_ORDER {
+        if inner.width >= fixed(&shown) + NAME_MIN {
+            break;
+        }
+        shown[d] = false;
+    }
+    let name_w = inner.width.saturating_sub(fixed(&shown) + 1);
+
+    let hs = th.style(Role::Header);
+    let y = inner.y;
+    let mut x = put(
+        buf,
+        inner.x,
+        y,
+        &format!("{:<w$}", "STATUS", w = STATUS_W as usize),
+        hs,
+        STATUS_W,
+    );
+    x = put(
+        buf,
+        x,
+        y,
+        &format!("{:<w$} ", "NAME", w = name_w as usize),
+        hs,
+        name_w + 1,
+    );
+    for (c, _) in COLS.iter().zip(shown).filter(|(_, s)| *s) {
+        let t = if c.right {
+            format!("{:>w$} ", c.title, w = c.width as usize)
+        } else {
+            format!("{:<w$} ", c.title, w = c.width as usize)
+        };
+        x = put(buf, x, y, &t, hs, c.width + 1);
+    }
+
+    if r.order.is_empty() {
+        let msg: Vec<(String, Role)> = if r.scanning {
+            vec![("looking for runs…".into(), Role::Dim)]
+        } else if !r.filter.is_empty() {
+            vec![(
+                format!("no runs match {:?} (esc clears the filter)", r.filter),
+                Role::Dim,
+            )]
+        } else if r.problems.is_empty() {
+            vec![("no runs found".into(), Role::Dim)]
+        } else {
+            r.problems.iter().map(|p| (p.clone(), Role::Error)).collect()
+        };
+        for (i, (m, role)) in msg.iter().enumerate().take(body.height as usize) {
+            put(
+                buf,
+                body.x + 1,
+                body.y + i as u16,
+                &crate::sanitize::line(m),
+                th.style(*role),
+                body.width - 1,
+            );
+        }
+        return;
+    }
+
+    for (row, &ei) in r.order.iter().enumerate().skip(r.offset).take(body.height as usize) {
+        let e = &s.runs.entries[ei];
+        let y = body.y + (row - r.offset) as u16;
+        let selected = row == r.selected;
+        let base = if selected {
+            th.style(Role::Selection)
+        } else {
+            Default::default()
+        };
+        if selected {
+            buf.set_style(Rect { y, height: 1, ..body }, base);
+        }
+        let sm = &e.summary;
+        let (st, role) = status_cell(sm.status);
+        let mut x = put(
+            buf,
+            body.x,
+            y,
+            &format!("{st:<w$}", w = STATUS_W as usize),
+            base.patch(th.style(role)),
+            STATUS_W,
+        );
+        let name = fit(&crate::sanitize::line(&r.label(ei)), name_w as usize);
+        x = put(
+            buf,
+            x,
+            y,
+            &format!("{name:<w$} ", w = name_w as usize),
+            base.patch(th.style(Role::Text)),
+            name_w + 1,
+        );
+        let num = |n: Option<usize>| n.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+        let cells = [
+            sm.format.to_string(),
+            sm.start
+                .map(|t| {
+                    let s = format_ts(t);
+                    s.get(..19).unwrap_or(&s).to_string()
+                })
+                .unwrap_or_else(|| "-".into()),
+            sm.duration.map(format_duration).unwrap_or_else(|| "-".into()),
+            num(sm.tool_calls),
+            num(sm.llm_calls),
+            num(sm.errors),
+            sm.tokens
+                .filter(|t| *t > 0)
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "-".into()),
+        ];
+        for (i, (c, text)) in COLS.iter().zip(cells).enumerate() {
+            if !shown[i] {
+                continue;
+            }
+            let t = fit(&crate::sanitize::line(&text), c.width as usize);
+            let t = if c.right {
+                format!("{t:>w$} ", w = c.width as usize)
+            } else {
+                format!("{t:<w$} ", w = c.width as usize)
+            };
+            let role = if i == 5 && sm.errors.is_some_and(|n| n > 0) {
+                Role::Error
+            } else {
+                Role::Text
+            };
+            x = put(buf, x, y, &t, base.patch(th.style(role)), c.width + 1);
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! The run header and the event tree with its timeline (waterfall) column.
+
+use super::{block, fit, put, put_right};
+use crate::model::{EventKind, Status, format_duration, format_ts};
+use crate::search::fuzzy::Fuzzy;
+use crate::tui::detail::kind_icon;
+use crate::tui::layout;
+use crate::tui::state::{Pane, RunView};
+use crate::tui::theme::{Role, Theme};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Widget;
+
+pub fn kind_role(k: EventKind) -> Role {
+    match k {
+        EventKind::Run => Role::KindRun,
+        EventKind::LlmCall => Role::KindLlm,
+        EventKind::ToolCall => Role::KindTool,
+        EventKind::Message(_) => Role::KindMessage,
+        EventKind::State => Role::KindState,
+        EventKind::Error | EventKind::LoopWarning => Role::KindError,
+        EventKind::Step | EventKind::Other => Role::KindOther,
+    }
+}
+
+pub fn status_role(s: Status) -> Role {
+    match s {
+        Status::Ok => Role::Ok,
+        Status::Error => Role::Error,
+        Status::Pending => Role::Pending,
+        Status::Unknown => Role::Unknown,
+    }
+}
+
+pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
+    let m = &r.trace.meta;
+    let right = area.x + area.width;
+    let (st, role) = super::runs::status_cell(m.status);
+    let y = area.y;
+    let mut x = put(buf, area.x + 1, y, st, th.style(role), area.width);
+    let name = crate::sanitize::line(m.name.as_deref().unwrap_or(&m.id)).into_owned();
+    x = put(buf, x + 2, y, &name, th.style(Role::Title), right.saturating_sub(x + 2));
+    let mut facts = vec![("format", m.format.to_string())];
+    if let Some(model) = &r.model {
+        facts.push(("model", crate::sanitize::line(model).into_owned()));
+    }
+    if let Some(t) = r.span.0 {
+        facts.push(("started", format_ts(t)));
+    }
+    if let (Some(a), Some(b)) = r.span {
+        facts.push(("took", format_duration(b - a)));
+    }
+    for (k, v) in facts {
+        x = put(buf, x + 2, y, k, th.style(Role::Dim), right.saturating_sub(x + 2));
+        x = put(buf, x + 1, y, &v, th.style(Role::Text), right.saturating_sub(x + 1));
+    }
+    let c = &r.counts;
+    let y = area.y + 1;
+    let mut x = area.x + 1;
+    let plural = |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
+    let error_role = if c.errors > 0 { Role::Error } else { Role::Text };
+    let tokens = if c.tokens > 0 { c.tokens.to_string() } else { "-".into() };
+    let items = [
+        (plural(c.events, "event", "events"), c.events.to_string(), Role::Text),
+        (
+            plural(c.tool_calls, "tool call", "tool calls"),
+            c.tool_calls.to_string(),
+            Role::Text,
+        ),
+        (
+            plural(c.llm_calls, "LLM call", "LLM calls"),
+            c.llm_calls.to_string(),
+            Role::Text,
+        ),
+        (plural(c.errors, "error", "errors"), c.errors.to_string(), error_role),
+        ("tokens", tokens, Role::Text),
+    ];
+    for (i, (k, v, role)) in items.iter().enumerate() {
+        if i > 0 {
+            x = put(buf, x, y, " · ", th.style(Role::Dim), right.saturating_sub(x));
+        }
+        x = put(buf, x, y, v, th.style(*role), right.saturating_sub(x));
+        x = put(buf, x + 1, y, k, th.style(Role::Dim), right.saturating_sub(x + 1));
+    }
+    let diags = r.trace.diagnostics.len();
+    if diags > 0 {
+        let t = format!(
+            " · {diags} load problem{} (tracetui check)",
+            if diags == 1 { "" } else { "s" }
+        );
+        put(buf, x, y, &t, th.style(Role::Warning), right.saturating_sub(x));
+    }
+}
+
+const STATUS_W: u16 = 8;
+const START_W: u16 = 9;
+const TOOK_W: u16 = 8;
+
+pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
+    let focused = r.focus == Pane::Tree;
+    let mut title = format!(" events {} ", r.counts.events);
+    if r.filter.active() {
+        title.push_str(&format!(
+            "· filter {} · {} matches ",
+            crate::sanitize::line(&r.filter.text),
+            r.filter.count
+        ));
+    }
+    let pos = if r.rows.is_empty() { 0 } else { r.selected + 1 };
+    block(Line::from(title), focused, th)
+        .title_bottom(Line::from(format!(" {pos}/{} ", r.rows.len())).right_aligned())
+        .render(area, buf);
+    let inner = layout::inner(area);
+    let body = layout::body(area);
+    if inner.height == 0 || inner.width < 20 {
+        return;
+    }
+    let tl_w: u16 = if inner.width >= 56 {
+        (inner.width * 22 / 100).clamp(10, 40)
+    } else {
+        0
+    };
+    let name_w = inner
+        .width
+        .saturating_sub(STATUS_W + START_W + TOOK_W + tl_w + u16::from(tl_w > 0));
+    let hs = th.style(Role::Header);
+    let right = inner.x + inner.width;
+    put(buf, inner.x, inner.y, "NAME", hs, name_w);
+    let mut x = inner.x + name_w;
+    x = put(
+        buf,
+        x,
+        inner.y,
+        &format!("{:<w$}", "STATUS", w = STATUS_W as usize),
+        hs,
+        STATUS_W,
+    );
+    x = put(
+        buf,
+        x,
+        inner.y,
+        &format!("{:>w$}", "START", w = START_W as usize - 1),
+        hs,
+        START_W,
+    );
+    put(
+        buf,
+        x,
+        inner.y,
+        &format!("{:>w$}", "TOOK", w = TOOK_W as usize - 1),
+        hs,
+        TOOK_W,
+    );
+    if tl_w > 0 {
+        let label = if r.timed { "TIMELINE" } else { "ORDER" };
+        put(buf, right - tl_w, inner.y, label, hs, tl_w);
+    }
+
+    if r.rows.is_empty() {
+        let msg = if r.filter.progress.is_some() {
+            "searching…"
+        } else if r.filter.active() {
+            "no events match the filter (esc clears it)"
+        } else {
+            "this run has no events"
+        };
+        put(
+            buf,
+            body.x + 1,
+            body.y,
+            msg,
+            th.style(Role::Dim),
+            body.width.saturating_sub(1),
+        );
+        return;
+    }
+
+    let fuzzy = Fuzzy::default();
+    let needles: Vec<&str> = r
+        .filter
+        .query
+        .as_ref()
+        .map(|q| q.highlights().map(|(t, _)| t).collect())
+        .unwrap_or_default();
+    let t = &r.trace;
+    let t0 = r.span.0.unwrap_or(0);
+    let len = match r.span {
+        (Some(a), Some(b)) if b > a => b - a,
+        _ => 1,
+    };
+    let n = t.len().max(1) as i64;
+    let name_end = inner.x + name_w;
+    for (k, row) in r.rows.iter().enumerate().skip(r.offset).take(body.height as usize) {
+        let y = body.y + (k - r.offset) as u16;
+        let e = t.event(row.ev);
+        let hit = r.filter.is_hit(row.ev);
+        let base = if k == r.selected {
+            let s = th.style(Role::Selection);
+            buf.set_style(Rect { y, height: 1, ..inner }, s);
+            s
+        } else {
+            Default::default()
+        };
+        // name column: indent, fold marker, kind icon, name
+        let mut lead = "  ".repeat(row.depth.min(16) as usize);
+        lead.push_str(if t.children(row.ev).is_empty() {
+            "  "
+        } else if r.collapsed[row.ev as usize] {
+            "▸ "
+        } else {
+            "▾ "
+        });
+        let mut x = put(buf, inner.x, y, &lead, base.patch(th.style(Role::Dim)), name_w);
+        let icon = format!("{} ", kind_icon(e.kind));
+        x = put(
+            buf,
+            x,
+            y,
+            &icon,
+            base.patch(th.style(kind_role(e.kind))),
+            name_end.saturating_sub(x),
+        );
+        let name = crate::sanitize::line(t.str(e.name));
+        let shown = fit(&name, name_end.saturating_sub(x + 1) as usize);
+        let name_style = if r.filter.active() && !hit {
+            base.patch(th.style(Role::Dim))
+        } else if e.is_error() {
+            base.patch(th.style(Role::Error))
+        } else {
+            base.patch(th.style(Role::Text))
+        };
+        let marks: Vec<usize> = if hit {
+            needles.iter().flat_map(|n| fuzzy.indices(&shown, n)).collect()
+        } else {
+            Vec::new()
+        };
+        if marks.is_empty() {
+            put(buf, x, y, &shown, name_style, name_end.saturating_sub(x));
+        } else {
+            for (ci, ch) in shown.chars().enumerate() {
+                let st = if marks.contains(&ci) {
+                    name_style.patch(th.style(Role::Match))
+                } else {
+                    name_style
+                };
+                let mut b = [0u8; 4];
+                x = put(buf, x, y, ch.encode_utf8(&mut b), st, name_end.saturating_sub(x));
+            }
+        }
+        let mut x = name_end;
+        let st = match e.status {
+            Status::Unknown => "",
+            s => s.as_str(),
+        };
+        let st_style = base.patch(th.style(status_role(e.status)));
+        x = put(
+            buf,
+            x,
+            y,
+            &format!("{st:<w$}", w = STATUS_W as usize),
+            st_style,
+            STATUS_W,
+        );
+        let start = match (e.start, r.span.0) {
+            (Some(s), Some(t0)) => format!("+{}", format_duration(s - t0)),
+            _ => String::new(),
+        };
+        put_right(
+            buf,
+            x + START_W - 1,
+            y,
+            &start,
+            base.patch(th.style(Role::Dim)),
+            START_W - 1,
+        );
+        x += START_W;
+        let took = e.duration.map(format_duration).unwrap_or_default();
+        put_right(
+            buf,
+            x + TOOK_W - 1,
+            y,
+            &took,
+            base.patch(th.style(Role::Text)),
+            TOOK_W - 1,
+        );
+        if tl_w > 0 {
+            let bar = if e.is_error() {
+                th.style(Role::BarError)
+            } else if e.status == Status::Pending {
+                th.style(Role::Pending)
+            } else {
+                th.style(Role::Bar)
+            };
+            let x0 = right - tl_w;
+            let w = tl_w as i64;
+            if r.timed {
+                if let Some(s) = e.start {
+                    let scale = |v: i64, up: bool| {
+                        let num = (v - t0).clamp(0, len) as i128 * w as i128 + if up { len as i128 - 1 } else { 0 };
+                        (num / len as i128) as i64
+                    };
+                    let a = scale(s, false).min(w - 1);
+                    let b = scale(e.end().unwrap_or(s), true).clamp(a + 1, w);
+                    let cells = "█".repeat((b - a) as usize);
+                    put(buf, x0 + a as u16, y, &cells, base.patch(bar), (b - a) as u16);
+                }
+            } else {
+                let a = (row.ev as i64 * w / n).min(w - 1);
+                put(buf, x0 + a as u16, y, "•", base.patch(bar), 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Terminal lifecycle. The terminal is restored however the program ends: on quit, on an
+//! error (the guard's drop), on a panic of the UI thread (the hook restores before the message
+//! prints), and on SIGTERM / SIGHUP / SIGINT (a flag the event loop checks, then a normal exit).
+
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use crossterm::execute;
+use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use std::io::{Stdout, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static UI_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
+/// The message of the last panic on a background thread (reported through the UI instead of
+/// being printed over the screen).
+static BACKGROUND_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+pub type Term = Terminal<CrosstermBackend<Stdout>>;
+
+/// Restores the terminal when dropped.
+pub struct Guard {
+    pub term: Term,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Enter raw mode, the alternate screen and mouse reporting.
+pub fn enter() -> std::io::Result<Guard> {
+    let _ = UI_THREAD.set(std::thread::current().id());
+    install_panic_hook();
+    enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    let mut out = std::io::stdout();
+    if let Err(e) = execute!(out, EnterAlternateScreen, EnableMouseCapture) {
+        restore();
+        return Err(e);
+    }
+    let mut term = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+        Ok(t) => t,
+        Err(e) => {
+            restore();
+            return Err(e);
+        }
+    };
+    term.hide_cursor()?;
+    term.clear()?;
+    Ok(Guard { term })
+}
+
+/// Leave the alternate screen, stop mouse reporting, show the cursor, leave raw mode.
+/// Idempotent and best effort: it runs from drop, the panic hook and error paths.
+pub fn restore() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let mut out = std::io::stdout();
+    let _ = execute!(out, DisableMouseCapture, LeaveAlternateScreen, crossterm::cursor::Show);
+    let _ = disable_raw_mode();
+    let _ = out.flush();
+}
+
+fn install_panic_hook() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let on_ui = UI_THREAD.get().is_none_or(|id| *id == std::thread::current().id());
+            if on_ui || !ACTIVE.load(Ordering::SeqCst) {
+                restore();
+                prev(info);
+            } else if let Ok(mut slot) = BACKGROUND_PANIC.lock() {
+                // A loader or search thread: the UI reports it; printing now would draw over
+                // the screen.
+                *slot = Some(info.to_string());
+            }
+        }));
+    });
+}
+
+/// Take the message of a background panic, if one happened.
+pub fn take_background_panic() -> Option<String> {
+    BACKGROUND_PANIC.lock().ok().and_then(|mut s| s.take())
+}
+
+/// A flag set by SIGTERM, SIGHUP and SIGINT.
+pub fn quit_signals() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    #[cfg(unix)]
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGINT,
+    ] {
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+    flag
+}

@@ -1,0 +1,511 @@
+//! State transitions: key → action → state, without rendering.
+
+use super::action::{Action, Command};
+use super::keymap::{Key, Keymap};
+use super::state::*;
+use super::update::{key_action, update};
+use crate::model::{EventKind, NewEvent, Parent, Status, Trace};
+use crate::search;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tui")
+        .join(rel)
+}
+
+fn load(rel: &str) -> Trace {
+    let mut l = crate::formats::load(&fixture(rel), None).unwrap();
+    l.traces.remove(0)
+}
+
+fn key(s: &str) -> KeyEvent {
+    let k = Key::parse(s).unwrap();
+    KeyEvent::new(k.code, k.mods)
+}
+
+/// Press keys as the app would: through the keymap, then update.
+fn press(s: &mut State, keys: &[&str]) {
+    for k in keys {
+        if let Some(a) = key_action(s, key(k)) {
+            update(s, a);
+        }
+    }
+}
+
+fn typed(s: &mut State, text: &str) {
+    for c in text.chars() {
+        update(s, Action::Input(c));
+    }
+}
+
+fn with_run(t: Trace) -> State {
+    let mut s = State::new(Keymap::default(), (120, 40));
+    s.run = Some(RunView::new(Arc::new(t), None));
+    s.view = View::Run;
+    update(&mut s, Action::Tick);
+    s
+}
+
+fn run(s: &State) -> &RunView {
+    s.run.as_ref().unwrap()
+}
+
+fn selected_name(s: &State) -> String {
+    let r = run(s);
+    r.trace.name(r.selected_event().unwrap()).to_string()
+}
+
+fn runs_state() -> State {
+    let mut s = State::new(Keymap::default(), (120, 40));
+    let d = crate::source::discover(&[fixture("agentdbg/runs"), fixture("agentsnap")], None);
+    for r in &d.runs {
+        update(&mut s, Action::RunsFound(super::entries(r).unwrap()));
+    }
+    update(&mut s, Action::RunsDone);
+    s
+}
+
+fn names(s: &State) -> Vec<String> {
+    s.runs
+        .order
+        .iter()
+        .map(|&i| s.runs.entries[i].name().to_string())
+        .collect()
+}
+
+#[test]
+fn runs_sort_newest_first_then_by_name_and_duration() {
+    let mut s = runs_state();
+    assert_eq!(names(&s), ["research-loop", "weather-report", "book-trip", "refund"]);
+    press(&mut s, &["s"]);
+    assert_eq!(names(&s), ["book-trip", "refund", "research-loop", "weather-report"]);
+    press(&mut s, &["s"]);
+    assert_eq!(names(&s)[0], "book-trip", "longest first");
+    press(&mut s, &["s"]);
+    assert_eq!(s.runs.sort, RunSort::Start);
+}
+
+#[test]
+fn runs_filter_is_fuzzy_and_esc_restores() {
+    let mut s = runs_state();
+    press(&mut s, &["/"]);
+    assert!(s.prompt.is_some());
+    typed(&mut s, "wthr");
+    assert_eq!(names(&s), ["weather-report"]);
+    press(&mut s, &["esc"]);
+    assert!(s.prompt.is_none());
+    assert_eq!(names(&s).len(), 4, "esc restores the filter from before");
+    press(&mut s, &["/"]);
+    typed(&mut s, "book");
+    press(&mut s, &["enter"]);
+    assert_eq!(names(&s), ["book-trip"]);
+    press(&mut s, &["esc"]);
+    assert_eq!(names(&s).len(), 4, "esc clears a kept filter");
+}
+
+#[test]
+fn opening_a_run_loads_it_in_the_background_and_stale_results_are_dropped() {
+    let mut s = runs_state();
+    press(&mut s, &["j", "j"]);
+    assert_eq!(s.selected_entry().unwrap().name(), "book-trip");
+    press(&mut s, &["enter"]);
+    assert!(s.loading.as_deref().unwrap().contains("book-trip"));
+    let Some(Effect::LoadRun {
+        generation,
+        run,
+        index,
+        id,
+    }) = s.effects.pop()
+    else {
+        panic!("no load effect")
+    };
+    // An older load finishing late is ignored.
+    update(
+        &mut s,
+        Action::RunLoaded {
+            generation: generation - 1,
+            result: Err("old".into()),
+        },
+    );
+    assert!(s.loading.is_some() && s.message.is_none());
+    let result = super::load_one(&run, index, &id);
+    update(&mut s, Action::RunLoaded { generation, result });
+    assert_eq!(s.view, View::Run);
+    assert!(s.loading.is_none());
+    assert_eq!(selected_name(&s), "book-trip");
+    // esc goes back; tab returns to the open run without reloading
+    press(&mut s, &["esc"]);
+    assert_eq!(s.view, View::Runs);
+    press(&mut s, &["tab"]);
+    assert_eq!(s.view, View::Run);
+    assert!(s.effects.is_empty());
+}
+
+#[test]
+fn esc_cancels_a_load() {
+    let mut s = runs_state();
+    press(&mut s, &["enter"]);
+    let Some(Effect::LoadRun { generation, .. }) = s.effects.pop() else {
+        panic!()
+    };
+    press(&mut s, &["esc"]);
+    assert!(s.loading.is_none());
+    update(
+        &mut s,
+        Action::RunLoaded {
+            generation,
+            result: Ok(Box::new(Trace::default())),
+        },
+    );
+    assert_eq!(s.view, View::Runs, "a cancelled load does not open");
+}
+
+#[test]
+fn a_single_run_opens_by_itself() {
+    let mut s = State::new(Keymap::default(), (120, 40));
+    let d = crate::source::discover(&[fixture("agentsnap/refund.snap.json")], None);
+    update(&mut s, Action::RunsFound(super::entries(&d.runs[0]).unwrap()));
+    update(&mut s, Action::RunsDone);
+    assert!(matches!(s.effects.last(), Some(Effect::LoadRun { .. })));
+}
+
+#[test]
+fn collapse_expand_and_the_parent_key() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    assert_eq!(run(&s).rows.len(), 7);
+    press(&mut s, &["j"]);
+    assert_eq!(selected_name(&s), "gpt-4o");
+    press(&mut s, &["h"]);
+    assert_eq!(run(&s).rows.len(), 6, "the LLM call's tool call is hidden");
+    press(&mut s, &["h"]);
+    assert_eq!(
+        selected_name(&s),
+        "book-trip",
+        "h on a collapsed row goes to the parent"
+    );
+    press(&mut s, &["j", "l"]);
+    assert_eq!(run(&s).rows.len(), 7);
+    press(&mut s, &["H"]);
+    assert_eq!(run(&s).rows.len(), 1);
+    assert_eq!(selected_name(&s), "book-trip");
+    press(&mut s, &["L"]);
+    assert_eq!(run(&s).rows.len(), 7);
+}
+
+#[test]
+fn jumps_to_errors_tools_and_llm_calls_reveal_collapsed_events() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    press(&mut s, &["H"]);
+    press(&mut s, &["e"]);
+    assert_eq!(selected_name(&s), "book_flight");
+    assert_eq!(
+        run(&s).trace.event(run(&s).selected_event().unwrap()).status,
+        Status::Error
+    );
+    press(&mut s, &["e"]);
+    assert_eq!(selected_name(&s), "PaymentDeclined");
+    press(&mut s, &["e"]);
+    assert_eq!(selected_name(&s), "book-trip");
+    assert!(s.message.as_ref().unwrap().text.contains("wrapped"));
+    press(&mut s, &["t"]);
+    assert_eq!(selected_name(&s), "search_flights");
+    press(&mut s, &["t"]);
+    assert_eq!(selected_name(&s), "book_flight");
+    press(&mut s, &["T"]);
+    assert_eq!(selected_name(&s), "search_flights");
+    press(&mut s, &["m"]);
+    assert_eq!(selected_name(&s), "gpt-4o");
+    press(&mut s, &["g", "M"]);
+    assert_eq!(run(&s).selected, 3, "previous LLM call wraps to the last one");
+}
+
+#[test]
+fn filter_narrows_highlights_and_steps() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    press(&mut s, &["/"]);
+    typed(&mut s, "status:error");
+    let r = run(&s);
+    assert_eq!(r.filter.count, 3);
+    assert!(
+        r.filter.is_hit(r.selected_event().unwrap()),
+        "the first hit is selected"
+    );
+    press(&mut s, &["enter"]);
+    assert!(s.prompt.is_none());
+    press(&mut s, &["n"]);
+    assert_eq!(selected_name(&s), "book_flight");
+    press(&mut s, &["n"]);
+    assert_eq!(selected_name(&s), "PaymentDeclined");
+    press(&mut s, &["N", "N"]);
+    assert_eq!(selected_name(&s), "book-trip");
+    // ancestors stay as context: root, LLM call, tool call, error event
+    assert_eq!(run(&s).rows.len(), 4);
+    press(&mut s, &["esc"]);
+    assert!(!run(&s).filter.active());
+    assert_eq!(run(&s).rows.len(), 7);
+    assert_eq!(s.view, View::Run, "the first esc only clears the filter");
+}
+
+#[test]
+fn free_text_reaches_payloads_and_inversion_works() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    press(&mut s, &["/"]);
+    typed(&mut s, "lisbon");
+    assert_eq!(run(&s).filter.count, 1, "found in the first prompt only");
+    assert_eq!(selected_name(&s), "gpt-4o");
+    update(&mut s, Action::InputClear);
+    typed(&mut s, "kind:tool !status:error");
+    assert_eq!(run(&s).filter.count, 1);
+    assert_eq!(selected_name(&s), "search_flights");
+}
+
+#[test]
+fn a_bad_filter_says_why_and_keeps_the_last_result() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    press(&mut s, &["/"]);
+    typed(&mut s, "kind:tool");
+    assert_eq!(run(&s).filter.count, 2);
+    typed(&mut s, " kind:bogus");
+    assert!(run(&s).filter.error.as_deref().unwrap().contains("bogus"));
+    assert_eq!(run(&s).filter.count, 2);
+}
+
+#[test]
+fn large_traces_are_searched_in_the_background() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    s.sync_search_limit = 0;
+    press(&mut s, &["/"]);
+    typed(&mut s, "x");
+    s.effects.clear();
+    update(&mut s, Action::InputBackspace);
+    typed(&mut s, "declined");
+    let Some(Effect::Search {
+        generation,
+        trace,
+        query,
+        cancel,
+    }) = s.effects.pop()
+    else {
+        panic!("no search effect")
+    };
+    assert!(run(&s).filter.progress.is_some(), "progress shows while searching");
+    // earlier searches were cancelled
+    assert!(s.effects.iter().all(|e| match e {
+        Effect::Search { cancel, .. } => cancel.load(std::sync::atomic::Ordering::Relaxed),
+        _ => true,
+    }));
+    let mut batches = Vec::new();
+    search::search(&trace, &query, &cancel, |b| batches.push(b));
+    // a stale batch from an old search is ignored
+    update(
+        &mut s,
+        Action::SearchBatch {
+            generation: generation - 1,
+            batch: search::Batch {
+                hits: vec![0, 1, 2],
+                ..Default::default()
+            },
+        },
+    );
+    assert_eq!(run(&s).filter.count, 0);
+    for batch in batches {
+        update(&mut s, Action::SearchBatch { generation, batch });
+    }
+    update(&mut s, Action::Tick);
+    let r = run(&s);
+    assert!(r.filter.progress.is_none());
+    assert_eq!(r.filter.count, 2, "the failed tool call and the error event");
+    assert!(r.filter.is_hit(r.selected_event().unwrap()));
+}
+
+#[test]
+fn detail_focus_cursor_copy_wrap_and_raw() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    press(&mut s, &["e", "enter"]);
+    assert_eq!(run(&s).focus, Pane::Detail);
+    assert_eq!(s.context(), super::keymap::Context::Detail);
+    let d = run(&s).detail.as_ref().unwrap();
+    let flight = d
+        .doc
+        .lines
+        .iter()
+        .position(|l| l.spans.iter().any(|(_, t)| t.contains("flight_id")))
+        .unwrap();
+    for _ in 0..flight {
+        press(&mut s, &["j"]);
+    }
+    press(&mut s, &["y"]);
+    assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == "FR8352"));
+    press(&mut s, &["Y"]);
+    assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == "$.input.flight_id"));
+    press(&mut s, &["w"]);
+    assert!(!run(&s).wrap);
+    press(&mut s, &["r"]);
+    let d = run(&s).detail.as_ref().unwrap();
+    assert!(
+        d.doc
+            .lines
+            .iter()
+            .any(|l| l.spans.iter().any(|(_, t)| t.contains("events.jsonl line 5")))
+    );
+    assert!(
+        d.doc
+            .lines
+            .iter()
+            .any(|l| l.spans.iter().any(|(_, t)| t.contains("\"event_type\":\"TOOL_CALL\"")))
+    );
+    press(&mut s, &["esc"]);
+    assert_eq!(run(&s).focus, Pane::Tree);
+    // navigation keys also work from the detail, and the detail follows
+    press(&mut s, &["tab", "t"]);
+    assert_eq!(run(&s).focus, Pane::Detail);
+    assert_eq!(selected_name(&s), "search_flights");
+    assert_eq!(run(&s).detail.as_ref().unwrap().cursor, 0);
+}
+
+#[test]
+fn detail_cursor_stays_on_screen() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    press(&mut s, &["enter", "G"]);
+    let d = run(&s).detail.as_ref().unwrap();
+    assert_eq!(d.cursor, d.doc.lines.len() - 1);
+    update(&mut s, Action::Resize(120, 20));
+    let d = run(&s).detail.as_ref().unwrap();
+    assert!(d.offset > 0 && d.offset <= d.cursor);
+}
+
+#[test]
+fn help_opens_over_any_view_and_quit_always_quits() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    press(&mut s, &["?"]);
+    assert_eq!(s.context(), super::keymap::Context::Help);
+    press(&mut s, &["j", "e"]);
+    assert_eq!(
+        run(&s).selected,
+        0,
+        "keys of the view underneath do nothing while help is open"
+    );
+    press(&mut s, &["esc"]);
+    assert!(s.help.is_none());
+    press(&mut s, &["/"]);
+    typed(&mut s, "q");
+    assert!(!s.quit, "q is text in the prompt");
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    let a = key_action(&s, ctrl_c).unwrap();
+    update(&mut s, a);
+    assert!(s.quit, "ctrl-c quits from anywhere");
+}
+
+#[test]
+fn mouse_clicks_select_and_focus_and_the_wheel_scrolls() {
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    let l = super::layout::run(ratatui::layout::Rect::new(0, 0, 120, 40));
+    let body = super::layout::body(l.tree);
+    update(
+        &mut s,
+        Action::Click {
+            x: body.x + 2,
+            y: body.y + 4,
+        },
+    );
+    assert_eq!(run(&s).selected, 4);
+    assert_eq!(selected_name(&s), "book_flight");
+    let d = super::layout::inner(l.detail);
+    update(&mut s, Action::Click { x: d.x + 2, y: d.y + 3 });
+    assert_eq!(run(&s).focus, Pane::Detail);
+    assert_eq!(run(&s).detail.as_ref().unwrap().cursor, 3);
+    // wrapped lines take several rows: a click maps to the logical line under it
+    if let Some(d) = s.run.as_mut().unwrap().detail.as_mut() {
+        let w = d.doc.lines[0].width();
+        d.doc.lines[0]
+            .spans
+            .push((super::detail::Tok::Text, "x".repeat(w + 60)));
+    }
+    update(&mut s, Action::Click { x: d.x + 2, y: d.y + 3 });
+    assert_eq!(
+        run(&s).detail.as_ref().unwrap().cursor,
+        1,
+        "line 0 now takes three rows"
+    );
+    update(
+        &mut s,
+        Action::Scroll {
+            x: body.x + 1,
+            y: body.y,
+            down: true,
+        },
+    );
+    assert_eq!(run(&s).selected, 6);
+    update(
+        &mut s,
+        Action::Click {
+            x: body.x + 1,
+            y: body.y + 30,
+        },
+    );
+    assert_eq!(run(&s).focus, Pane::Tree);
+    assert_eq!(run(&s).selected, 6, "a click below the last row selects nothing");
+}
+
+#[test]
+fn keymap_overrides_change_what_keys_do() {
+    let over: toml::Table = "[tree]\nnext_error = [\"x\"]\n".parse().unwrap();
+    let mut s = with_run(load("agentdbg/runs/run-7f3a"));
+    s.keys = Keymap::with_overrides(&over).unwrap();
+    press(&mut s, &["e"]);
+    assert_eq!(run(&s).selected, 0);
+    press(&mut s, &["x"]);
+    assert_eq!(selected_name(&s), "book_flight");
+}
+
+#[test]
+fn an_empty_trace_does_not_break_anything() {
+    let mut s = with_run(Trace::default());
+    press(
+        &mut s,
+        &[
+            "j", "k", "G", "g", "e", "t", "m", "n", "h", "l", "H", "L", "enter", "y", "w", "r", "esc",
+        ],
+    );
+    press(&mut s, &["/"]);
+    typed(&mut s, "anything");
+    assert_eq!(run(&s).rows.len(), 0);
+}
+
+#[test]
+fn page_keys_move_by_half_a_screen() {
+    let mut t = Trace::default();
+    let root = t.add(NewEvent::new(EventKind::Run, "r"));
+    for i in 0..200 {
+        let name = format!("step{i}");
+        t.add(NewEvent {
+            parent: Parent::Index(root),
+            ..NewEvent::new(EventKind::Step, &name)
+        });
+    }
+    t.finalize();
+    let mut s = with_run(t);
+    press(&mut s, &["ctrl-d"]);
+    let h = super::layout::body(super::layout::run(ratatui::layout::Rect::new(0, 0, 120, 40)).tree).height as usize;
+    assert_eq!(run(&s).selected, h / 2);
+    press(&mut s, &["G"]);
+    assert_eq!(run(&s).selected, 200);
+    assert_eq!(run(&s).offset, 201 - h);
+    press(&mut s, &["ctrl-u"]);
+    assert_eq!(run(&s).selected, 200 - h / 2);
+}
+
+#[test]
+fn a_cancelled_search_thread_stops() {
+    let t = load("agentdbg/runs/run-7f3a");
+    let q = search::parse("declined").unwrap();
+    let cancel = AtomicBool::new(true);
+    let mut n = 0;
+    search::search(&t, &q, &cancel, |_| n += 1);
+    assert_eq!(n, 0);
+    let _ = Command::Quit;
+}

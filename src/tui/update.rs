@@ -1,0 +1,748 @@
+//! Input → `Action` → state. `key_action` and `mouse_action` turn terminal input into actions
+//! (through the keymap); `update` is the only place the state changes. Work that cannot be
+//! done here (threads, clipboard) is queued in `State::effects` for the app loop.
+
+use super::action::{Action, Command};
+use super::detail;
+use super::keymap::{Context, Key};
+use super::layout;
+use super::state::*;
+use crate::model::{EventKind, NO_PARENT, Trace};
+use crate::search::{self, fuzzy::Fuzzy};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use ratatui::layout::Rect;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Ticks a message stays on screen (the app ticks every 100 ms).
+const MESSAGE_TICKS: u64 = 40;
+const WHEEL_STEP: usize = 3;
+
+/// What a key means now: prompt editing while the filter prompt is open, else the keymap.
+pub fn key_action(s: &State, k: KeyEvent) -> Option<Action> {
+    if k.kind == KeyEventKind::Release {
+        return None;
+    }
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    // In raw mode Ctrl-C is a key, not a signal: it always quits, cleanly.
+    if ctrl && matches!(k.code, KeyCode::Char('c') | KeyCode::Char('C')) {
+        return Some(Action::Cmd(Command::Quit));
+    }
+    if s.prompt.is_some() {
+        return match k.code {
+            KeyCode::Esc => Some(Action::InputCancel),
+            KeyCode::Enter => Some(Action::InputSubmit),
+            KeyCode::Backspace => Some(Action::InputBackspace),
+            KeyCode::Char('u') if ctrl => Some(Action::InputClear),
+            KeyCode::Char(c) if !ctrl && !k.modifiers.contains(KeyModifiers::ALT) => Some(Action::Input(c)),
+            _ => None,
+        };
+    }
+    s.keys.lookup(s.context(), Key::from_event(&k)).map(Action::Cmd)
+}
+
+pub fn mouse_action(m: MouseEvent) -> Option<Action> {
+    let (x, y) = (m.column, m.row);
+    match m.kind {
+        MouseEventKind::Down(crossterm::event::MouseButton::Left) => Some(Action::Click { x, y }),
+        MouseEventKind::ScrollDown => Some(Action::Scroll { x, y, down: true }),
+        MouseEventKind::ScrollUp => Some(Action::Scroll { x, y, down: false }),
+        _ => None,
+    }
+}
+
+fn area(s: &State) -> Rect {
+    Rect::new(0, 0, s.size.0, s.size.1)
+}
+
+fn runs_height(s: &State) -> usize {
+    layout::body(layout::runs(area(s)).table).height.max(1) as usize
+}
+
+fn tree_height(s: &State) -> usize {
+    layout::body(layout::run(area(s)).tree).height.max(1) as usize
+}
+
+fn detail_box(s: &State) -> Rect {
+    layout::inner(layout::run(area(s)).detail)
+}
+
+fn say(s: &mut State, text: impl Into<String>, error: bool) {
+    s.message = Some(Message {
+        text: text.into(),
+        error,
+        until: s.tick + MESSAGE_TICKS,
+    });
+}
+
+pub fn update(s: &mut State, a: Action) {
+    match a {
+        Action::Tick => {
+            s.tick += 1;
+            if s.message.as_ref().is_some_and(|m| m.until <= s.tick) {
+                s.message = None;
+            }
+            if let Some(r) = s.run.as_mut().filter(|r| r.filter.stale) {
+                r.rebuild_rows();
+            }
+        }
+        Action::Resize(w, h) => s.size = (w, h),
+        Action::RunsFound(list) => {
+            s.runs.entries.extend(list);
+            let mut seen = std::collections::HashMap::new();
+            for e in &s.runs.entries {
+                *seen.entry(e.name()).or_insert(0) += 1;
+            }
+            s.runs.same_name = s.runs.entries.iter().map(|e| seen[e.name()] > 1).collect();
+            refresh_runs(s);
+        }
+        Action::RunsProblem(p) => s.runs.problems.push(p),
+        Action::RunsDone => {
+            s.runs.scanning = false;
+            if s.auto_open && s.runs.entries.len() == 1 && s.run.is_none() && s.loading.is_none() {
+                open_entry(s, 0);
+            }
+        }
+        Action::RunLoaded { generation, result } => {
+            if generation != s.load_gen {
+                return; // cancelled or superseded
+            }
+            s.loading = None;
+            match result {
+                Ok(trace) => {
+                    if let Some(old) = s.run.as_ref() {
+                        cancel_search(old);
+                    }
+                    let entry = s.pending_entry.take();
+                    s.run = Some(RunView::new(Arc::new(*trace), entry));
+                    s.view = View::Run;
+                }
+                Err(e) => say(s, e, true),
+            }
+        }
+        Action::SearchBatch { generation, batch } => {
+            if let Some(r) = s.run.as_mut()
+                && r.filter.generation == generation
+            {
+                apply_batch(r, batch);
+            }
+        }
+        Action::Input(c) => edit_prompt(s, |t| t.push(c)),
+        Action::InputBackspace => edit_prompt(s, |t| {
+            t.pop();
+        }),
+        Action::InputClear => edit_prompt(s, String::clear),
+        Action::InputSubmit => {
+            s.prompt = None;
+            if let Some(r) = s.run.as_ref().filter(|_| s.view == View::Run)
+                && r.filter.active()
+                && r.filter.count == 0
+                && r.filter.progress.is_none()
+            {
+                say(s, "no events match", false);
+            }
+        }
+        Action::InputCancel => {
+            if let Some(p) = s.prompt.take() {
+                set_filter(s, p.before);
+            }
+        }
+        Action::Click { x, y } => click(s, x, y),
+        Action::Scroll { x, y, down } => scroll(s, x, y, down),
+        Action::Cmd(c) => command(s, c),
+    }
+    settle(s);
+}
+
+/// Keep offsets and the detail consistent with the selection and the screen size.
+fn settle(s: &mut State) {
+    let rh = runs_height(s);
+    let n = s.runs.order.len();
+    s.runs.selected = s.runs.selected.min(n.saturating_sub(1));
+    s.runs.offset = follow(s.runs.selected, s.runs.offset, rh, n);
+    let th = tree_height(s);
+    let dbox = detail_box(s);
+    if let Some(r) = s.run.as_mut() {
+        let n = r.rows.len();
+        r.selected = r.selected.min(n.saturating_sub(1));
+        r.offset = follow(r.selected, r.offset, th, n);
+        r.sync_detail();
+        let wrap = r.wrap;
+        if let Some(d) = r.detail.as_mut() {
+            let n = d.doc.lines.len();
+            d.cursor = d.cursor.min(n.saturating_sub(1));
+            if d.cursor < d.offset {
+                d.offset = d.cursor;
+            }
+            // The cursor line must fit: wrapped lines take several rows. Walk up from the
+            // cursor (at most a screenful of lines) to find the lowest acceptable offset.
+            let (w, h) = (dbox.width as usize, dbox.height.max(1) as usize);
+            if n > 0 {
+                let mut used = 0;
+                let mut top = d.cursor;
+                loop {
+                    used += detail::rows_of(&d.doc.lines[top], w, wrap);
+                    if used > h {
+                        top += 1;
+                        break;
+                    }
+                    if top == d.offset {
+                        break;
+                    }
+                    top -= 1;
+                }
+                d.offset = d.offset.max(top.min(d.cursor));
+            }
+        }
+    }
+}
+
+/// The offset that keeps `sel` inside a window of `h` rows.
+fn follow(sel: usize, offset: usize, h: usize, n: usize) -> usize {
+    let mut o = offset.min(n.saturating_sub(1));
+    if sel < o {
+        o = sel;
+    } else if sel >= o + h {
+        o = sel + 1 - h;
+    }
+    // Do not leave empty rows at the bottom when the list could fill the window.
+    o.min(n.saturating_sub(h))
+}
+
+fn edit_prompt(s: &mut State, f: impl FnOnce(&mut String)) {
+    let Some(p) = s.prompt.as_mut() else { return };
+    f(&mut p.text);
+    let text = p.text.clone();
+    set_filter(s, text);
+}
+
+/// Apply a filter text to the current view (live, as it is typed).
+fn set_filter(s: &mut State, text: String) {
+    match s.view {
+        View::Runs => {
+            s.runs.filter = text;
+            refresh_runs(s);
+            s.runs.selected = 0;
+        }
+        View::Run => {
+            let limit = s.sync_search_limit;
+            if let Some(r) = s.run.as_mut()
+                && let Some(e) = apply_filter(r, text, limit)
+            {
+                s.effects.push(e);
+            }
+        }
+    }
+}
+
+/// Sort and filter the runs list, keeping the selected run selected.
+pub fn refresh_runs(s: &mut State) {
+    let keep = s.runs.order.get(s.runs.selected).copied().filter(|_| s.runs.moved);
+    let fz = Fuzzy::default();
+    let f = s.runs.filter.trim().to_string();
+    let mut order: Vec<usize> = (0..s.runs.entries.len())
+        .filter(|&i| {
+            let e = &s.runs.entries[i];
+            f.is_empty() || fz.score(e.name(), &f).is_some() || fz.score(&e.summary.id, &f).is_some()
+        })
+        .collect();
+    let en = &s.runs.entries;
+    match s.runs.sort {
+        RunSort::Start => order.sort_by(|&a, &b| {
+            let (a, b) = (&en[a].summary, &en[b].summary);
+            b.start
+                .cmp(&a.start)
+                .then_with(|| a.name.cmp(&b.name))
+                .then_with(|| a.id.cmp(&b.id))
+        }),
+        RunSort::Name => order.sort_by(|&a, &b| {
+            en[a]
+                .name()
+                .to_lowercase()
+                .cmp(&en[b].name().to_lowercase())
+                .then_with(|| en[a].summary.id.cmp(&en[b].summary.id))
+        }),
+        RunSort::Duration => order.sort_by(|&a, &b| en[b].summary.duration.cmp(&en[a].summary.duration)),
+    }
+    s.runs.selected = keep.and_then(|k| order.iter().position(|&i| i == k)).unwrap_or(0);
+    s.runs.order = order;
+}
+
+fn cancel_search(r: &RunView) {
+    if let Some(c) = &r.filter.cancel {
+        c.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Set the run's filter. Small traces are searched here; large ones get a background search
+/// (returned as an effect) whose batches stream in through `SearchBatch`.
+pub fn apply_filter(r: &mut RunView, text: String, sync_limit: usize) -> Option<Effect> {
+    cancel_search(r);
+    r.filter.cancel = None;
+    r.filter.progress = None;
+    r.filter.text = text;
+    let q = match search::parse(&r.filter.text) {
+        Ok(q) => q,
+        Err(e) => {
+            r.filter.error = Some(e);
+            return None; // keep showing the last valid result
+        }
+    };
+    r.filter.error = None;
+    r.filter.generation += 1;
+    if q.is_empty() {
+        r.filter.query = None;
+        r.filter.hits = Vec::new();
+        r.filter.count = 0;
+        r.rebuild_rows();
+        return None;
+    }
+    let q = Arc::new(q);
+    r.filter.query = Some(q.clone());
+    r.filter.hits = vec![false; r.trace.len()];
+    r.filter.count = 0;
+    if r.trace.len() <= sync_limit {
+        let trace = r.trace.clone();
+        let mut batches = Vec::new();
+        search::search(&trace, &q, &AtomicBool::new(false), |b| batches.push(b));
+        for b in batches {
+            apply_batch(r, b);
+        }
+        r.rebuild_rows();
+        select_first_hit(r);
+        return None;
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    r.filter.cancel = Some(cancel.clone());
+    r.filter.progress = Some((0, r.trace.len()));
+    r.rebuild_rows();
+    Some(Effect::Search {
+        generation: r.filter.generation,
+        trace: r.trace.clone(),
+        query: q,
+        cancel,
+    })
+}
+
+fn apply_batch(r: &mut RunView, b: search::Batch) {
+    let first = r.filter.count == 0;
+    for &i in &b.hits {
+        if let Some(h) = r.filter.hits.get_mut(i as usize)
+            && !*h
+        {
+            *h = true;
+            r.filter.count += 1;
+        }
+    }
+    r.filter.progress = (!b.finished).then_some((b.done, b.total));
+    if !b.hits.is_empty() || b.finished {
+        r.filter.stale = true;
+    }
+    // The first hits are shown at once; later ones on the next tick (rebuilds are O(events)).
+    if (first && r.filter.count > 0) || b.finished {
+        r.rebuild_rows();
+        if first {
+            select_first_hit(r);
+        }
+    }
+}
+
+fn select_first_hit(r: &mut RunView) {
+    if let Some(cur) = r.selected_event()
+        && r.filter.is_hit(cur)
+    {
+        return;
+    }
+    if let Some(p) = r.rows.iter().position(|row| r.filter.is_hit(row.ev)) {
+        r.selected = p;
+    }
+}
+
+fn open_entry(s: &mut State, idx: usize) {
+    let Some(e) = s.runs.entries.get(idx) else { return };
+    if s.run.as_ref().is_some_and(|r| r.entry == Some(idx)) {
+        s.view = View::Run;
+        return;
+    }
+    s.load_gen += 1;
+    s.loading = Some(format!("loading {}", crate::sanitize::line(e.name())));
+    s.pending_entry = Some(idx);
+    s.effects.push(Effect::LoadRun {
+        generation: s.load_gen,
+        run: e.run.clone(),
+        index: e.index,
+        id: e.summary.id.clone(),
+    });
+}
+
+fn command(s: &mut State, c: Command) {
+    if c == Command::Quit {
+        s.quit = true;
+        return;
+    }
+    if s.help.is_some() {
+        match c {
+            Command::Help | Command::Back => s.help = None,
+            Command::Down => s.help = s.help.map(|o| o + 1),
+            Command::Up => s.help = s.help.map(|o| o.saturating_sub(1)),
+            _ => {}
+        }
+        return;
+    }
+    if c == Command::Help {
+        s.help = Some(0);
+        return;
+    }
+    match s.context() {
+        Context::Runs => runs_command(s, c),
+        Context::Tree => tree_command(s, c),
+        Context::Detail => detail_command(s, c),
+        Context::Help | Context::Global => {}
+    }
+}
+
+fn move_sel(sel: usize, n: usize, c: Command, page: usize) -> usize {
+    let last = n.saturating_sub(1);
+    match c {
+        Command::Up => sel.saturating_sub(1),
+        Command::Down => (sel + 1).min(last),
+        Command::Top => 0,
+        Command::Bottom => last,
+        Command::PageDown => (sel + (page / 2).max(1)).min(last),
+        Command::PageUp => sel.saturating_sub((page / 2).max(1)),
+        _ => sel,
+    }
+}
+
+fn is_move(c: Command) -> bool {
+    matches!(
+        c,
+        Command::Up | Command::Down | Command::Top | Command::Bottom | Command::PageDown | Command::PageUp
+    )
+}
+
+fn runs_command(s: &mut State, c: Command) {
+    match c {
+        c if is_move(c) => {
+            let h = runs_height(s);
+            s.runs.selected = move_sel(s.runs.selected, s.runs.order.len(), c, h);
+            s.runs.moved = true;
+        }
+        Command::Open => {
+            if let Some(&i) = s.runs.order.get(s.runs.selected) {
+                open_entry(s, i);
+            }
+        }
+        Command::Filter => {
+            s.prompt = Some(Prompt {
+                text: s.runs.filter.clone(),
+                before: s.runs.filter.clone(),
+            })
+        }
+        Command::Sort => {
+            s.runs.sort = s.runs.sort.next();
+            refresh_runs(s);
+            say(s, format!("sorted {}", s.runs.sort.label()), false);
+        }
+        Command::Back => {
+            if s.loading.take().is_some() {
+                s.load_gen += 1;
+                say(s, "loading cancelled", false);
+            } else if !s.runs.filter.is_empty() {
+                s.runs.filter.clear();
+                refresh_runs(s);
+            }
+        }
+        Command::NextPane | Command::PrevPane if s.run.is_some() => s.view = View::Run,
+        _ => {}
+    }
+}
+
+/// What a jump looks for.
+type Wanted = fn(&Trace, u32, &Filter) -> bool;
+
+fn wanted(c: Command) -> Option<(bool, &'static str, Wanted)> {
+    Some(match c {
+        Command::NextError => (true, "error", |t, i, _| t.event(i).is_error()),
+        Command::PrevError => (false, "error", |t, i, _| t.event(i).is_error()),
+        Command::NextTool => (true, "tool call", |t, i, _| t.event(i).kind == EventKind::ToolCall),
+        Command::PrevTool => (false, "tool call", |t, i, _| t.event(i).kind == EventKind::ToolCall),
+        Command::NextLlm => (true, "LLM call", |t, i, _| t.event(i).kind == EventKind::LlmCall),
+        Command::PrevLlm => (false, "LLM call", |t, i, _| t.event(i).kind == EventKind::LlmCall),
+        Command::NextMatch => (true, "match", |_, i, f| f.is_hit(i)),
+        Command::PrevMatch => (false, "match", |_, i, f| f.is_hit(i)),
+        _ => return None,
+    })
+}
+
+/// Jump to the next (or previous) event the predicate wants, in tree order, wrapping around;
+/// collapsed ancestors are expanded to show it. With a filter, only hits are candidates.
+fn jump(s: &mut State, forward: bool, what: &str, pred: Wanted) {
+    let Some(r) = s.run.as_mut() else { return };
+    if what == "match" && !r.filter.active() {
+        say(s, "no filter: press / to filter", false);
+        return;
+    }
+    let n = r.order.len();
+    if n == 0 {
+        return;
+    }
+    let cur = r.selected_event().map(|e| r.pos[e as usize] as usize).unwrap_or(0);
+    let mut found = None;
+    for step in 1..=n {
+        let p = if forward {
+            (cur + step) % n
+        } else {
+            (cur + n - step % n) % n
+        };
+        let ev = r.order[p];
+        if (!r.filter.active() || r.filter.is_hit(ev)) && pred(&r.trace, ev, &r.filter) {
+            found = Some((ev, if forward { p <= cur } else { p >= cur }));
+            break;
+        }
+    }
+    let Some((ev, wrapped)) = found else {
+        say(s, format!("no {what}s"), false);
+        return;
+    };
+    reveal(r, ev);
+    if let Some(p) = r.rows.iter().position(|row| row.ev == ev) {
+        r.selected = p;
+    }
+    if wrapped {
+        say(
+            s,
+            format!("{what}: wrapped to the {}", if forward { "top" } else { "bottom" }),
+            false,
+        );
+    }
+}
+
+/// Expand every collapsed ancestor of `ev` (rebuilding the rows only if one was collapsed).
+fn reveal(r: &mut RunView, ev: u32) {
+    let mut changed = false;
+    let mut p = r.trace.event(ev).parent;
+    while p != NO_PARENT {
+        if std::mem::take(&mut r.collapsed[p as usize]) {
+            changed = true;
+        }
+        p = r.trace.event(p).parent;
+    }
+    if changed {
+        r.rebuild_rows();
+    }
+}
+
+fn tree_command(s: &mut State, c: Command) {
+    if let Some((fwd, what, pred)) = wanted(c) {
+        jump(s, fwd, what, pred);
+        return;
+    }
+    let h = tree_height(s);
+    let limit = s.sync_search_limit;
+    let Some(r) = s.run.as_mut() else { return };
+    match c {
+        c if is_move(c) => r.selected = move_sel(r.selected, r.rows.len(), c, h),
+        Command::Open | Command::NextPane | Command::PrevPane => r.focus = Pane::Detail,
+        Command::Collapse => {
+            let Some(row) = r.rows.get(r.selected).copied() else {
+                return;
+            };
+            let has_children = !r.trace.children(row.ev).is_empty();
+            if has_children && !r.collapsed[row.ev as usize] {
+                r.collapsed[row.ev as usize] = true;
+                r.rebuild_rows();
+            } else {
+                let parent = r.trace.event(row.ev).parent;
+                if let Some(p) = r.rows[..r.selected].iter().rposition(|x| x.ev == parent) {
+                    r.selected = p;
+                }
+            }
+        }
+        Command::Expand => {
+            let Some(row) = r.rows.get(r.selected).copied() else {
+                return;
+            };
+            if r.collapsed[row.ev as usize] {
+                r.collapsed[row.ev as usize] = false;
+                r.rebuild_rows();
+            } else if !r.trace.children(row.ev).is_empty() {
+                r.selected = (r.selected + 1).min(r.rows.len().saturating_sub(1));
+            }
+        }
+        Command::CollapseAll => {
+            // Keep the selection on the top-level event that contains it.
+            if let Some(mut e) = r.selected_event() {
+                while r.trace.event(e).parent != NO_PARENT {
+                    e = r.trace.event(e).parent;
+                }
+                r.selected = r.rows.iter().position(|x| x.ev == e).unwrap_or(0);
+            }
+            for (i, c) in r.collapsed.iter_mut().enumerate() {
+                *c = !r.trace.events[i].children.is_empty();
+            }
+            r.rebuild_rows();
+        }
+        Command::ExpandAll => {
+            r.collapsed.iter_mut().for_each(|c| *c = false);
+            r.rebuild_rows();
+        }
+        Command::Filter => {
+            s.prompt = Some(Prompt {
+                text: r.filter.text.clone(),
+                before: r.filter.text.clone(),
+            })
+        }
+        Command::Back => {
+            if r.filter.active() || r.filter.error.is_some() {
+                let _ = apply_filter(r, String::new(), limit);
+            } else {
+                s.view = View::Runs;
+            }
+        }
+        Command::Copy => {
+            if let Some(ev) = r.selected_event() {
+                let p = crate::formats::payload(&r.trace, r.trace.event(ev));
+                let text = serde_json::to_string_pretty(&p).unwrap_or_default();
+                copy(s, text, "payload");
+            }
+        }
+        _ => {}
+    }
+}
+
+fn detail_command(s: &mut State, c: Command) {
+    if let Some((fwd, what, pred)) = wanted(c) {
+        jump(s, fwd, what, pred);
+        return;
+    }
+    let h = detail_box(s).height as usize;
+    let Some(r) = s.run.as_mut() else { return };
+    match c {
+        c if is_move(c) => {
+            if let Some(d) = r.detail.as_mut() {
+                d.cursor = move_sel(d.cursor, d.doc.lines.len(), c, h);
+            }
+        }
+        Command::Back | Command::NextPane | Command::PrevPane => r.focus = Pane::Tree,
+        Command::Wrap => {
+            r.wrap = !r.wrap;
+            let on = r.wrap;
+            say(s, if on { "wrap on" } else { "wrap off" }, false);
+        }
+        Command::Raw => {
+            r.raw = !r.raw;
+            if let Some(ev) = r.selected_event() {
+                r.rebuild_detail(ev);
+            }
+        }
+        Command::Copy | Command::CopyPath => {
+            let got = r.detail.as_ref().and_then(|d| {
+                if c == Command::Copy {
+                    d.doc.copy_value(d.cursor)
+                } else {
+                    d.doc.copy_path(d.cursor)
+                }
+            });
+            match got {
+                Some(text) => copy(s, text, if c == Command::Copy { "value" } else { "path" }),
+                None => say(s, "nothing to copy on this line", false),
+            }
+        }
+        _ => {}
+    }
+}
+
+fn copy(s: &mut State, text: String, what: &str) {
+    say(
+        s,
+        format!("copied {what} ({} bytes) to the clipboard", text.len()),
+        false,
+    );
+    s.effects.push(Effect::Copy(text));
+}
+
+fn click(s: &mut State, x: u16, y: u16) {
+    if s.help.is_some() {
+        if !layout::contains(layout::help(area(s)), x, y) {
+            s.help = None;
+        }
+        return;
+    }
+    match s.view {
+        View::Runs => {
+            let b = layout::body(layout::runs(area(s)).table);
+            if layout::contains(b, x, y) {
+                let i = s.runs.offset + (y - b.y) as usize;
+                if i < s.runs.order.len() {
+                    s.runs.selected = i;
+                    s.runs.moved = true;
+                }
+            }
+        }
+        View::Run => {
+            let l = layout::run(area(s));
+            let (tree, dbox) = (layout::body(l.tree), layout::inner(l.detail));
+            let Some(r) = s.run.as_mut() else { return };
+            if layout::contains(l.tree, x, y) {
+                r.focus = Pane::Tree;
+                if layout::contains(tree, x, y) {
+                    let i = r.offset + (y - tree.y) as usize;
+                    if i < r.rows.len() {
+                        r.selected = i;
+                    }
+                }
+            } else if layout::contains(l.detail, x, y) {
+                r.focus = Pane::Detail;
+                if layout::contains(dbox, x, y)
+                    && let Some(d) = r.detail.as_mut()
+                {
+                    let mut row = dbox.y;
+                    for i in d.offset..d.doc.lines.len() {
+                        let hgt = detail::rows_of(&d.doc.lines[i], dbox.width as usize, r.wrap) as u16;
+                        if y < row + hgt {
+                            d.cursor = i;
+                            break;
+                        }
+                        row += hgt;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
+    let step = |v: usize, n: usize| {
+        if down {
+            (v + WHEEL_STEP).min(n.saturating_sub(1))
+        } else {
+            v.saturating_sub(WHEEL_STEP)
+        }
+    };
+    if let Some(o) = s.help {
+        s.help = Some(if down {
+            o + WHEEL_STEP
+        } else {
+            o.saturating_sub(WHEEL_STEP)
+        });
+        return;
+    }
+    match s.view {
+        View::Runs => {
+            s.runs.selected = step(s.runs.selected, s.runs.order.len());
+            s.runs.moved = true;
+        }
+        View::Run => {
+            let l = layout::run(area(s));
+            let Some(r) = s.run.as_mut() else { return };
+            if layout::contains(l.detail, x, y) {
+                if let Some(d) = r.detail.as_mut() {
+                    d.cursor = step(d.cursor, d.doc.lines.len());
+                }
+            } else if layout::contains(l.tree, x, y) {
+                r.selected = step(r.selected, r.rows.len());
+            }
+        }
+    }
+}

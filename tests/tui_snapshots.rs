@@ -1,0 +1,212 @@
+//! Every view rendered with ratatui's TestBackend, for agentdbg, agentsnap and openai-chat
+//! traces (fixtures in tests/fixtures/tui/), compared with insta snapshots.
+
+use crossterm::event::KeyEvent;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::path::{Path, PathBuf};
+use tracetui::tui::action::Action;
+use tracetui::tui::keymap::{Key, Keymap};
+use tracetui::tui::render::render;
+use tracetui::tui::state::{Effect, State, View};
+use tracetui::tui::theme::Theme;
+use tracetui::tui::update::{key_action, update};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tui")
+        .join(rel)
+}
+
+fn screen(s: &State, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| render(f, s, &Theme::dark())).unwrap();
+    let buf = term.backend().buffer();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn press(s: &mut State, keys: &[&str]) {
+    for k in keys {
+        let k = Key::parse(k).unwrap();
+        if let Some(a) = key_action(s, KeyEvent::new(k.code, k.mods)) {
+            update(s, a);
+        }
+    }
+}
+
+fn typed(s: &mut State, text: &str) {
+    for c in text.chars() {
+        update(s, Action::Input(c));
+    }
+}
+
+/// A state with the runs of these fixture paths listed.
+fn runs(paths: &[&str], size: (u16, u16)) -> State {
+    let mut s = State::new(Keymap::default(), size);
+    s.auto_open = false;
+    let paths: Vec<PathBuf> = paths.iter().map(|p| fixture(p)).collect();
+    let d = tracetui::source::discover(&paths, None);
+    for r in &d.runs {
+        update(&mut s, Action::RunsFound(tracetui::tui::entries(r).unwrap()));
+    }
+    update(&mut s, Action::RunsDone);
+    s
+}
+
+/// A state with one run open, loaded the way the app loads it.
+fn opened(path: &str, size: (u16, u16)) -> State {
+    let mut s = runs(&[path], size);
+    press(&mut s, &["enter"]);
+    let Some(Effect::LoadRun {
+        generation,
+        run,
+        index,
+        id,
+    }) = s.effects.pop()
+    else {
+        panic!("no load")
+    };
+    update(
+        &mut s,
+        Action::RunLoaded {
+            generation,
+            result: tracetui::tui::load_one(&run, index, &id),
+        },
+    );
+    assert_eq!(s.view, View::Run);
+    s
+}
+
+#[test]
+fn runs_view() {
+    let s = runs(
+        &[
+            "agentdbg/runs",
+            "agentsnap/refund.snap.json",
+            "openai-chat/calendar-chat.json",
+        ],
+        (120, 16),
+    );
+    insta::assert_snapshot!(screen(&s, 120, 16));
+}
+
+#[test]
+fn runs_view_narrow_drops_columns_and_filters() {
+    let mut s = runs(&["agentdbg/runs", "agentsnap/refund.snap.json"], (64, 16));
+    press(&mut s, &["/"]);
+    typed(&mut s, "rf");
+    insta::assert_snapshot!(screen(&s, 64, 16));
+}
+
+#[test]
+fn run_view_agentdbg_failed_tool_call() {
+    let mut s = opened("agentdbg/runs/run-7f3a", (120, 32));
+    press(&mut s, &["e"]);
+    insta::assert_snapshot!(screen(&s, 120, 32));
+}
+
+#[test]
+fn run_view_agentdbg_detail_raw() {
+    let mut s = opened("agentdbg/runs/run-7f3a", (120, 24));
+    press(&mut s, &["e", "enter", "r"]);
+    insta::assert_snapshot!(screen(&s, 120, 24));
+}
+
+#[test]
+fn run_view_agentdbg_llm_call_detail_scrolled() {
+    let mut s = opened("agentdbg/runs/run-7f3a", (120, 30));
+    press(&mut s, &["m", "tab", "j", "j", "j", "j", "j", "j", "j", "j"]);
+    insta::assert_snapshot!(screen(&s, 120, 30));
+}
+
+#[test]
+fn run_view_filter_prompt_and_highlight() {
+    let mut s = opened("agentdbg/runs/run-7f3a", (120, 24));
+    press(&mut s, &["/"]);
+    typed(&mut s, "flight");
+    insta::assert_snapshot!(screen(&s, 120, 24));
+}
+
+#[test]
+fn run_view_stacked_on_a_small_terminal() {
+    let mut s = opened("agentdbg/runs/run-7f3a", (80, 24));
+    press(&mut s, &["t"]);
+    insta::assert_snapshot!(screen(&s, 80, 24));
+}
+
+#[test]
+fn run_view_agentsnap() {
+    let mut s = opened("agentsnap/refund.snap.json", (120, 24));
+    press(&mut s, &["e", "e"]);
+    insta::assert_snapshot!(screen(&s, 120, 24));
+}
+
+#[test]
+fn run_view_openai_chat() {
+    let mut s = opened("openai-chat/calendar-chat.json", (120, 24));
+    press(&mut s, &["t", "t"]);
+    insta::assert_snapshot!(screen(&s, 120, 24));
+}
+
+#[test]
+fn run_view_running_agentdbg_with_markers() {
+    let mut s = opened("agentdbg/runs/run-c0de", (120, 20));
+    press(&mut s, &["t"]);
+    insta::assert_snapshot!(screen(&s, 120, 20));
+}
+
+#[test]
+fn help_overlay_for_the_tree() {
+    let mut s = opened("agentdbg/runs/run-7f3a", (120, 44));
+    press(&mut s, &["?"]);
+    insta::assert_snapshot!(screen(&s, 120, 44));
+}
+
+#[test]
+fn help_overlay_for_the_runs_list() {
+    let mut s = runs(&["agentdbg/runs"], (100, 30));
+    press(&mut s, &["?"]);
+    insta::assert_snapshot!(screen(&s, 100, 30));
+}
+
+#[test]
+fn terminal_too_small() {
+    let s = runs(&["agentdbg/runs"], (50, 12));
+    insta::assert_snapshot!(screen(&s, 50, 12));
+}
+
+#[test]
+fn hostile_strings_render_escaped() {
+    // wide enough that the hostile result is not wrapped
+    let mut s = opened("hostile/runs/run-evil", (240, 20));
+    press(&mut s, &["j"]);
+    let text = screen(&s, 240, 20);
+    assert!(text.contains("\\x1b[2J"), "{text}");
+    assert!(text.contains("\\x1b]0;PWNED-TITLE\\x07"));
+    assert!(text.contains("\\x1b]52;c;cHduZWQ=\\x07"));
+    assert!(text.contains("\\x9b31m"));
+    assert!(text.contains("<U+202E>"));
+    assert!(!text.chars().any(|c| c.is_control() && c != '\n'));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn no_color_theme_renders_without_colours() {
+    let s = opened("agentdbg/runs/run-7f3a", (120, 24));
+    let mut term = Terminal::new(TestBackend::new(120, 24)).unwrap();
+    term.draw(|f| render(f, &s, &Theme::no_color())).unwrap();
+    let buf = term.backend().buffer();
+    use ratatui::style::Color;
+    for c in buf.content() {
+        assert!(matches!(c.fg, Color::Reset) && matches!(c.bg, Color::Reset), "{c:?}");
+    }
+}

@@ -1,0 +1,313 @@
+//! End to end: the real binary in a real terminal (tmux), driven by keys, read from the
+//! screen. Each test runs its own tmux server (`-L`), so nothing touches the user's sessions.
+//! Skipped, with the reason printed, when tmux is not installed.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const PROMPT: &str = "E2E$";
+
+struct Tmux {
+    socket: String,
+}
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+fn tmux_available() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+impl Tmux {
+    /// A fresh server with one 120x40 pane running a plain shell in the crate root.
+    fn start() -> Tmux {
+        Tmux::start_sized(120, 40)
+    }
+
+    fn start_sized(w: u16, h: u16) -> Tmux {
+        let socket = format!(
+            "tracetui-e2e-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let t = Tmux { socket };
+        let root = env!("CARGO_MANIFEST_DIR");
+        let shell = format!("env PS1='{PROMPT} ' HISTFILE=/dev/null bash --norc --noprofile -i");
+        let (w, h) = (w.to_string(), h.to_string());
+        t.ok(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            &w,
+            "-y",
+            &h,
+            "-c",
+            root,
+            &shell,
+        ]);
+        // OSC 52 from the pane becomes a tmux paste buffer: what reaches the "clipboard" is visible.
+        t.ok(&["set-option", "-g", "set-clipboard", "on"]);
+        t.ok(&["set-option", "-s", "escape-time", "0"]);
+        t.ok(&["select-pane", "-t", "e2e", "-T", "e2e-title"]);
+        t.wait_for("the shell prompt", |s| s.contains(PROMPT));
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.ok(&["capture-pane", "-p", "-t", "e2e"])
+    }
+
+    fn var(&self, name: &str) -> String {
+        self.ok(&["display-message", "-p", "-t", "e2e", &format!("#{{{name}}}")])
+            .trim()
+            .to_string()
+    }
+
+    /// Keys as tmux names them ("Enter", "Escape", "C-c", "j"). Escape is sent on its own and
+    /// followed by a pause, so that the next key is not read as Alt+key.
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.ok(&["send-keys", "-t", "e2e", k]);
+            std::thread::sleep(Duration::from_millis(if *k == "Escape" { 150 } else { 40 }));
+        }
+    }
+
+    fn type_text(&self, text: &str) {
+        self.ok(&["send-keys", "-t", "e2e", "-l", text]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(15) {
+                panic!("timed out waiting for {what}; the screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn buffers(&self) -> String {
+        self.ok(&["list-buffers", "-F", "#{buffer_sample}"])
+    }
+
+    /// The terminal is back to normal: main screen, cursor shown, no mouse reporting, the
+    /// shell prompt on screen.
+    fn assert_restored(&self) {
+        let s = self.wait_for("the shell prompt after quitting", |s| {
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .is_some_and(|l| l.starts_with(PROMPT))
+        });
+        assert_eq!(self.var("alternate_on"), "0", "alternate screen left\n{s}");
+        assert_eq!(self.var("cursor_flag"), "1", "cursor visible");
+        assert_eq!(self.var("mouse_any_flag"), "0", "mouse reporting off");
+        assert_eq!(self.var("mouse_standard_flag"), "0", "mouse reporting off");
+        assert_eq!(self.var("pane_title"), "e2e-title", "title untouched");
+    }
+
+    fn launch(&self, args: &str) {
+        let bin = env!("CARGO_BIN_EXE_tracetui");
+        self.type_text(&format!("{bin} {args}"));
+        self.keys(&["Enter"]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+macro_rules! need_tmux {
+    () => {
+        if !tmux_available() {
+            eprintln!("skipped: tmux is not installed (the end-to-end terminal tests need it)");
+            return;
+        }
+    };
+}
+
+#[test]
+fn newcomer_finds_the_failed_tool_call_in_the_sample_traces() {
+    need_tmux!();
+    assert!(Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces").is_dir());
+    let t = Tmux::start();
+    t.launch("sample-traces/");
+    let s = t.wait_for("the runs list", |s| {
+        s.contains("STATUS") && s.contains("invoice-mailer")
+    });
+    assert!(s.contains("✖ error"), "failed runs are marked\n{s}");
+    assert_eq!(t.var("alternate_on"), "1");
+
+    // runs → the failed run, by filtering the list
+    t.keys(&["/"]);
+    t.type_text("invoice");
+    t.keys(&["Enter", "Enter"]);
+    let s = t.wait_for("the run view", |s| {
+        s.contains("runs › invoice-mailer") && s.contains("TIMELINE")
+    });
+    assert!(s.contains("events") && s.contains("tool calls"), "{s}");
+
+    // the failed tool call, and its arguments and error in the detail
+    t.keys(&["e"]);
+    let s = t.wait_for("the failed tool call", |s| s.contains("tool call send_email"));
+    assert!(s.contains("── Error") && s.contains("SMTPAuthenticationError"), "{s}");
+    assert!(
+        s.contains("── Arguments") && s.contains("billing@customer.example"),
+        "{s}"
+    );
+    t.keys(&["Enter"]);
+    t.wait_for("the detail focused", |s| s.contains("copy") && s.contains("wrap"));
+
+    // copy through OSC 52: the line under the cursor is the event name
+    t.keys(&["y"]);
+    t.wait_for("the copy message", |s| s.contains("copied value"));
+    let b = t.ok(&["show-buffer"]);
+    assert_eq!(b, "send_email");
+    t.ok(&["delete-buffer"]);
+
+    // filter
+    t.keys(&["Escape"]);
+    t.keys(&["/"]);
+    t.type_text("status:error");
+    let s = t.wait_for("the filter result", |s| s.contains("matches"));
+    assert!(s.contains("filter status:error"), "{s}");
+    t.keys(&["Enter", "n"]);
+
+    // help
+    t.keys(&["?"]);
+    let s = t.wait_for("the help overlay", |s| s.contains("keys of the event tree"));
+    assert!(s.contains("next error") && s.contains("filter (/)"), "{s}");
+    t.keys(&["Escape"]);
+    t.wait_for("help closed", |s| !s.contains("keys of the event tree"));
+
+    // back to the runs, then quit
+    t.keys(&["Escape"]);
+    t.keys(&["Escape"]);
+    t.wait_for("the runs list again", |s| {
+        s.contains("STATUS") && !s.contains("TIMELINE")
+    });
+    t.keys(&["q"]);
+    t.assert_restored();
+    assert_eq!(t.buffers().trim(), "", "nothing else reached the clipboard");
+}
+
+#[test]
+fn hostile_trace_is_shown_escaped_and_cannot_touch_title_or_clipboard() {
+    need_tmux!();
+    // wide enough that the hostile result fits on one line of the detail
+    let t = Tmux::start_sized(240, 30);
+    t.launch("tests/fixtures/tui/hostile/runs/run-evil");
+    t.wait_for("the run", |s| s.contains("fetch_page"));
+    t.keys(&["j", "Enter"]);
+    let s = t.wait_for("the tool result", |s| s.contains("── Result"));
+    assert!(s.contains("\\x1b[2J"), "{s}");
+    assert!(s.contains("\\x1b]0;PWNED-TITLE\\x07"), "{s}");
+    assert!(s.contains("\\x1b]52;c;cHduZWQ="), "{s}");
+    assert!(s.contains("\\x9b31m"), "{s}");
+    assert!(s.contains("<U+202E>override"), "{s}");
+    assert!(s.contains("runs › hostile"), "the screen was not cleared\n{s}");
+    assert_eq!(t.var("pane_title"), "e2e-title");
+    t.keys(&["q"]);
+    t.assert_restored();
+    assert_eq!(t.buffers().trim(), "", "no OSC 52 reached tmux");
+
+    // Control: the same sequences sent raw do change the title and the buffers, so the checks
+    // above would have caught a leak.
+    t.type_text("printf '\\033]0;LEAK\\007\\033]52;c;bGVhaw==\\007'");
+    t.keys(&["Enter"]);
+    let start = Instant::now();
+    while t.var("pane_title") != "LEAK" && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(t.var("pane_title"), "LEAK");
+    assert!(t.buffers().contains("leak"));
+}
+
+#[test]
+fn ctrl_c_quits_cleanly_even_in_the_filter_prompt() {
+    need_tmux!();
+    let t = Tmux::start();
+    t.launch("tests/fixtures/tui/agentdbg/runs");
+    t.wait_for("the runs list", |s| s.contains("book-trip"));
+    t.keys(&["/"]);
+    t.type_text("boo");
+    t.keys(&["C-c"]);
+    t.assert_restored();
+}
+
+/// The pid of the explorer: the child of the pane's shell.
+fn child_of(shell: u32) -> Option<u32> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after the last ')'.
+        let ppid = stat
+            .rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(1)?
+            .parse::<u32>()
+            .ok()?;
+        if ppid == shell {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal() {
+    need_tmux!();
+    if !Path::new("/proc/self/stat").exists() {
+        eprintln!("skipped: no /proc to find the explorer's pid");
+        return;
+    }
+    for sig in ["-TERM", "-HUP"] {
+        let t = Tmux::start();
+        t.launch("tests/fixtures/tui/agentdbg/runs");
+        t.wait_for("the runs list", |s| s.contains("book-trip"));
+        let shell: u32 = t.var("pane_pid").parse().unwrap();
+        let pid = child_of(shell).expect("the explorer runs under the shell");
+        let st = Command::new("kill").args([sig, &pid.to_string()]).status().unwrap();
+        assert!(st.success());
+        t.assert_restored();
+    }
+}
