@@ -472,15 +472,33 @@ impl LineParser for Parser {
 
     fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
         use rayon::prelude::*;
-        // Parsing is most of the work and needs no state: do it on every core, then add the
-        // events in file order.
-        let parsed: Vec<Option<FastEnvelope>> = if batch.len() >= 256 {
-            batch.par_iter().with_min_len(128).map(|(l, _)| parse_fast(l)).collect()
-        } else {
-            batch.iter().map(|(l, _)| parse_fast(l)).collect()
-        };
-        for (p, (l, loc)) in parsed.into_iter().zip(batch) {
-            self.apply(p, l, *loc, sink);
+        fn parse_all<'a>(part: &[(&'a [u8], LineLoc)]) -> Vec<Option<FastEnvelope<'a>>> {
+            part.par_iter().with_min_len(64).map(|(l, _)| parse_fast(l)).collect()
+        }
+        if batch.len() < 256 {
+            for (l, loc) in batch {
+                self.line(l, *loc, sink);
+            }
+            return;
+        }
+        // Parsing is most of the work and needs no state; adding events must keep file order.
+        // Pipeline: while one part's events are added, the next part is parsed on the other
+        // cores (DESIGN §4: both cores in use).
+        let parts: Vec<&[(&[u8], LineLoc)]> = batch.chunks(1024).collect();
+        let mut ready = parse_all(parts[0]);
+        for k in 0..parts.len() {
+            let next = parts.get(k + 1).copied();
+            let current = std::mem::take(&mut ready);
+            let part = parts[k];
+            let (_, parsed_next) = rayon::join(
+                || {
+                    for (p, (l, loc)) in current.into_iter().zip(part) {
+                        self.apply(p, l, *loc, sink);
+                    }
+                },
+                || next.map(parse_all),
+            );
+            ready = parsed_next.unwrap_or_default();
         }
     }
 

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Scale benchmark: tracetui against cat, wc -l, jq and lnav on the same files, in one run.
+
+Usage (from the repository root, after `cargo build --release`):
+    python3 bench/compare.py [--events 1000000] [--runs 2000] [--repeat 5] [--data DIR] [--quick]
+
+Generates, once, into an ignored directory (default target/bench-data/scale):
+  - one AgentDbg run of --events events (1M events is about 2 GB) with ../shared/bench/gen_traces.py
+  - a directory of --runs runs of 200 events each
+Then runs each command --repeat times (after one warm-up run: warm cache) and prints a table of
+medians, peak RSS and ratios against `cat` of the same bytes. Tools that are not installed
+are listed as such. Stdlib only; peak RSS per process comes from wait4().
+"""
+import argparse, os, shutil, statistics, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GEN = os.path.join(ROOT, "..", "shared", "bench", "gen_traces.py")
+
+
+def generate(out, runs, events):
+    marker = os.path.join(out, ".done")
+    if os.path.exists(marker):
+        return
+    if not os.path.exists(GEN):
+        sys.exit(f"compare.py: the generator {GEN} is missing")
+    shutil.rmtree(out, ignore_errors=True)
+    print(f"generating {runs} run(s) x {events} events into {out} (once)...", file=sys.stderr)
+    subprocess.run([sys.executable, GEN, out, "--runs", str(runs), "--events", str(events)], check=True)
+    open(marker, "w").close()
+
+
+def run_once(cmd):
+    """(seconds, peak RSS in MB) of one run, output discarded."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, shell=isinstance(cmd, str))
+    _, status, ru = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return dt, ru.ru_maxrss / 1024.0, p.returncode
+
+
+def measure(name, cmd, repeat):
+    run_once(cmd)  # warm the cache
+    times, rss, codes = [], [], set()
+    for _ in range(repeat):
+        t, m, c = run_once(cmd)
+        times.append(t)
+        rss.append(m)
+        codes.add(c)
+    return {"name": name, "median": statistics.median(times), "min": min(times), "rss": max(rss), "codes": codes}
+
+
+def table(title, rows, base):
+    print(f"\n### {title}\n")
+    print("| command | median | min | peak RSS | vs `cat` |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        ratio = r["median"] / base if base else float("nan")
+        print(f"| {r['name']} | {r['median']:.3f} s | {r['min']:.3f} s | {r['rss']:.0f} MB | {ratio:.1f}x |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--data", default=os.path.join(ROOT, "target", "bench-data", "scale"))
+    ap.add_argument("--quick", action="store_true", help="100k events and 200 runs, 3 repeats")
+    a = ap.parse_args()
+    if a.quick:
+        a.events, a.runs, a.repeat = 100_000, 200, 3
+    tt = os.path.join(ROOT, "target", "release", "tracetui")
+    if not os.path.exists(tt):
+        sys.exit("compare.py: build first: cargo build --release")
+    big = os.path.join(a.data, f"one-{a.events}")
+    many = os.path.join(a.data, f"runs-{a.runs}x200")
+    generate(big, 1, a.events)
+    generate(many, a.runs, 200)
+    run_dir = next(os.path.join(big, d) for d in os.listdir(big) if not d.startswith("."))
+    events = os.path.join(run_dir, "events.jsonl")
+    size = os.path.getsize(events)
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; file {size / 1e9:.2f} GB, {a.events} events")
+
+    rows = [measure("cat", ["cat", events], a.repeat), measure("wc -l", ["wc", "-l", events], a.repeat)]
+    rows.append(measure("tracetui check (full index)", [tt, "check", run_dir], a.repeat))
+    if shutil.which("lnav"):
+        # headless: load and index the file, write the whole log view nowhere, quit
+        rows.append(measure("lnav -n (write view)", ["lnav", "-n", "-c", ":write-to /dev/null", events], a.repeat))
+    else:
+        print("lnav: not installed (apt-get install lnav)")
+    if shutil.which("jq"):
+        rows.append(measure("jq empty", ["jq", "empty", events], max(1, min(a.repeat, 2))))
+    else:
+        print("jq: not installed")
+    table(f"Index one {size / 1e9:.2f} GB AgentDbg run ({a.events} events)", rows, rows[0]["median"])
+
+    run_jsons = [os.path.join(many, d, "run.json") for d in sorted(os.listdir(many)) if not d.startswith(".")]
+    rows = [
+        measure("cat */run.json", "cat " + os.path.join(many, "*", "run.json") + " > /dev/null", a.repeat),
+        measure("ls -l", ["ls", "-l", many], a.repeat),
+        measure(f"tracetui ls ({len(run_jsons)} runs)", [tt, "ls", many], a.repeat),
+        measure("tracetui ls --format json", [tt, "ls", "--format", "json", many], a.repeat),
+    ]
+    table(f"List a directory of {len(run_jsons)} runs", rows, rows[0]["median"])
+
+
+if __name__ == "__main__":
+    main()
