@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A string stored in a trace's [`Strings`]: 8 bytes instead of a heap allocation per event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

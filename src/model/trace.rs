@@ -3,8 +3,7 @@ use super::payload::PayloadRef;
 use super::strings::{StrRef, Strings};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 
@@ -178,11 +177,15 @@ pub struct Trace {
 #[derive(Clone, Debug, Default)]
 struct IdIndex {
     by_hash: HashMap<u64, u32>,
-    collided: HashMap<Box<str>, u32>,
+    /// SipHash here: ids crafted to collide under the fast hash land in this map, which must
+    /// not degrade in turn.
+    collided: std::collections::HashMap<Box<str>, u32>,
 }
 
+/// Ids are not attacker-chosen keys of a long-lived service: a fast hash is fine here, and
+/// it is a measurable share of indexing time.
 fn hash_id(id: &str) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = FxHasher::default();
     id.hash(&mut h);
     h.finish()
 }
