@@ -102,7 +102,10 @@ fn d_without_a_mark_says_what_to_do_and_space_toggles_the_mark() {
     press(&mut s, &["space"]);
     assert_eq!(s.runs.mark, None, "space again unmarks");
     press(&mut s, &["space", "d"]);
-    assert!(message(&s).contains("another run"), "d on the baseline itself");
+    assert!(
+        message(&s).contains("this is the marked baseline"),
+        "d on the baseline itself"
+    );
     assert_eq!(s.view, View::Runs);
 
     // the mark stays on its run when the list is re-sorted

@@ -40,7 +40,7 @@ pub fn toggle_mark(s: &mut State) {
     }
     s.runs.mark = Some(i);
     let msg = format!(
-        "baseline: {} · {} on another run diffs",
+        "baseline: {} · {} on another run",
         crate::sanitize::line(&s.runs.label(i)),
         key_of(s, Context::Runs, Command::Diff)
     );

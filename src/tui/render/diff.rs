@@ -271,7 +271,7 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
                 // The side the row's call is on: the current one when both are.
                 let current = d.event(i, false).is_some();
                 let t = if current { &d.b } else { &d.a };
-                if let Some(ev) = d.event(i, current)
+                if let Some(ev) = d.event(i, !current)
                     && t.event(ev).is_error()
                 {
                     x = put(
@@ -299,13 +299,17 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
             }
             InlineLine::Path(_, k) => {
                 let Some(p) = d.paths(i).get(k as usize) else { continue };
+                let path = crate::sanitize::line(&p.path).into_owned();
+                // Both values share the room left, so that the arrow and the new value show.
+                let room = (body.width as usize).saturating_sub(6 + path.chars().count() + 5);
+                let max = (room / 2).max(12);
                 let val = |x: &Option<serde_json::Value>| {
                     x.as_ref()
-                        .map_or("(absent)".to_string(), |v| crate::report::short(v, 200))
+                        .map_or("(absent)".to_string(), |v| crate::report::short(v, max))
                 };
                 let spans = vec![
                     Span::styled("      ", Style::default()),
-                    Span::styled(crate::sanitize::line(&p.path).into_owned(), th.style(Role::JsonKey)),
+                    Span::styled(path, th.style(Role::JsonKey)),
                     Span::styled(": ", th.style(Role::JsonPunct)),
                     Span::styled(val(&p.from), th.style(Role::DiffRemoved)),
                     Span::styled(" → ", th.style(Role::JsonPunct)),
