@@ -144,3 +144,35 @@ fn runs_list_with_a_marked_baseline() {
     assert_eq!(s.view, View::Runs);
     insta::assert_snapshot!(screen(&s));
 }
+
+#[test]
+fn hostile_strings_render_escaped_in_every_layout() {
+    let mut s = diffed(
+        "tests/fixtures/diff/hostile/baseline",
+        "tests/fixtures/diff/hostile/current",
+        (240, 30),
+    );
+    let mut screens = vec![screen(&s)];
+    press(&mut s, &["s"]);
+    screens.push(screen(&s));
+    press(&mut s, &["enter"]);
+    screens.push(screen(&s));
+    press(&mut s, &["esc", "j", "enter"]);
+    screens.push(screen(&s));
+    for text in &screens {
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text}");
+        assert!(!text.contains('\u{202e}'), "{text}");
+    }
+    assert!(
+        screens[0].contains("args.url: http://evil.example/\\x1b]0;ARGS-TITLE\\x07"),
+        "{}",
+        screens[0]
+    );
+    assert!(screens[1].contains("/\\x9b2J"), "{}", screens[1]);
+    assert!(screens[2].contains("override changed\\x1b[2J"), "{}", screens[2]);
+    assert!(
+        screens[3].contains("name\\x1b]0;NAME-TITLE\\x07<U+202E>eman"),
+        "{}",
+        screens[3]
+    );
+}

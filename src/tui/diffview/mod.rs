@@ -240,8 +240,12 @@ impl DiffData {
     pub fn pair_doc(&self, i: usize) -> Doc {
         let mut d = Doc::default();
         let mut l = Line::default();
-        l.spans.push((Tok::Heading, self.title(i)));
-        l.spans.push((Tok::Dim, format!("  {}", self.op(i).as_str())));
+        let op = self.op(i);
+        l.spans.push((Tok::Heading, self.title(i).trim_start().to_string()));
+        l.spans.push((
+            Tok::Dim,
+            format!("  {}", if op == Op::Same { "unchanged" } else { op.as_str() }),
+        ));
         d.lines.push(l);
         d.lines.push(Line::default());
         let paths = self.paths(i);

@@ -361,3 +361,64 @@ fn an_unreadable_side_shows_why() {
     assert!(view(&s).pair.is_none());
     let _ = Command::Quit;
 }
+
+#[test]
+fn clicks_select_rows_and_the_wheel_scrolls() {
+    let mut s = diffed("drift");
+    let l = super::update::diff_layout(&s).unwrap();
+    let body = crate::tui::layout::body(l.rows);
+    update(
+        &mut s,
+        Action::Click {
+            x: body.x + 3,
+            y: body.y + 3,
+        },
+    );
+    assert_eq!(view(&s).selected, 3);
+    // inline, a click on a path line selects its row
+    press(&mut s, &["s"]);
+    update(
+        &mut s,
+        Action::Click {
+            x: body.x + 3,
+            y: body.y + 4,
+        },
+    );
+    assert_eq!(view(&s).selected, 2);
+    update(
+        &mut s,
+        Action::Click {
+            x: body.x + 3,
+            y: body.y + 30,
+        },
+    );
+    assert_eq!(view(&s).selected, 2, "below the last line selects nothing");
+    update(
+        &mut s,
+        Action::Scroll {
+            x: body.x,
+            y: body.y,
+            down: false,
+        },
+    );
+    assert_eq!(view(&s).selected, 0);
+    press(&mut s, &["enter"]);
+    update(
+        &mut s,
+        Action::Scroll {
+            x: body.x,
+            y: body.y,
+            down: true,
+        },
+    );
+    assert_eq!(view(&s).pair.as_ref().unwrap().cursor, 3);
+    let inner = crate::tui::layout::inner(l.rows);
+    update(
+        &mut s,
+        Action::Click {
+            x: inner.x + 1,
+            y: inner.y + 1,
+        },
+    );
+    assert_eq!(view(&s).pair.as_ref().unwrap().cursor, 1);
+}

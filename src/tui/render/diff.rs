@@ -71,8 +71,9 @@ pub fn render(buf: &mut Buffer, l: &DiffLayout, v: &DiffView, th: &Theme) {
 
 fn frame(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) {
     let title = format!(
-        " {} calls · {} ",
+        " {} call{} · {} ",
         d.len(),
+        if d.len() == 1 { "" } else { "s" },
         if v.inline { "inline" } else { "side by side" }
     );
     block(Line::from(title), true, th)
@@ -333,7 +334,10 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
 
 fn pair(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) {
     let Some(p) = &v.pair else { return };
-    let mut title = format!(" {} ", fit(&d.title(p.item), area.width.saturating_sub(20) as usize));
+    let mut title = format!(
+        " {} ",
+        fit(d.title(p.item).trim_start(), area.width.saturating_sub(20) as usize)
+    );
     if !v.wrap {
         title.push_str("· nowrap ");
     }
