@@ -17,12 +17,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 pub fn render(buf: &mut Buffer, l: &DiffLayout, v: &DiffView, th: &Theme) {
-    for (i, line) in header(v, l.header.width)
-        .iter()
-        .take(l.header.height as usize)
-        .enumerate()
-    {
+    let lines = header(v, l.header.width);
+    let shown = l.header.height as usize;
+    for (i, line) in lines.iter().take(shown).enumerate() {
         let y = l.header.y + i as u16;
+        // A header cut by a short terminal says so on its last line.
+        if i + 1 == shown && lines.len() > shown {
+            let more = format!(" … {} more header lines in a taller terminal", lines.len() - i);
+            put(buf, l.header.x, y, &more, th.style(Role::Dim), l.header.width);
+            break;
+        }
         let mut x = l.header.x + 1;
         let right = l.header.x + l.header.width;
         for (k, (role, text)) in line.iter().enumerate() {
