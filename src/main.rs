@@ -106,6 +106,35 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }) => {
             let (o, forced) = formats(&fmt)?;
             let fail_on = report::diff::fail_on(&fail_on).map_err(usage)?;
+            let opts = tracetui::diff::Options {
+                strict,
+                ignore: ignore.iter().map(|g| tracetui::diff::Glob::new(g)).collect(),
+            };
+            // On a terminal without an output format, the diff opens in the explorer.
+            let output_given = fmt.format.iter().any(|f| f == "text" || f == "json");
+            if !output_given && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                let mut paths = Vec::new();
+                for spec in [&baseline, &current] {
+                    let (p, _) = report::diff::split_selector(spec);
+                    if !p.exists() {
+                        return Err(usage(format!("{}: no such file or directory", spec.display())));
+                    }
+                    if !paths.contains(&p) {
+                        paths.push(p);
+                    }
+                }
+                tracetui::tui::run(tracetui::tui::Options {
+                    paths,
+                    forced,
+                    theme: cli.theme,
+                    diff: Some(tracetui::tui::DiffRequest {
+                        baseline,
+                        current,
+                        opts,
+                    }),
+                })?;
+                return Ok(0);
+            }
             let open = |p: &std::path::Path| -> anyhow::Result<report::diff::Side> {
                 let side = report::diff::open(p, forced).map_err(usage)?;
                 for w in &side.warnings {
@@ -114,10 +143,6 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(side)
             };
             let (a, b) = (open(&baseline)?, open(&current)?);
-            let opts = tracetui::diff::Options {
-                strict,
-                ignore: ignore.iter().map(|g| tracetui::diff::Glob::new(g)).collect(),
-            };
             let d = tracetui::diff::diff(&a.trace, &b.trace, &opts);
             let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
@@ -156,6 +181,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 paths: cli.paths,
                 forced,
                 theme: cli.theme,
+                diff: None,
             })?;
             0
         }

@@ -269,6 +269,63 @@ fn ctrl_c_quits_cleanly_even_in_the_filter_prompt() {
     t.assert_restored();
 }
 
+#[test]
+fn diff_two_runs_marked_in_the_runs_list() {
+    need_tmux!();
+    let t = Tmux::start_sized(130, 40);
+    t.launch("sample-traces/");
+    t.wait_for("the runs list", |s| s.contains("booking (booking.baseline)"));
+    t.keys(&["d"]);
+    t.wait_for("what d needs", |s| s.contains("no baseline: press space"));
+    t.keys(&["/"]);
+    t.type_text("booking");
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the two booking runs", |s| s.contains("runs 2"));
+    let lines: Vec<&str> = s.lines().filter(|l| l.contains("booking (booking.")).collect();
+    assert!(lines[0].contains("booking.baseline"), "{s}");
+    t.keys(&["Space"]);
+    t.wait_for("the baseline badge", |s| {
+        s.contains("BASELINE booking (booking.baseline)")
+    });
+    t.keys(&["j", "d"]);
+    let s = t.wait_for("the diff", |s| s.contains("TOOLS_CHANGED"));
+    assert!(s.contains("args.limit: 10") && s.contains("args.limit: 25"), "{s}");
+    assert!(s.contains("1 changed · 1 added · 1 unchanged"), "{s}");
+    assert!(s.contains("tool calls 2 → 3 +1 (+50.0%)"), "{s}");
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the pair detail", |s| s.contains("── Changes (1)"));
+    assert!(s.contains("tools[0].args.limit: 10 → 25"), "{s}");
+    assert!(s.contains("── Baseline tools[0]"), "{s}");
+    t.keys(&["Escape", "s"]);
+    t.wait_for("the inline layout", |s| s.contains("calls · inline"));
+    t.keys(&["q"]);
+    t.assert_restored();
+}
+
+#[test]
+fn diff_command_opens_the_diff_view_on_a_terminal() {
+    need_tmux!();
+    let t = Tmux::start_sized(130, 40);
+    t.launch("diff sample-traces/diff/booking.snap.json sample-traces/diff/booking.current.json");
+    let s = t.wait_for("the diff view", |s| {
+        s.contains("TOOLS_CHANGED") && s.contains("side by side")
+    });
+    assert_eq!(t.var("alternate_on"), "1", "{s}");
+    assert!(s.contains("args.limit: 10"), "{s}");
+    t.keys(&["n"]);
+    t.wait_for("the added call selected", |s| s.contains(" 2/3 "));
+    // esc leads to the runs of the two sources
+    t.keys(&["Escape"]);
+    t.wait_for("the runs list", |s| {
+        s.contains("runs 2") && s.contains("booking (booking.current)")
+    });
+    t.keys(&["q"]);
+    t.assert_restored();
+    t.type_text("echo EXIT=$?");
+    t.keys(&["Enter"]);
+    t.wait_for("the exit code", |s| s.contains("EXIT=0"));
+}
+
 /// The pid of the explorer: the child of the pane's shell.
 fn child_of(shell: u32) -> Option<u32> {
     for e in std::fs::read_dir("/proc").ok()?.flatten() {

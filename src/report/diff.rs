@@ -65,7 +65,7 @@ pub fn open(spec: &Path, forced: Option<&'static dyn Format>) -> Result<Side, St
 }
 
 /// `PATH#SEL` when PATH exists and the whole does not (a file may have `#` in its name).
-fn split_selector(spec: &Path) -> (PathBuf, Option<String>) {
+pub fn split_selector(spec: &Path) -> (PathBuf, Option<String>) {
     if spec.exists() {
         return (spec.to_path_buf(), None);
     }

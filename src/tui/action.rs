@@ -1,6 +1,7 @@
 //! Everything that can change the state: user intents (bound to keys by the keymap) and the
 //! results background work sends back. `update` is the only consumer.
 
+use super::diffview::DiffData;
 use super::state::RunEntry;
 use crate::model::Trace;
 use crate::search::Batch;
@@ -38,10 +39,15 @@ pub enum Command {
     Raw,
     Copy,
     CopyPath,
+    Mark,
+    Diff,
+    NextChange,
+    PrevChange,
+    Inline,
 }
 
 impl Command {
-    pub const ALL: [Command; 30] = [
+    pub const ALL: [Command; 35] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -72,6 +78,11 @@ impl Command {
         Command::Raw,
         Command::Copy,
         Command::CopyPath,
+        Command::Mark,
+        Command::Diff,
+        Command::NextChange,
+        Command::PrevChange,
+        Command::Inline,
     ];
 
     /// The name used in the keymap TOML.
@@ -107,6 +118,11 @@ impl Command {
             Command::Raw => "raw",
             Command::Copy => "copy",
             Command::CopyPath => "copy_path",
+            Command::Mark => "mark",
+            Command::Diff => "diff",
+            Command::NextChange => "next_change",
+            Command::PrevChange => "prev_change",
+            Command::Inline => "inline",
         }
     }
 
@@ -145,6 +161,11 @@ pub enum Action {
     RunLoaded {
         generation: u64,
         result: Result<Box<Trace>, String>,
+    },
+    /// A diff computed in the background (or why it could not be).
+    DiffReady {
+        generation: u64,
+        result: Result<Box<DiffData>, String>,
     },
     /// Results of a background payload search.
     SearchBatch {

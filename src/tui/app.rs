@@ -25,6 +25,15 @@ pub struct Options {
     pub forced: Option<&'static dyn Format>,
     /// `--theme NAME|PATH`.
     pub theme: Option<String>,
+    /// `tracetui diff A B` on a terminal: open the diff of these two.
+    pub diff: Option<DiffRequest>,
+}
+
+/// Two sources (`PATH`, `PATH#N` or `PATH#ID`) to open the diff view on.
+pub struct DiffRequest {
+    pub baseline: PathBuf,
+    pub current: PathBuf,
+    pub opts: crate::diff::Options,
 }
 
 /// NO_COLOR (set and not empty) turns colours off unless `--theme` asks for one.
@@ -54,6 +63,9 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     let mut guard = terminal::enter()?;
     let size = guard.term.size()?;
     let mut state = State::new(keys, (size.width, size.height));
+    if let Some(d) = opts.diff {
+        super::diffview::update::start_cli(&mut state, d, opts.forced);
+    }
     let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit);
     drop(guard);
     result
@@ -114,6 +126,7 @@ fn event_loop(
             let animating = s.loading.is_some()
                 || s.message.is_some()
                 || s.runs.scanning
+                || s.diff.as_ref().is_some_and(|d| d.computing())
                 || s.run
                     .as_ref()
                     .is_some_and(|r| r.filter.progress.is_some() || r.filter.stale);
@@ -157,6 +170,21 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard) -> anyhow
                         let _ = tx.send(Action::SearchBatch { generation, batch });
                     })
                 }));
+            });
+        }
+        Effect::Diff {
+            generation,
+            baseline,
+            current,
+            opts,
+        } => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    super::diffview::task::compute(&baseline, &current, &opts)
+                }))
+                .unwrap_or_else(|_| Err("tracetui failed while diffing (a bug)".into()));
+                let _ = tx.send(Action::DiffReady { generation, result });
             });
         }
         Effect::Copy(text) => {

@@ -31,6 +31,16 @@ const RUNS: &[Entry] = &[
     e(Command::Open, "open the selected run", Some("open")),
     e(Command::Filter, "filter runs by name (fuzzy)", Some("filter")),
     e(Command::Sort, "sort by start / name / duration", Some("sort")),
+    e(
+        Command::Mark,
+        "mark the run as the diff baseline (again: unmark)",
+        Some("mark"),
+    ),
+    e(
+        Command::Diff,
+        "diff the marked run (baseline) against the selected one",
+        Some("diff"),
+    ),
     MOVE[0],
     MOVE[1],
     MOVE[2],
@@ -107,6 +117,39 @@ const HELP: &[Entry] = &[
     MOVE[1],
 ];
 
+const DIFF: &[Entry] = &[
+    e(
+        Command::NextChange,
+        "next divergence (a row that is not unchanged)",
+        Some("next change"),
+    ),
+    e(Command::PrevChange, "previous divergence", None),
+    e(Command::Open, "the pair's path changes and both values", Some("detail")),
+    e(Command::Inline, "side by side / inline", Some("layout")),
+    MOVE[0],
+    MOVE[1],
+    MOVE[2],
+    MOVE[3],
+    PAGE[0],
+    PAGE[1],
+    e(Command::Back, "back to the runs", Some("back")),
+];
+
+const PAIR: &[Entry] = &[
+    e(Command::NextChange, "the next divergence's detail", Some("next change")),
+    e(Command::PrevChange, "the previous divergence's detail", None),
+    e(Command::Wrap, "wrap long lines on/off", Some("wrap")),
+    e(Command::Copy, "copy the value under the cursor (OSC 52)", Some("copy")),
+    e(Command::CopyPath, "copy its JSON path", None),
+    MOVE[0],
+    MOVE[1],
+    MOVE[2],
+    MOVE[3],
+    PAGE[0],
+    PAGE[1],
+    e(Command::Back, "back to the aligned calls", Some("back")),
+];
+
 const GLOBAL: &[Entry] = &[
     e(Command::Help, "help: the keys of this view", Some("help")),
     e(Command::NextPane, "next pane", None),
@@ -121,6 +164,8 @@ pub fn for_context(ctx: Context) -> impl Iterator<Item = &'static Entry> {
         Context::Tree => TREE,
         Context::Detail => DETAIL,
         Context::Help => HELP,
+        Context::Diff => DIFF,
+        Context::Pair => PAIR,
         Context::Global => &[],
     };
     let global: &'static [Entry] = if ctx == Context::Help { &[] } else { GLOBAL };
@@ -175,7 +220,13 @@ mod tests {
     #[test]
     fn every_view_documents_quit_and_help() {
         let k = Keymap::default();
-        for ctx in [Context::Runs, Context::Tree, Context::Detail] {
+        for ctx in [
+            Context::Runs,
+            Context::Tree,
+            Context::Detail,
+            Context::Diff,
+            Context::Pair,
+        ] {
             let h = help(ctx, &k);
             assert!(h.iter().any(|(keys, _)| keys.contains('?')), "{ctx:?}");
             assert!(h.iter().any(|(keys, _)| keys.contains('q')), "{ctx:?}");

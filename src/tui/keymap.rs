@@ -16,15 +16,21 @@ pub enum Context {
     Tree,
     Detail,
     Help,
+    /// The diff of two runs.
+    Diff,
+    /// The detail of one pair of the diff.
+    Pair,
 }
 
 impl Context {
-    pub const ALL: [Context; 5] = [
+    pub const ALL: [Context; 7] = [
         Context::Global,
         Context::Runs,
         Context::Tree,
         Context::Detail,
         Context::Help,
+        Context::Diff,
+        Context::Pair,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -33,6 +39,8 @@ impl Context {
             Context::Tree => "tree",
             Context::Detail => "detail",
             Context::Help => "help",
+            Context::Diff => "diff",
+            Context::Pair => "pair",
         }
     }
     fn from_name(s: &str) -> Option<Context> {
@@ -143,7 +151,7 @@ impl Keymap {
     fn apply(&mut self, table: &toml::Table) -> Result<(), String> {
         for (section, v) in table {
             let ctx = Context::from_name(section).ok_or_else(|| {
-                format!("keys: unknown section [{section}]; sections are global, runs, tree, detail, help")
+                format!("keys: unknown section [{section}]; sections are global, runs, tree, detail, help, diff, pair")
             })?;
             let Some(bindings) = v.as_table() else {
                 return Err(format!("keys.{section} must be a table"));

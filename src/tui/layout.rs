@@ -115,6 +115,38 @@ pub fn run(area: Rect) -> RunLayout {
     }
 }
 
+pub struct DiffLayout {
+    pub title: Rect,
+    /// Verdict, counts, metric deltas, notes: as many lines as the diff view asks for.
+    pub header: Rect,
+    /// Bordered: column header, then the aligned calls (or the detail of one pair).
+    pub rows: Rect,
+    pub footer: Rect,
+}
+
+/// The diff view with a header of `header_lines`, at most a third of the screen.
+pub fn diff(area: Rect, header_lines: usize) -> DiffLayout {
+    let hh = (header_lines as u16).clamp(1, (area.height.saturating_sub(2) / 3).max(1));
+    DiffLayout {
+        title: Rect { height: 1, ..area },
+        header: Rect {
+            y: area.y + 1,
+            height: hh,
+            ..area
+        },
+        rows: Rect {
+            y: area.y + 1 + hh,
+            height: area.height.saturating_sub(2 + hh),
+            ..area
+        },
+        footer: Rect {
+            y: area.y + area.height.saturating_sub(1),
+            height: 1,
+            ..area
+        },
+    }
+}
+
 /// The help overlay: centred, most of the screen.
 pub fn help(area: Rect) -> Rect {
     let w = area.width.saturating_sub(8).min(90);

@@ -7,6 +7,7 @@ mod app;
 pub mod commands;
 pub mod config;
 pub mod detail;
+pub mod diffview;
 pub mod keymap;
 pub mod layout;
 pub mod render;
@@ -15,7 +16,7 @@ mod terminal;
 pub mod theme;
 pub mod update;
 
-pub use app::{Options, entries, load_one, run, theme_and_keys};
+pub use app::{DiffRequest, Options, entries, load_one, run, theme_and_keys};
 
 #[cfg(test)]
 mod tests;

@@ -42,6 +42,8 @@ impl RunsState {
 pub enum View {
     Runs,
     Run,
+    /// Two runs compared (`State::diff`).
+    Diff,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +96,8 @@ pub struct RunsState {
     pub scanning: bool,
     /// Sources that could not be listed.
     pub problems: Vec<String>,
+    /// The entry marked (space) as the baseline of a diff.
+    pub mark: Option<usize>,
 }
 
 /// One visible row of the event tree.
@@ -301,6 +305,13 @@ pub enum Effect {
         query: Arc<Query>,
         cancel: Arc<AtomicBool>,
     },
+    /// Load two runs and diff them.
+    Diff {
+        generation: u64,
+        baseline: super::diffview::Source,
+        current: super::diffview::Source,
+        opts: crate::diff::Options,
+    },
     /// Put text on the clipboard (OSC 52).
     Copy(String),
 }
@@ -310,6 +321,12 @@ pub struct State {
     pub view: View,
     pub runs: RunsState,
     pub run: Option<RunView>,
+    /// The diff view, while it is open.
+    pub diff: Option<super::diffview::DiffView>,
+    /// Generation of the latest diff request (older results are dropped).
+    pub diff_gen: u64,
+    /// `--ignore` / `--strict` of `tracetui diff`.
+    pub diff_opts: crate::diff::Options,
     /// Help overlay open, with its scroll offset.
     pub help: Option<usize>,
     pub prompt: Option<Prompt>,
@@ -340,6 +357,9 @@ impl State {
                 ..Default::default()
             },
             run: None,
+            diff: None,
+            diff_gen: 0,
+            diff_opts: Default::default(),
             help: None,
             prompt: None,
             size,
@@ -361,9 +381,16 @@ impl State {
         if self.help.is_some() {
             return Context::Help;
         }
-        match (self.view, &self.run) {
-            (View::Run, Some(r)) if r.focus == Pane::Detail => Context::Detail,
-            (View::Run, Some(_)) => Context::Tree,
+        self.view_context()
+    }
+
+    /// The context of the view itself (what the help overlay describes).
+    pub fn view_context(&self) -> Context {
+        match (self.view, &self.run, &self.diff) {
+            (View::Diff, _, Some(d)) if d.pair.is_some() => Context::Pair,
+            (View::Diff, _, Some(_)) => Context::Diff,
+            (View::Run, Some(r), _) if r.focus == Pane::Detail => Context::Detail,
+            (View::Run, Some(_), _) => Context::Tree,
             _ => Context::Runs,
         }
     }

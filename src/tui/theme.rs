@@ -54,6 +54,11 @@ roles! {
     FooterText = "footer_text",
     Info = "info",
     Warning = "warning",
+    DiffAdded = "diff_added",
+    DiffRemoved = "diff_removed",
+    DiffChanged = "diff_changed",
+    DiffMoved = "diff_moved",
+    Mark = "mark",
 }
 
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -154,6 +159,7 @@ impl Theme {
             (Role::Badge, m(Modifier::REVERSED)),
             (Role::FooterKey, m(Modifier::BOLD)),
             (Role::Warning, m(Modifier::BOLD)),
+            (Role::Mark, m(Modifier::REVERSED)),
         ] {
             styles[r as usize] = s;
         }

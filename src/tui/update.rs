@@ -4,6 +4,7 @@
 
 use super::action::{Action, Command};
 use super::detail;
+use super::diffview::update as diffview;
 use super::keymap::{Context, Key};
 use super::layout;
 use super::state::*;
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Ticks a message stays on screen (the app ticks every 100 ms).
 const MESSAGE_TICKS: u64 = 40;
-const WHEEL_STEP: usize = 3;
+pub(super) const WHEEL_STEP: usize = 3;
 
 /// What a key means now: prompt editing while the filter prompt is open, else the keymap.
 pub fn key_action(s: &State, k: KeyEvent) -> Option<Action> {
@@ -67,7 +68,7 @@ fn detail_box(s: &State) -> Rect {
     layout::inner(layout::run(area(s)).detail)
 }
 
-fn say(s: &mut State, text: impl Into<String>, error: bool) {
+pub(super) fn say(s: &mut State, text: impl Into<String>, error: bool) {
     s.message = Some(Message {
         text: text.into(),
         error,
@@ -120,6 +121,7 @@ pub fn update(s: &mut State, a: Action) {
                 Err(e) => say(s, e, true),
             }
         }
+        Action::DiffReady { generation, result } => diffview::ready(s, generation, result),
         Action::SearchBatch { generation, batch } => {
             if let Some(r) = s.run.as_mut()
                 && r.filter.generation == generation
@@ -195,10 +197,11 @@ fn settle(s: &mut State) {
             }
         }
     }
+    diffview::settle(s);
 }
 
 /// The offset that keeps `sel` inside a window of `h` rows.
-fn follow(sel: usize, offset: usize, h: usize, n: usize) -> usize {
+pub(super) fn follow(sel: usize, offset: usize, h: usize, n: usize) -> usize {
     let mut o = offset.min(n.saturating_sub(1));
     if sel < o {
         o = sel;
@@ -232,6 +235,7 @@ fn set_filter(s: &mut State, text: String) {
                 s.effects.push(e);
             }
         }
+        View::Diff => {}
     }
 }
 
@@ -397,11 +401,13 @@ fn command(s: &mut State, c: Command) {
         Context::Runs => runs_command(s, c),
         Context::Tree => tree_command(s, c),
         Context::Detail => detail_command(s, c),
+        Context::Diff => diffview::diff_command(s, c),
+        Context::Pair => diffview::pair_command(s, c),
         Context::Help | Context::Global => {}
     }
 }
 
-fn move_sel(sel: usize, n: usize, c: Command, page: usize) -> usize {
+pub(super) fn move_sel(sel: usize, n: usize, c: Command, page: usize) -> usize {
     let last = n.saturating_sub(1);
     match c {
         Command::Up => sel.saturating_sub(1),
@@ -414,7 +420,7 @@ fn move_sel(sel: usize, n: usize, c: Command, page: usize) -> usize {
     }
 }
 
-fn is_move(c: Command) -> bool {
+pub(super) fn is_move(c: Command) -> bool {
     matches!(
         c,
         Command::Up | Command::Down | Command::Top | Command::Bottom | Command::PageDown | Command::PageUp
@@ -454,6 +460,8 @@ fn runs_command(s: &mut State, c: Command) {
             }
         }
         Command::NextPane | Command::PrevPane if s.run.is_some() => s.view = View::Run,
+        Command::Mark => diffview::toggle_mark(s),
+        Command::Diff => diffview::diff_selected(s),
         _ => {}
     }
 }
@@ -653,7 +661,7 @@ fn detail_command(s: &mut State, c: Command) {
     }
 }
 
-fn copy(s: &mut State, text: String, what: &str) {
+pub(super) fn copy(s: &mut State, text: String, what: &str) {
     say(
         s,
         format!("copied {what} ({} bytes) to the clipboard", text.len()),
@@ -670,6 +678,7 @@ fn click(s: &mut State, x: u16, y: u16) {
         return;
     }
     match s.view {
+        View::Diff => diffview::click(s, x, y),
         View::Runs => {
             let b = layout::body(layout::runs(area(s)).table);
             if layout::contains(b, x, y) {
@@ -729,6 +738,7 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
         return;
     }
     match s.view {
+        View::Diff => diffview::scroll(s, down),
         View::Runs => {
             s.runs.selected = step(s.runs.selected, s.runs.order.len());
             s.runs.moved = true;

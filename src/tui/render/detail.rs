@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-fn role(t: Tok) -> Role {
+pub(super) fn role(t: Tok) -> Role {
     match t {
         Tok::Text => Role::Text,
         Tok::Dim => Role::Dim,

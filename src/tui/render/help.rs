@@ -4,29 +4,22 @@ use super::{block, put};
 use crate::tui::commands;
 use crate::tui::keymap::Context;
 use crate::tui::layout;
-use crate::tui::state::{State, View};
+use crate::tui::state::State;
 use crate::tui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Widget};
 
-/// The context the help describes: the view under the overlay.
-fn underlying(s: &State) -> Context {
-    match (s.view, &s.run) {
-        (View::Run, Some(r)) if r.focus == crate::tui::state::Pane::Detail => Context::Detail,
-        (View::Run, Some(_)) => Context::Tree,
-        _ => Context::Runs,
-    }
-}
-
 pub fn lines(s: &State) -> Vec<(String, String, Role)> {
-    let ctx = underlying(s);
+    let ctx = s.view_context();
     let mut out = Vec::new();
     let what = match ctx {
         Context::Runs => "runs list",
         Context::Tree => "event tree",
         Context::Detail => "event detail",
+        Context::Diff => "diff",
+        Context::Pair => "pair detail",
         _ => "",
     };
     out.push((format!("keys of the {what}"), String::new(), Role::Section));
@@ -40,6 +33,30 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
             ("✖ error", "the run failed (its ERR column counts failed events)"),
             ("● live", "the run is still being written"),
             ("✔ ok", "the run finished without error"),
+        ] {
+            out.push((k.into(), h.into(), Role::Text));
+        }
+    }
+    if matches!(ctx, Context::Diff | Context::Pair) {
+        out.push((String::new(), String::new(), Role::Text));
+        out.push(("rows".into(), String::new(), Role::Section));
+        for (k, h) in [
+            ("+", "added: a call only the current run makes"),
+            ("-", "removed: a call only the baseline makes"),
+            ("~", "changed: paired, with other arguments or results"),
+            ("!", "moved: the same call at another place"),
+            (" ", "unchanged"),
+        ] {
+            out.push((k.into(), h.into(), Role::Text));
+        }
+        out.push((String::new(), String::new(), Role::Text));
+        out.push(("verdict".into(), String::new(), Role::Section));
+        for (k, h) in [
+            ("REGRESSION", "an error the baseline did not have"),
+            ("TOOLS_CHANGED", "calls added, removed, or with other arguments"),
+            ("TOOLS_REORDERED", "the same calls in another order"),
+            ("OUTPUT_DRIFT", "only results, errors or models differ"),
+            ("PASSED", "no difference (ids, clocks and durations are ignored)"),
         ] {
             out.push((k.into(), h.into(), Role::Text));
         }

@@ -2,6 +2,7 @@
 //! is touched, so a frame costs the same for ten events or a million.
 
 mod detail;
+mod diff;
 mod help;
 mod runs;
 mod tree;
@@ -28,6 +29,13 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
         return;
     }
     match (s.view, &s.run) {
+        (View::Diff, _) if let Some(v) = &s.diff => {
+            let l = super::diffview::update::diff_layout(s).unwrap_or_else(|| layout::diff(area, 1));
+            let crumb = format!("diff {} ↔ {}", v.names[0], v.names[1]);
+            title(buf, l.title, s, th, Some(&crumb));
+            diff::render(buf, &l, v, th);
+            footer(buf, l.footer, s, th);
+        }
         (View::Run, Some(r)) => {
             let l = layout::run(area);
             title(
@@ -162,6 +170,9 @@ fn status_text(s: &State) -> Option<(String, Role)> {
     }
     if s.view == View::Runs && s.runs.scanning {
         return Some((format!("{spin} looking for runs…"), Role::Warning));
+    }
+    if s.view == View::Diff && s.diff.as_ref().is_some_and(|d| d.computing()) {
+        return Some((format!("{spin} diffing…"), Role::Warning));
     }
     if s.view == View::Run
         && let Some((done, total)) = s.run.as_ref().and_then(|r| r.filter.progress)

@@ -153,6 +153,11 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             base.patch(th.style(role)),
             STATUS_W,
         );
+        // The diff baseline (space) carries a badge before its name.
+        let badge = if r.mark == Some(ei) { "BASELINE " } else { "" };
+        let bw = (badge.len() as u16).min(name_w / 2);
+        x = put(buf, x, y, badge, base.patch(th.style(Role::Mark)), bw);
+        let name_w = name_w - bw;
         let name = fit(&crate::sanitize::line(&r.label(ei)), name_w as usize);
         x = put(
             buf,

@@ -1,0 +1,178 @@
+//! The diff view rendered with ratatui's TestBackend (side by side, inline, the pair detail,
+//! the runs list with a marked baseline), compared with insta snapshots.
+
+use crossterm::event::KeyEvent;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::path::{Path, PathBuf};
+use tracetui::tui::action::Action;
+use tracetui::tui::diffview::{Source, task};
+use tracetui::tui::keymap::{Key, Keymap};
+use tracetui::tui::render::render;
+use tracetui::tui::state::{Effect, State, View};
+use tracetui::tui::theme::Theme;
+use tracetui::tui::update::{key_action, update};
+
+fn path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn screen(s: &State) -> String {
+    let (w, h) = s.size;
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| render(f, s, &Theme::dark())).unwrap();
+    let buf = term.backend().buffer();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn press(s: &mut State, keys: &[&str]) {
+    for k in keys {
+        let k = Key::parse(k).unwrap();
+        if let Some(a) = key_action(s, KeyEvent::new(k.code, k.mods)) {
+            update(s, a);
+        }
+    }
+}
+
+/// Run the pending diff as the app's thread would.
+fn finish(s: &mut State) {
+    let Some(Effect::Diff {
+        generation,
+        baseline,
+        current,
+        opts,
+    }) = s.effects.pop()
+    else {
+        panic!("no diff effect")
+    };
+    let result = task::compute(&baseline, &current, &opts);
+    update(s, Action::DiffReady { generation, result });
+}
+
+/// The diff view of two sources, as `tracetui diff A B` opens it.
+fn diffed(a: &str, b: &str, size: (u16, u16)) -> State {
+    let mut s = State::new(Keymap::default(), size);
+    let src = |p: &str| Source::Path {
+        path: path(p),
+        forced: None,
+    };
+    tracetui::tui::diffview::update::start(&mut s, ["baseline".into(), "current".into()], src(a), src(b));
+    let computing = screen(&s);
+    assert!(computing.contains("computing the diff"), "{computing}");
+    finish(&mut s);
+    s
+}
+
+const BOOKING: [&str; 2] = [
+    "sample-traces/diff/booking.snap.json",
+    "sample-traces/diff/booking.current.json",
+];
+const AGENTDBG: [&str; 2] = [
+    "tests/fixtures/diff/agentdbg/baseline",
+    "tests/fixtures/diff/agentdbg/failing",
+];
+
+#[test]
+fn diff_side_by_side_agentsnap() {
+    let s = diffed(BOOKING[0], BOOKING[1], (120, 16));
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn diff_inline_agentsnap() {
+    let mut s = diffed(BOOKING[0], BOOKING[1], (120, 16));
+    press(&mut s, &["s", "j"]);
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn diff_pair_detail_agentsnap() {
+    let mut s = diffed(BOOKING[0], BOOKING[1], (120, 30));
+    press(&mut s, &["enter"]);
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn diff_side_by_side_agentdbg_regression() {
+    let s = diffed(AGENTDBG[0], AGENTDBG[1], (130, 24));
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn diff_inline_agentdbg_regression_narrow() {
+    let mut s = diffed(AGENTDBG[0], AGENTDBG[1], (80, 24));
+    press(&mut s, &["s"]);
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn diff_pair_detail_agentdbg_failed_call() {
+    let mut s = diffed(AGENTDBG[0], AGENTDBG[1], (130, 36));
+    press(&mut s, &["enter"]);
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn diff_help() {
+    let mut s = diffed(BOOKING[0], BOOKING[1], (100, 40));
+    press(&mut s, &["?"]);
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn runs_list_with_a_marked_baseline() {
+    let mut s = State::new(Keymap::default(), (120, 16));
+    s.auto_open = false;
+    let d = tracetui::source::discover(&[path("sample-traces/diff")], None);
+    for r in &d.runs {
+        update(&mut s, Action::RunsFound(tracetui::tui::entries(r).unwrap()));
+    }
+    update(&mut s, Action::RunsDone);
+    while !s.selected_entry().unwrap().summary.id.ends_with("baseline") {
+        press(&mut s, &["j"]);
+    }
+    press(&mut s, &["space"]);
+    assert_eq!(s.view, View::Runs);
+    insta::assert_snapshot!(screen(&s));
+}
+
+#[test]
+fn hostile_strings_render_escaped_in_every_layout() {
+    let mut s = diffed(
+        "tests/fixtures/diff/hostile/baseline",
+        "tests/fixtures/diff/hostile/current",
+        (240, 30),
+    );
+    let mut screens = vec![screen(&s)];
+    press(&mut s, &["s"]);
+    screens.push(screen(&s));
+    press(&mut s, &["enter"]);
+    screens.push(screen(&s));
+    press(&mut s, &["esc", "j", "enter"]);
+    screens.push(screen(&s));
+    for text in &screens {
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text}");
+        assert!(!text.contains('\u{202e}'), "{text}");
+    }
+    assert!(
+        screens[0].contains("args.url: http://evil.example/\\x1b]0;ARGS-TITLE\\x07"),
+        "{}",
+        screens[0]
+    );
+    assert!(screens[1].contains("/\\x9b2J"), "{}", screens[1]);
+    assert!(screens[2].contains("override changed\\x1b[2J"), "{}", screens[2]);
+    assert!(
+        screens[3].contains("name\\x1b]0;NAME-TITLE\\x07<U+202E>eman"),
+        "{}",
+        screens[3]
+    );
+}
