@@ -1,9 +1,9 @@
 use super::event::{Event, EventKind, NO_PARENT, Origin, Status, Usage};
 use super::payload::PayloadRef;
 use super::strings::{StrRef, Strings};
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
 use serde::Serialize;
 use serde_json::Value;
-use rustc_hash::{FxHashMap as HashMap, FxHasher};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 
