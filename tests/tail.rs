@@ -214,3 +214,39 @@ fn polling_fallback_sees_appends_without_notify() {
     let ids: Vec<&str> = got.iter().map(|v| v["id"].as_str().unwrap()).collect();
     assert_eq!(ids, vec!["b"], "existing events are not printed without --from-start");
 }
+
+/// Claude Code and Codex sessions are followed as they are appended, line by line, with
+/// every event printed once: the same set a full load of the finished file has.
+#[test]
+fn claude_code_and_codex_sessions_are_followed_as_they_grow() {
+    for sample in [
+        "sample-traces/claude-code/7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl",
+        "sample-traces/codex/rollout-2026-04-03T09-12-44-0196a7c2-3f41-7d10-9b55-4e2a8c1d0f37.jsonl",
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let name = Path::new(sample).file_name().unwrap();
+        let target = d.path().join(name);
+        let text = std::fs::read_to_string(sample).unwrap();
+        let mut lines = text.lines();
+        // The first line is there when tail starts (detection needs it), the rest arrives.
+        append(&target, &format!("{}\n", lines.next().unwrap()));
+        let tail = Tail::start(&["--no-tui", "--format", "json", "--from-start"], d.path());
+        for l in lines {
+            append(&target, &format!("{l}\n"));
+            std::thread::sleep(Duration::from_millis(15));
+        }
+        let full = Command::new(env!("CARGO_BIN_EXE_tracetui"))
+            .args(["show", "--format", "json"])
+            .arg(&target)
+            .output()
+            .unwrap();
+        let model: Value = serde_json::from_slice(&full.stdout).unwrap();
+        let expected = model["events"].as_array().unwrap().len();
+        let got = tail.wait_for(expected);
+        assert_eq!(got.len(), expected, "{sample}: {got:?}");
+        let mut ids: Vec<String> = got.iter().map(|v| format!("{}/{}", v["id"], v["index"])).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), expected, "{sample}: every event once");
+    }
+}
