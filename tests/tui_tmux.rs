@@ -109,7 +109,14 @@ impl Tmux {
         loop {
             let s = self.screen();
             if pred(&s) {
-                return s;
+                // A capture can land in the middle of a frame being drawn: accept the
+                // screen only once it holds still.
+                std::thread::sleep(Duration::from_millis(60));
+                let again = self.screen();
+                if again == s {
+                    return s;
+                }
+                continue;
             }
             if start.elapsed() > Duration::from_secs(15) {
                 panic!("timed out waiting for {what}; the screen:\n{s}");
