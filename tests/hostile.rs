@@ -469,7 +469,12 @@ fn symlink_loops_and_unreadable_files_inside_a_runs_directory() {
     }
     // Loops and dangling links are skipped silently (a tree holds more than traces); none is
     // followed: the good run is found once, not again through `up` or `again`.
-    assert_eq!(v.iter().filter(|x| x["name"] == "refund-agent").count(), 1, "{}", r.all());
+    assert_eq!(
+        v.iter().filter(|x| x["name"] == "refund-agent").count(),
+        1,
+        "{}",
+        r.all()
+    );
 
     let r = run(&["ls"], &runs);
     assert_eq!(r.code, 0, "{}", r.all());
