@@ -725,3 +725,51 @@ fn a_runs_directory_of_50000_empty_subdirectories() {
     assert_eq!(r.code, 0, "{}", r.all());
     assert!(r.stdout.contains("refund-agent"), "{}", r.all());
 }
+
+/// Times and counts at the edges of i64/u64 (found by hand while fuzzing: subtracting a start
+/// of i64::MIN from an end of i64::MAX overflowed in `ls`, `show` and `Trace::duration`).
+/// Debug builds check overflow, so these ran into panics rather than wrapping.
+#[test]
+fn extreme_times_durations_and_token_counts() {
+    let d = tempfile::tempdir().unwrap();
+    let runs = d.path().join("runs");
+    let run_dir = runs.join("r1");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    write(
+        &run_dir,
+        "run.json",
+        br#"{"run_id":"x","status":"ok","started_at":-9223372036854775808,"ended_at":9223372036854775807,"duration_ms":18446744073709551615,"counts":{"tool_calls":18446744073709551615}}"#,
+    );
+    let lines = [
+        r#"{"event_type":"TOOL_CALL","event_id":"a","ts":-9223372036854775808,"duration_ms":1e300,"payload":{}}"#,
+        r#"{"event_type":"TOOL_CALL","event_id":"b","ts":9223372036854775807,"duration_ms":18446744073709551615,"payload":{}}"#,
+        r#"{"event_type":"LLM_CALL","event_id":"c","ts":99999999999.5,"payload":{"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":18446744073709551615}}}"#,
+        r#"{"event_type":"LLM_CALL","event_id":"d","ts":99999999999999.5,"payload":{"usage":{"total_tokens":18446744073709551615}}}"#,
+    ];
+    write(&run_dir, "events.jsonl", (lines.join("\n") + "\n").as_bytes());
+    let r = run(&["check", "--format", "json"], &run_dir);
+    assert_eq!(r.json()[0]["events"], 4, "{}", r.all());
+    assert_eq!(r.json()[0]["tokens"], u64::MAX, "saturates: {}", r.all());
+    run(&["show"], &run_dir);
+    run(&["show", "--format", "json"], &run_dir);
+    let r = run(&["ls"], &runs);
+    assert!(r.stdout.contains("ok "), "{}", r.all());
+    load_everything(&run_dir);
+
+    // The same edges in Assay episodes (integer ms) and Maida spans.
+    let assay = [
+        r#"{"type":"episode_start","episode_id":"e","timestamp":-9223372036854775808}"#,
+        r#"{"type":"step","episode_id":"e","step_id":"s","timestamp":9223372036854775807}"#,
+        r#"{"type":"tool_call","episode_id":"e","step_id":"s","tool_name":"t","timestamp":-9223372036854775808}"#,
+        r#"{"type":"episode_end","episode_id":"e","timestamp":9223372036854775807}"#,
+    ];
+    let p = write(d.path(), "assay.jsonl", (assay.join("\n") + "\n").as_bytes());
+    run(&["show"], &p);
+    load_everything(&p);
+    let span = r#"{"trace_id":"t","span_id":"s","parent_span_id":null,"name":"n","start_time":"-262143-01-01T00:00:00Z","end_time":"+262142-12-31T23:59:59Z","duration_ms":18446744073709551615}"#;
+    let maida = d.path().join("maida");
+    std::fs::create_dir(&maida).unwrap();
+    write(&maida, "spans.jsonl", format!("{span}\n").as_bytes());
+    run(&["show"], &maida);
+    load_everything(&maida);
+}

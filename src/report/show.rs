@@ -85,7 +85,7 @@ pub fn row(t: &Trace, i: u32, run_start: Option<i64>) -> String {
     let e = t.event(i);
     let mut s = format!("{} {} [{}]", kind_label(e), t.name(i), e.status.as_str());
     if let (Some(st), Some(r0)) = (e.start, run_start) {
-        s.push_str(&format!(" +{}", format_duration(st - r0)));
+        s.push_str(&format!(" +{}", format_duration(st.saturating_sub(r0))));
     }
     if let Some(d) = e.duration {
         s.push_str(&format!(" {}", format_duration(d)));
