@@ -102,13 +102,13 @@ impl Format for AgentDbg {
                 let end = v.get("ended_at").and_then(parse_timestamp);
                 let counts = v.get("counts");
                 let count = |k: &str| counts.and_then(|c| lenient_u64(c.get(k))).map(|n| n as usize);
-                let duration =
-                    lenient_u64(v.get("duration_ms"))
-                        .map(|ms| ms as i64 * 1_000_000)
-                        .or(match (start, end) {
-                            (Some(a), Some(b)) => Some(b - a),
-                            _ => None,
-                        });
+                // Checked: run.json may hold any number (a hostile one overflows i64).
+                let duration = lenient_u64(v.get("duration_ms"))
+                    .and_then(|ms| i64::try_from(ms).ok()?.checked_mul(1_000_000))
+                    .or(match (start, end) {
+                        (Some(a), Some(b)) => b.checked_sub(a),
+                        _ => None,
+                    });
                 return Ok(vec![Summary {
                     id: v
                         .get("run_id")
@@ -141,7 +141,7 @@ impl Format for AgentDbg {
                 Err(e) => {
                     out.error = Some(ErrorInfo {
                         kind: Some("unreadable".into()),
-                        message: format!("the record no longer parses: {e}"),
+                        message: format!("cannot decode the record: {e}"),
                         ..Default::default()
                     });
                     return out;
@@ -616,7 +616,7 @@ impl Parser {
                     e.status = ok_or_error(&p.status);
                     e.origin2 = Some(origin);
                     if let (Some(s0), Some(s1)) = (e.start, start) {
-                        e.duration = Some((s1 - s0).max(0));
+                        e.duration = Some(s1.saturating_sub(s0).max(0));
                     }
                 }
                 _ => {

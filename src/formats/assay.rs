@@ -98,7 +98,7 @@ impl Format for Assay {
                 Err(e) => {
                     out.error = Some(ErrorInfo {
                         kind: Some("unreadable".into()),
-                        message: format!("the record no longer parses: {e}"),
+                        message: format!("cannot decode the record: {e}"),
                         ..Default::default()
                     });
                     return out;
@@ -586,7 +586,7 @@ impl Parser {
                         e.status = status;
                         e.origin2 = Some(origin);
                         if let (Some(s0), Some(s1)) = (e.start, start) {
-                            e.duration = Some((s1 - s0).max(0));
+                            e.duration = Some(s1.saturating_sub(s0).max(0));
                         }
                     }
                     None => {
@@ -850,7 +850,7 @@ impl Parser {
                     ev.origin2 = Some(result_origin);
                     ev.start = ts;
                     ev.duration = match (ts, end) {
-                        (Some(a), Some(b)) => Some((b - a).max(0)),
+                        (Some(a), Some(b)) => Some(b.saturating_sub(a).max(0)),
                         _ => None,
                     };
                     let tool_ref = t.strings.intern(tool);
@@ -882,7 +882,7 @@ impl Parser {
                 ev.origin2 = Some(origin);
                 ev.status = result_status;
                 if let (Some(a), Some(b)) = (ev.start, ts) {
-                    ev.duration = Some((b - a).max(0));
+                    ev.duration = Some(b.saturating_sub(a).max(0));
                 }
             }
             Some(_) => diag(

@@ -5,7 +5,6 @@
 use super::{LoadError, Loaded};
 use crate::model::{Diagnostic, Severity, Trace};
 use serde::Deserialize;
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -225,7 +224,7 @@ impl JsonlReader {
 
     /// Read everything from the current offset to the end of the file as it is now.
     pub fn read_available(&mut self, parser: &mut dyn LineParser, sink: &mut Sink) -> Result<u64, LoadError> {
-        let mut f = File::open(&self.path).map_err(|e| LoadError::io(&self.path, e))?;
+        let mut f = super::open_regular(&self.path).map_err(|e| LoadError::io(&self.path, e))?;
         self.read_from(&mut f, parser, sink)
     }
 
@@ -353,13 +352,17 @@ impl JsonlReader {
             };
             if line.iter().all(|b| b.is_ascii_whitespace()) {
                 // nothing
-            } else if serde_json::from_slice::<serde::de::IgnoredAny>(trim_cr(&line)).is_ok() {
-                deliver(&line, loc, parser, sink);
             } else {
-                sink.warning(
-                    Some(loc.line),
-                    "incomplete last line (no newline yet: the run may still be writing); ignored",
-                );
+                match serde_json::from_slice::<serde::de::IgnoredAny>(trim_cr(&line)) {
+                    // Cut mid-record: a run still being written.
+                    Err(e) if e.classify() == serde_json::error::Category::Eof => sink.warning(
+                        Some(loc.line),
+                        "incomplete last line (no newline yet: the run may still be writing); ignored",
+                    ),
+                    // Whole JSON, or whole but wrong (records run together without newlines,
+                    // garbage): the parser reads it or reports what is wrong.
+                    _ => deliver(&line, loc, parser, sink),
+                }
             }
         }
         parser.flush(sink);
@@ -449,7 +452,7 @@ impl Follow {
         let off = self.reader.offset();
         let start = off.saturating_sub(SIG);
         let mut buf = Vec::new();
-        if let Ok(mut f) = File::open(&self.path)
+        if let Ok(mut f) = super::open_regular(&self.path)
             && f.seek(SeekFrom::Start(start)).is_ok()
         {
             let _ = f.take(off - start).read_to_end(&mut buf);

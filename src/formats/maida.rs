@@ -133,7 +133,7 @@ impl Format for Maida {
                 return Payload {
                     error: Some(ErrorInfo {
                         kind: Some("unreadable".into()),
-                        message: format!("the span no longer parses: {e}"),
+                        message: format!("cannot decode the span: {e}"),
                         ..Default::default()
                     }),
                     ..Default::default()

@@ -219,7 +219,7 @@ pub fn read_origin(trace: &Trace, o: crate::model::Origin) -> std::io::Result<Ve
         .files
         .get(o.file as usize)
         .ok_or_else(|| std::io::Error::other("event has no source file"))?;
-    let mut f = std::fs::File::open(path)?;
+    let mut f = open_regular(path)?;
     f.seek(SeekFrom::Start(o.offset))?;
     let mut buf = vec![0; o.len as usize];
     let n = read_full(&mut f, &mut buf)?;

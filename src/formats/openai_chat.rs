@@ -152,7 +152,7 @@ fn test_result_messages(v: &Value) -> Option<&Vec<Value>> {
 /// Whether the file is one (pretty-printed) JSON document rather than JSON lines: its first
 /// non-blank line is not JSON by itself.
 fn looks_like_document(path: &Path) -> Result<bool, LoadError> {
-    let f = std::fs::File::open(path).map_err(|e| LoadError::io(path, e))?;
+    let f = super::open_regular(path).map_err(|e| LoadError::io(path, e))?;
     let mut head = Vec::new();
     f.take(SNIFF as u64)
         .read_to_end(&mut head)

@@ -24,6 +24,9 @@ pub struct Probe {
     /// Top-level keys of the first object (inside a leading array, of its first element),
     /// found by scanning even when the first record is too large to parse here.
     pub first_keys: Vec<String>,
+    /// Why neither the first line nor the whole file parsed, when what was read is complete
+    /// (serde's message with line and column: nesting too deep, invalid UTF-8, ...).
+    pub json_error: Option<String>,
 }
 
 impl Probe {
@@ -45,7 +48,11 @@ impl Probe {
                 first: None,
                 whole: None,
                 first_keys: Vec::new(),
+                json_error: None,
             });
+        }
+        if !meta.is_file() {
+            return Err(LoadError::io(path, super::not_regular(&meta)));
         }
         let mut f = std::fs::File::open(path).map_err(|e| LoadError::io(path, e))?;
         let mut head = Vec::with_capacity(HEAD.min(meta.len() as usize + 1));
@@ -59,12 +66,20 @@ impl Probe {
     }
 
     pub fn from_bytes(path: &Path, head: Vec<u8>, complete: bool) -> Probe {
-        let whole = if complete {
-            serde_json::from_slice::<Value>(&head).ok()
-        } else {
-            None
+        // serde_json's recursion limit (128) turns deep nesting into an error here, never a
+        // stack overflow.
+        let whole = complete.then(|| serde_json::from_slice::<Value>(&head));
+        let first = first_line(&head, complete).map(serde_json::from_slice::<Value>);
+        // The whole file's error points into the first record of a pretty-printed document;
+        // a line's error is only complete when the file was read whole or the line ended.
+        let json_error = match (&whole, &first) {
+            (Some(Ok(_)), _) | (_, Some(Ok(_))) => None,
+            (Some(Err(e)), _) => Some(e.to_string()),
+            (None, Some(Err(e))) if e.classify() != serde_json::error::Category::Eof => Some(e.to_string()),
+            _ => None,
         };
-        let first = first_line(&head, complete).and_then(|l| serde_json::from_slice::<Value>(l).ok());
+        let whole = whole.and_then(Result::ok);
+        let first = first.and_then(Result::ok);
         let first_keys = match first.as_ref().or(whole.as_ref()) {
             Some(v) => keys_of_first_object(v),
             None => scan_first_keys(&head),
@@ -78,6 +93,7 @@ impl Probe {
             first,
             whole,
             first_keys,
+            json_error,
         }
     }
 
@@ -143,6 +159,10 @@ impl Probe {
             return "binary data, not JSON".into();
         }
         match (self.record(), self.first_keys.is_empty()) {
+            (None, true) if let Some(e) = &self.json_error => format!("invalid JSON: {e}"),
+            (None, false) if let Some(e) = &self.json_error => {
+                format!("invalid JSON ({e}) in a record with keys {}", preview(&self.first_keys))
+            }
             (Some(Value::Object(_)), _) | (None, false) => {
                 format!("JSON with keys {}", preview(&self.first_keys))
             }

@@ -56,10 +56,50 @@ pub fn stem(path: &Path) -> String {
     name.to_string()
 }
 
+/// Open a file for reading, refusing anything but a regular file: opening a FIFO blocks until
+/// a writer appears (forever, for a stray pipe in a runs directory), and a device or socket
+/// is no trace. Every trace file tracetui reads is opened through here.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    std::fs::File::open(path)
+}
+
+/// The error for a path that is neither a regular file nor a directory.
+pub fn not_regular(meta: &std::fs::Metadata) -> std::io::Error {
+    let ft = meta.file_type();
+    let what = if ft.is_dir() { "a directory" } else { special_kind(&ft) };
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("not a regular file but {what}; tracetui reads trace files and directories"),
+    )
+}
+
+#[cfg(unix)]
+fn special_kind(ft: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &std::fs::FileType) -> &'static str {
+    "a special file"
+}
+
 /// Read a small JSON file (metadata), bounded so a hostile file cannot exhaust memory.
 pub fn read_json_file(path: &Path, limit: u64) -> Result<Value, super::LoadError> {
     use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| super::LoadError::io(path, e))?;
+    let f = open_regular(path).map_err(|e| super::LoadError::io(path, e))?;
     let mut buf = Vec::new();
     f.take(limit + 1)
         .read_to_end(&mut buf)

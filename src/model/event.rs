@@ -107,7 +107,8 @@ impl Usage {
     pub fn sum(&self) -> Option<u64> {
         self.total.or(match (self.input, self.output) {
             (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            // Saturating: counts come from the trace and may be anything up to u64::MAX.
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
         })
     }
 }

@@ -445,7 +445,8 @@ impl Trace {
                 c.errors += 1;
             }
             if e.kind == EventKind::LlmCall {
-                c.tokens += e.usage.as_ref().and_then(|u| u.sum()).unwrap_or(0);
+                let n = e.usage.as_ref().and_then(|u| u.sum()).unwrap_or(0);
+                c.tokens = c.tokens.saturating_add(n);
             }
         }
         c
@@ -473,7 +474,8 @@ impl Trace {
 
     pub fn duration(&self) -> Option<i64> {
         match self.time_span() {
-            (Some(a), Some(b)) if b >= a => Some(b.saturating_sub(a)),
+            // Checked: times from a trace may span more than i64 (i64::MIN to i64::MAX).
+            (Some(a), Some(b)) if b >= a => b.checked_sub(a),
             _ => None,
         }
     }

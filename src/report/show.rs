@@ -25,6 +25,10 @@ pub fn kind_label(e: &Event) -> String {
     }
 }
 
+/// Tree guides are drawn this many levels deep; deeper rows print their depth instead, so a
+/// chain of 100,000 nested events prints in linear, not quadratic, space.
+const MAX_DRAWN_DEPTH: usize = 32;
+
 fn text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
     let c = t.counts();
     let (start, _) = t.time_span();
@@ -60,8 +64,11 @@ fn text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
         let is_last = siblings.last() == Some(&i);
         last_at_depth.truncate(depth);
         let mut prefix = String::new();
-        for &l in &last_at_depth {
+        for &l in last_at_depth.iter().take(MAX_DRAWN_DEPTH) {
             prefix.push_str(if l { "   " } else { "│  " });
+        }
+        if depth > MAX_DRAWN_DEPTH {
+            prefix.push_str(&format!("⋯{depth} "));
         }
         prefix.push_str(if is_last { "└─ " } else { "├─ " });
         last_at_depth.push(is_last);
@@ -78,7 +85,7 @@ pub fn row(t: &Trace, i: u32, run_start: Option<i64>) -> String {
     let e = t.event(i);
     let mut s = format!("{} {} [{}]", kind_label(e), t.name(i), e.status.as_str());
     if let (Some(st), Some(r0)) = (e.start, run_start) {
-        s.push_str(&format!(" +{}", format_duration(st - r0)));
+        s.push_str(&format!(" +{}", format_duration(st.saturating_sub(r0))));
     }
     if let Some(d) = e.duration {
         s.push_str(&format!(" {}", format_duration(d)));

@@ -157,6 +157,14 @@ pub fn follow_print(
     out: &mut dyn Write,
     stop: &AtomicBool,
 ) -> std::io::Result<()> {
+    // A FIFO or device is no trace, and following one would wait forever: refuse it.
+    if let Ok(m) = std::fs::metadata(root)
+        && !m.is_file()
+        && !m.is_dir()
+    {
+        let e = crate::formats::not_regular(&m);
+        return Err(std::io::Error::new(e.kind(), format!("{}: {e}", root.display())));
+    }
     let mut tailer = Tailer::new(root, forced);
     let mut printer = Printer::new(fmt);
     let first = tailer.poll(None);

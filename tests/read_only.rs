@@ -1,0 +1,209 @@
+//! tracetui never writes into a trace directory (DESIGN §6): every non-interactive command
+//! runs over `sample-traces/` in place (no copy), and afterwards no file or directory in it has
+//! changed — contents, names, types, sizes, permissions and modification times — and nothing
+//! was added or removed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+/// What is compared of each entry (access times are not: reading is allowed).
+#[derive(Debug, PartialEq, Eq)]
+struct Entry {
+    kind: &'static str,
+    len: u64,
+    modified: SystemTime,
+    readonly: bool,
+    /// File contents, or a symlink's target.
+    content: Vec<u8>,
+}
+
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        let ft = m.file_type();
+        let (kind, content) = if ft.is_symlink() {
+            (
+                "symlink",
+                std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes(),
+            )
+        } else if ft.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+            ("dir", Vec::new())
+        } else {
+            ("file", std::fs::read(&p).unwrap())
+        };
+        out.insert(
+            p.strip_prefix(root).unwrap().to_path_buf(),
+            Entry {
+                kind,
+                len: m.len(),
+                modified: m.modified().unwrap(),
+                readonly: m.permissions().readonly(),
+                content,
+            },
+        );
+    }
+    out
+}
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tracetui"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+/// Run a command to its end; returns stdout.
+fn run(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0..=2)),
+        "tracetui {args:?}: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Run `tail --no-tui` with each set of arguments, all at once, for about a second; each must
+/// still be following (not have ended) when it is stopped.
+fn run_tails(sets: &[&[&str]]) {
+    let mut children: Vec<_> = sets
+        .iter()
+        .map(|args| {
+            let child = bin()
+                .arg("tail")
+                .arg("--no-tui")
+                .args(*args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            (args, child)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1000));
+    for (args, child) in &mut children {
+        let still_following = child.try_wait().unwrap().is_none();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(still_following, "tail {args:?} ended by itself instead of following");
+    }
+}
+
+/// The subcommands `tracetui --help` lists.
+fn subcommands() -> Vec<String> {
+    let help = run(&["--help"]);
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn no_command_changes_anything_in_the_traces_it_reads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces");
+    let before = snapshot(&root);
+    assert!(before.len() > 10, "sample-traces is there: {}", before.len());
+
+    // Every subcommand must be run below; a new one fails here until it is added.
+    let covered = [
+        "check",
+        "show",
+        "ls",
+        "tail",
+        "diff",
+        "config",
+        "completions",
+        "man",
+        "help",
+    ];
+    for c in subcommands() {
+        assert!(
+            covered.contains(&c.as_str()),
+            "`tracetui {c}` is not covered by the read-only test: run it over sample-traces/ below"
+        );
+    }
+
+    for fmt in ["text", "json"] {
+        let out = run(&["check", "--format", fmt, "sample-traces"]);
+        assert!(out.contains("agentdbg") && out.contains("maida"), "{out}");
+        run(&["ls", "--format", fmt, "sample-traces"]);
+        run(&["ls", "--format", fmt, "sample-traces/runs"]);
+    }
+    // Each run on its own, by the path `ls` reports (run directories and trace files).
+    let listed = run(&["ls", "--format", "json", "sample-traces"]);
+    let mut paths: Vec<String> = listed
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["path"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    assert!(paths.len() >= 8, "{paths:?}");
+    for p in &paths {
+        run(&["show", p]);
+        run(&["show", "--format", "json", p]);
+        run(&["check", p]);
+    }
+    let running = "sample-traces/runs/agentdbg-research-running";
+    run_tails(&[
+        &["sample-traces"],
+        &["--from-start", "sample-traces"],
+        &["--from-start", "--poll", "50", "--format", "json", "sample-traces"],
+        &["--from-start", running],
+        &["--poll", "50", running],
+        &["--from-start", "sample-traces/assay/support-episodes.jsonl"],
+    ]);
+    // diff reads both sides (pipes: text and JSON, never the interactive view), also across formats.
+    let pairs = [
+        (
+            "sample-traces/diff/booking.snap.json",
+            "sample-traces/diff/booking.current.json",
+        ),
+        (
+            "sample-traces/runs/agentdbg-refund-ok",
+            "sample-traces/runs/agentdbg-invoice-error",
+        ),
+        (
+            "sample-traces/diff/booking.snap.json",
+            "sample-traces/runs/maida-research-ok",
+        ),
+        (
+            "sample-traces/assay/support-episodes.jsonl",
+            "sample-traces/invariant/dataset.jsonl",
+        ),
+    ];
+    for (a, b) in pairs {
+        for fmt in ["text", "json"] {
+            run(&["diff", "--format", fmt, a, b]);
+        }
+        run(&["diff", "--strict", "--format", "json", a, b]);
+    }
+    run(&["config", "path"]);
+    run(&["completions", "bash"]);
+    run(&["man"]);
+
+    let after = snapshot(&root);
+    let added: Vec<_> = after.keys().filter(|k| !before.contains_key(*k)).collect();
+    let removed: Vec<_> = before.keys().filter(|k| !after.contains_key(*k)).collect();
+    assert!(
+        added.is_empty() && removed.is_empty(),
+        "added {added:?}, removed {removed:?}"
+    );
+    for (k, b) in &before {
+        assert_eq!(b, &after[k], "{} changed", k.display());
+    }
+}
