@@ -3,7 +3,8 @@
 //! both sides with the same key are then paired as moves.
 
 use crate::model::{EventKind, Trace};
-use similar::{Algorithm, DiffOp, capture_diff_slices_deadline};
+use similar::algorithms::{Capture, Compact, DiffHook, Replace, diff_deadline};
+use similar::{Algorithm, DiffOp};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,20 @@ const DEADLINE: Duration = Duration::from_secs(10);
 /// Align `a` (baseline) with `b` (current). Rows come in merged order; a moved call sits at
 /// its place in the current run.
 pub fn align<'t>(ta: &'t Trace, a: &[Call], tb: &'t Trace, b: &[Call]) -> Vec<Step> {
+    align_with(ta, a, tb, b, |_, _, _| {})
+}
+
+/// [`align`], telling `early(baseline, current, len)` of each run of calls Myers matches as it
+/// finds them, long before a hard alignment ends. Only a hint: the final script is compacted
+/// afterwards, which can shift a match to another call of the same key, so work started from
+/// it must be checked against the steps returned (most matches survive).
+pub fn align_with<'t>(
+    ta: &'t Trace,
+    a: &[Call],
+    tb: &'t Trace,
+    b: &[Call],
+    early: impl FnMut(usize, usize, usize),
+) -> Vec<Step> {
     let mut ids: HashMap<(bool, &'t str), u32> = HashMap::new();
     let mut key = |t: &'t Trace, c: &Call| -> u32 {
         let k = (c.kind == EventKind::ToolCall, t.name(c.event));
@@ -63,7 +78,7 @@ pub fn align<'t>(ta: &'t Trace, a: &[Call], tb: &'t Trace, b: &[Call]) -> Vec<St
     };
     let ka: Vec<u32> = a.iter().map(|c| key(ta, c)).collect();
     let kb: Vec<u32> = b.iter().map(|c| key(tb, c)).collect();
-    let ops = capture_diff_slices_deadline(Algorithm::Myers, &ka, &kb, Some(Instant::now() + DEADLINE));
+    let ops = script(&ka, &kb, early);
     let mut steps = Vec::with_capacity(a.len().max(b.len()));
     for op in ops {
         match op {
@@ -90,6 +105,44 @@ pub fn align<'t>(ta: &'t Trace, a: &[Call], tb: &'t Trace, b: &[Call]) -> Vec<St
         }
     }
     pair_moves(&ka, &kb, steps)
+}
+
+/// Myers' edit script of two key sequences: what `similar::capture_diff_slices_deadline` does,
+/// with a tap under the compaction.
+fn script(ka: &[u32], kb: &[u32], early: impl FnMut(usize, usize, usize)) -> Vec<DiffOp> {
+    let mut hook = Tap {
+        inner: Compact::new(Replace::new(Capture::new()), ka, kb),
+        early,
+    };
+    let deadline = Some(Instant::now() + DEADLINE);
+    let Ok(()) = diff_deadline(Algorithm::Myers, &mut hook, ka, 0..ka.len(), kb, 0..kb.len(), deadline);
+    hook.inner.into_inner().into_inner().into_ops()
+}
+
+/// Passes Myers' ops on unchanged, telling `early` of the matches on the way.
+struct Tap<D, F> {
+    inner: D,
+    early: F,
+}
+
+impl<D: DiffHook, F: FnMut(usize, usize, usize)> DiffHook for Tap<D, F> {
+    type Error = D::Error;
+    fn equal(&mut self, old_index: usize, new_index: usize, len: usize) -> Result<(), D::Error> {
+        (self.early)(old_index, new_index, len);
+        self.inner.equal(old_index, new_index, len)
+    }
+    fn delete(&mut self, old_index: usize, old_len: usize, new_index: usize) -> Result<(), D::Error> {
+        self.inner.delete(old_index, old_len, new_index)
+    }
+    fn insert(&mut self, old_index: usize, new_index: usize, new_len: usize) -> Result<(), D::Error> {
+        self.inner.insert(old_index, new_index, new_len)
+    }
+    fn replace(&mut self, old_index: usize, old_len: usize, new_index: usize, new_len: usize) -> Result<(), D::Error> {
+        self.inner.replace(old_index, old_len, new_index, new_len)
+    }
+    fn finish(&mut self) -> Result<(), D::Error> {
+        self.inner.finish()
+    }
 }
 
 /// When the calls left over on the two sides are the same multiset, the runs made the same
@@ -191,6 +244,63 @@ mod tests {
         let s = run(&["a", "b", "c"], &["b", "c", "a", "d"]);
         assert!(!s.iter().any(|x| matches!(x, Moved(_, _))), "{s:?}");
         assert_eq!(s.iter().filter(|x| matches!(x, Added(_))).count(), 2);
+    }
+
+    proptest::proptest! {
+        /// The tapped script is similar's own, and every early match pairs equal keys.
+        #[test]
+        fn the_tapped_script_is_similars(
+            ka in proptest::collection::vec(0u32..6, 0..120),
+            kb in proptest::collection::vec(0u32..6, 0..120),
+        ) {
+            let mut early = Vec::new();
+            let ops = script(&ka, &kb, |i, j, n| early.push((i, j, n)));
+            let reference = similar::capture_diff_slices_deadline(Algorithm::Myers, &ka, &kb, None);
+            proptest::prop_assert_eq!(ops, reference);
+            let mut seen_a = vec![false; ka.len()];
+            for (i, j, n) in early {
+                for k in 0..n {
+                    proptest::prop_assert_eq!(ka[i + k], kb[j + k]);
+                    proptest::prop_assert!(!std::mem::replace(&mut seen_a[i + k], true), "one match per call");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn early_matches_of_a_long_alignment_mostly_survive() {
+        // Two unrelated sequences over a small alphabet, as two runs of one agent.
+        let keys = |seed: u64, n: usize| -> Vec<u32> {
+            let mut x = seed;
+            (0..n)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    ((x >> 33) % 12) as u32
+                })
+                .collect()
+        };
+        let (ka, kb) = (keys(1, 3000), keys(2, 3000));
+        let mut early = std::collections::HashSet::new();
+        let ops = script(&ka, &kb, |i, j, n| early.extend((0..n).map(|k| (i + k, j + k))));
+        let fin: Vec<(usize, usize)> = ops
+            .iter()
+            .filter_map(|op| match *op {
+                DiffOp::Equal {
+                    old_index,
+                    new_index,
+                    len,
+                } => Some((0..len).map(move |k| (old_index + k, new_index + k))),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert!(fin.len() > 1000, "{}", fin.len());
+        let kept = fin.iter().filter(|p| early.contains(p)).count();
+        assert!(
+            kept * 10 >= fin.len() * 9,
+            "{kept} of {} final matches were told early",
+            fin.len()
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod json;
 mod metrics;
 mod payloads;
 
-pub use align::{Call, Step, align, calls};
+pub use align::{Call, Step, align, align_with, calls};
 pub use ignore::{Glob, VOLATILE_KEYS};
 pub use json::Leaf;
 pub use metrics::Metric;
@@ -25,6 +25,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -173,6 +175,14 @@ impl Diff {
     }
 }
 
+fn call_ref(calls: &[Call], i: usize) -> CallRef {
+    CallRef {
+        index: i,
+        event: calls[i].event,
+        kind_index: calls[i].kind_index,
+    }
+}
+
 fn call_prefix(kind: EventKind, n: usize) -> String {
     match kind {
         EventKind::LlmCall => format!("llm[{n}]"),
@@ -180,16 +190,34 @@ fn call_prefix(kind: EventKind, n: usize) -> String {
     }
 }
 
-/// Pairs compared per parallel task (each task opens its files once).
-const CHUNK: usize = 512;
+/// Pairs compared per parallel task (each task opens its files once). Small enough that a few
+/// thousand pairs still spread evenly over the cores.
+const CHUNK: usize = 128;
 
 /// Diff `a` (the baseline) against `b` (the current run).
 pub fn diff(a: &Trace, b: &Trace, opts: &Options) -> Diff {
+    diff_overlapping(a, b, opts, Overlap::UntilAligned)
+}
+
+/// How much pair comparing a helper thread does while the calls are aligned. Only the speed
+/// differs: the diff is the same.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Overlap {
+    Off,
+    /// Stop when the alignment is done and share what is left over the cores.
+    UntilAligned,
+    /// Every pair Myers matched (tests: the most early results to check).
+    #[cfg(test)]
+    All,
+}
+
+fn diff_overlapping(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap) -> Diff {
     // Across formats only tool calls are shared vocabulary (agentsnap has no LLM calls).
     let cross = a.meta.format != b.meta.format;
     let ca = calls(a, cross);
     let cb = calls(b, cross);
-    let steps = align(a, &ca, b, &cb);
+    let ctx = Ctx { a, b, opts, cross };
+    let (steps, mut early) = ctx.align_comparing(&ca, &cb, overlap);
 
     let mut rows = Vec::with_capacity(steps.len());
     let mut work = Vec::new();
@@ -200,13 +228,8 @@ pub fn diff(a: &Trace, b: &Trace, opts: &Options) -> Diff {
             Step::Removed(i) => (Op::Removed, Some(i), None),
             Step::Added(j) => (Op::Added, None, Some(j)),
         };
-        let cref = |calls: &[Call], i: usize| CallRef {
-            index: i,
-            event: calls[i].event,
-            kind_index: calls[i].kind_index,
-        };
-        let baseline = ia.map(|i| cref(&ca, i));
-        let current = ib.map(|j| cref(&cb, j));
+        let baseline = ia.map(|i| call_ref(&ca, i));
+        let current = ib.map(|j| call_ref(&cb, j));
         let ev = baseline.map_or_else(|| b.event(current.unwrap().event), |c| a.event(c.event));
         let name = match (baseline, current) {
             (Some(c), _) => a.name(c.event),
@@ -226,23 +249,39 @@ pub fn diff(a: &Trace, b: &Trace, opts: &Options) -> Diff {
         });
     }
 
-    let ctx = Ctx { a, b, opts, cross };
-    let compared: Vec<Compared> = work
+    // Pairs compared while the alignment ran are kept when the final alignment made the same
+    // pair; the rest are compared now, in parallel.
+    let mut compared: Vec<Option<Compared>> = work
+        .iter()
+        .map(|&(_, x, y)| match early[x.index].take() {
+            Some((j, c)) if j == y.index => Some(c),
+            _ => None,
+        })
+        .collect();
+    let todo: Vec<usize> = (0..work.len()).filter(|&k| compared[k].is_none()).collect();
+    let late: Vec<Compared> = todo
         .par_chunks(CHUNK)
         .flat_map_iter(|chunk| {
             let mut ra = PayloadReader::new(a);
             let mut rb = PayloadReader::new(b);
             chunk
                 .iter()
-                .map(|&(row, x, y)| ctx.compare_call(row, x, y, &mut ra, &mut rb))
+                .map(|&k| ctx.compare_call(work[k].1, work[k].2, &mut ra, &mut rb))
                 .collect::<Vec<_>>()
         })
         .collect();
+    for (k, c) in todo.into_iter().zip(late) {
+        compared[k] = Some(c);
+    }
+    let compared = work
+        .iter()
+        .zip(compared)
+        .map(|(&(row, _, _), c)| (row, c.expect("every pair compared")));
 
     let mut regressions = Vec::new();
     let mut hash_vs_value = 0;
-    for c in compared {
-        let row = &mut rows[c.row];
+    for (row, c) in compared {
+        let row = &mut rows[row];
         row.paths = c.paths;
         if row.op == Op::Same && !row.paths.is_empty() {
             row.op = Op::Changed;
@@ -379,8 +418,8 @@ fn error_value(e: Option<crate::model::ErrorInfo>) -> Option<Value> {
     e.and_then(|e| serde_json::to_value(e).ok())
 }
 
+#[derive(Debug, PartialEq)]
 struct Compared {
-    row: usize,
     paths: Vec<PathChange>,
     hash_vs_value: bool,
     regression: Option<String>,
@@ -399,7 +438,53 @@ fn is_hash(v: &Option<Value>) -> bool {
         .is_some_and(|s| crate::model::Marker::of_str(s) == Some(crate::model::Marker::Hash))
 }
 
+/// Comparisons made while the alignment ran, by baseline call: (current call, result).
+type Early = Vec<Option<(usize, Compared)>>;
+
 impl Ctx<'_> {
+    /// Align the calls. Aligning two long runs that differ throughout keeps one core busy for
+    /// a while (similar's Myers is sequential), so meanwhile a helper thread compares the pairs
+    /// Myers has matched so far; most survive into the final alignment.
+    fn align_comparing(&self, ca: &[Call], cb: &[Call], overlap: Overlap) -> (Vec<Step>, Early) {
+        let mut early: Early = Vec::new();
+        early.resize_with(ca.len(), || None);
+        if overlap == Overlap::Off || (overlap == Overlap::UntilAligned && rayon::current_num_threads() < 2) {
+            return (align(self.a, ca, self.b, cb), early);
+        }
+        let (tx, rx) = mpsc::channel::<(usize, usize, usize)>();
+        let done = AtomicBool::new(false);
+        let steps = std::thread::scope(|s| {
+            let done = &done;
+            let helper = s.spawn(move || {
+                let mut ra = PayloadReader::new(self.a);
+                let mut rb = PayloadReader::new(self.b);
+                let mut out = Vec::new();
+                // Stop as soon as the alignment is done: what is left is shared out in parallel.
+                'runs: while let Ok((i, j, n)) = rx.recv() {
+                    for k in 0..n {
+                        if done.load(Ordering::Relaxed) {
+                            break 'runs;
+                        }
+                        let (x, y) = (call_ref(ca, i + k), call_ref(cb, j + k));
+                        out.push((x.index, y.index, self.compare_call(x, y, &mut ra, &mut rb)));
+                    }
+                }
+                out
+            });
+            let steps = align_with(self.a, ca, self.b, cb, |i, j, n| {
+                let _ = tx.send((i, j, n));
+            });
+            done.store(overlap == Overlap::UntilAligned, Ordering::Relaxed);
+            drop(tx);
+            let out = helper.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            for (i, j, c) in out {
+                early[i] = Some((j, c));
+            }
+            steps
+        });
+        (steps, early)
+    }
+
     fn skip(&self, volatile: bool) -> Skip<'_> {
         Skip {
             volatile: volatile && !self.opts.strict,
@@ -416,18 +501,10 @@ impl Ctx<'_> {
         out
     }
 
-    fn compare_call(
-        &self,
-        row: usize,
-        x: CallRef,
-        y: CallRef,
-        ra: &mut PayloadReader,
-        rb: &mut PayloadReader,
-    ) -> Compared {
+    fn compare_call(&self, x: CallRef, y: CallRef, ra: &mut PayloadReader, rb: &mut PayloadReader) -> Compared {
         let (ea, eb) = (self.a.event(x.event), self.b.event(y.event));
         let prefix = call_prefix(ea.kind, x.kind_index);
         let unchanged = Compared {
-            row,
             paths: Vec::new(),
             hash_vs_value: false,
             regression: None,
@@ -463,7 +540,6 @@ impl Ctx<'_> {
         });
         let (paths, hash_vs_value) = self.compare_payloads(&prefix, ea, pa, eb, pb);
         Compared {
-            row,
             paths,
             hash_vs_value,
             regression,

@@ -259,3 +259,105 @@ fn verdict_names_parse() {
     assert_eq!(Verdict::parse("tools-changed"), Some(Verdict::ToolsChanged));
     assert_eq!(Verdict::parse("nope"), None);
 }
+
+/// Two AgentDbg runs of `n` calls drawn from a few names, with arguments and results that
+/// sometimes differ: long enough for Myers to report matches while it works.
+fn generated_pair(n: usize) -> (tempfile::TempDir, Trace, Trace) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut traces = Vec::new();
+    for (side, seed) in [("a", 7u64), ("b", 11u64)] {
+        let mut x = seed;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut lines = vec![
+            r#"{"event_id":"r0","run_id":"r1","parent_id":null,"event_type":"RUN_START","ts":"2026-02-15T20:31:00.000Z","name":"run","payload":{"run_name":"run"},"meta":{}}"#.to_string(),
+        ];
+        for i in 0..n {
+            let ty = if next(4) == 0 { "LLM_CALL" } else { "TOOL_CALL" };
+            let name = ["search", "fetch", "read", "write", "gpt"][next(5) as usize];
+            let payload = if ty == "LLM_CALL" {
+                format!(
+                    r#"{{"model":"m{}","prompt":"p{}","response":"r{}","usage":{{"total_tokens":{}}}}}"#,
+                    next(2),
+                    next(3),
+                    next(3),
+                    i
+                )
+            } else {
+                format!(
+                    r#"{{"tool_name":"{name}","args":{{"q":{},"k":"v"}},"result":"{{\"n\":{}}}","status":"{}"}}"#,
+                    next(3),
+                    next(3),
+                    if next(9) == 0 { "error" } else { "ok" }
+                )
+            };
+            lines.push(format!(
+                r#"{{"event_id":"{side}{i}","run_id":"r1","parent_id":"r0","event_type":"{ty}","ts":"2026-02-15T20:31:{:02}.{:03}Z","duration_ms":{},"name":"{name}","payload":{payload},"meta":{{}}}}"#,
+                (i / 1000) % 60,
+                i % 1000,
+                next(50)
+            ));
+        }
+        let run = dir.path().join(side);
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+        let mut l = crate::formats::load(&run, None).unwrap();
+        traces.push(l.traces.remove(0));
+    }
+    let b = traces.pop().unwrap();
+    let a = traces.pop().unwrap();
+    (dir, a, b)
+}
+
+#[test]
+fn pairs_compared_while_aligning_are_compared_as_afterwards() {
+    let (_dir, a, b) = generated_pair(1500);
+    let opts = Options::default();
+    let ctx = Ctx {
+        a: &a,
+        b: &b,
+        opts: &opts,
+        cross: false,
+    };
+    let (ca, cb) = (calls(&a, false), calls(&b, false));
+    let (_, early) = ctx.align_comparing(&ca, &cb, Overlap::All);
+    let mut ra = PayloadReader::new(&a);
+    let mut rb = PayloadReader::new(&b);
+    let mut checked = 0;
+    for (i, e) in early.iter().enumerate() {
+        if let Some((j, c)) = e {
+            let fresh = ctx.compare_call(call_ref(&ca, i), call_ref(&cb, *j), &mut ra, &mut rb);
+            assert_eq!(c, &fresh, "pair {i}, {j}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 300, "only {checked} pairs compared early");
+}
+
+#[test]
+fn overlapping_comparison_with_the_alignment_changes_nothing() {
+    let (_dir, a, b) = generated_pair(1500);
+    for opts in [
+        Options::default(),
+        Options {
+            strict: true,
+            ..Default::default()
+        },
+    ] {
+        let plain = diff_overlapping(&a, &b, &opts, Overlap::Off);
+        assert!(plain.rows.iter().any(|r| r.op == Op::Same), "some pairs are unchanged");
+        assert!(plain.rows.iter().any(|r| r.op == Op::Changed), "some pairs changed");
+        assert!(plain.rows.iter().any(|r| r.op == Op::Added), "the runs differ");
+        for overlap in [Overlap::UntilAligned, Overlap::All] {
+            let d = diff_overlapping(&a, &b, &opts, overlap);
+            assert_eq!(
+                format!("{d:?}"),
+                format!("{plain:?}"),
+                "{overlap:?}, strict {}",
+                opts.strict
+            );
+        }
+    }
+}

@@ -6,7 +6,7 @@
 //! payload fields the index needs are read, and the payload itself stays on disk until shown.
 
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
-use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, lenient_u64, read_json_file, stem};
+use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded_owned, lenient_u64, read_json_file, stem};
 use crate::model::*;
 use serde::Deserialize;
 use serde_json::Value;
@@ -136,7 +136,7 @@ impl Format for AgentDbg {
     fn decode_payload(&self, _t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
         let mut out = Payload::default();
         for (i, bytes) in raw.iter().enumerate() {
-            let v: Value = match serde_json::from_slice(bytes) {
+            let mut v: Value = match serde_json::from_slice(bytes) {
                 Ok(v) => v,
                 Err(e) => {
                     out.error = Some(ErrorInfo {
@@ -147,11 +147,16 @@ impl Format for AgentDbg {
                     return out;
                 }
             };
-            let p = v.get("payload").cloned().unwrap_or(Value::Null);
-            let ty = v.get("event_type").and_then(Value::as_str).unwrap_or("");
-            fill_payload(&mut out, ty, &p, i > 0);
-            if let Some(meta) = field(&v, "meta").filter(|m| m.as_object().is_none_or(|o| !o.is_empty())) {
-                out.extra.push(("meta".into(), meta.clone()));
+            // The record is ours: its values are moved into the payload, not copied (a diff
+            // decodes every paired call).
+            let ty = match v.get_mut("event_type").map(Value::take) {
+                Some(Value::String(s)) => s,
+                _ => String::new(),
+            };
+            let p = v.get_mut("payload").map(Value::take).unwrap_or(Value::Null);
+            fill_payload(&mut out, &ty, p, i > 0);
+            if let Some(meta) = take_field(&mut v, "meta").filter(|m| m.as_object().is_none_or(|o| !o.is_empty())) {
+                out.extra.push(("meta".into(), meta));
             }
         }
         if ev.kind == EventKind::Error && out.error.is_none() {
@@ -164,50 +169,50 @@ impl Format for AgentDbg {
     }
 }
 
-fn fill_payload(out: &mut Payload, ty: &str, p: &Value, second: bool) {
-    let take = |k: &str| field(p, k).map(decode_embedded_if_str);
+/// Move a present, non-null field out of `v` (what `field` reads, without the copy).
+fn take_field(v: &mut Value, key: &str) -> Option<Value> {
+    v.get_mut(key).filter(|x| !x.is_null()).map(Value::take)
+}
+
+fn fill_payload(out: &mut Payload, ty: &str, mut p: Value, second: bool) {
+    // Each key is read once, so taking it leaves nothing another branch needs.
+    let mut take = |k: &str| take_field(&mut p, k);
     match ty {
         "LLM_CALL" => {
-            out.input = take("prompt");
-            out.output = take("response");
-            out.error = field(p, "error").and_then(ErrorInfo::from_value);
+            out.input = take("prompt").map(decode_embedded_owned);
+            out.output = take("response").map(decode_embedded_owned);
+            out.error = take("error").as_ref().and_then(ErrorInfo::from_value);
             for k in ["usage", "provider", "model", "temperature", "stop_reason"] {
-                if let Some(v) = field(p, k) {
-                    out.extra.push((k.into(), v.clone()));
+                if let Some(v) = take(k) {
+                    out.extra.push((k.into(), v));
                 }
             }
         }
         "TOOL_CALL" => {
-            out.input = take("args");
-            out.output = take("result");
-            out.error = field(p, "error").and_then(ErrorInfo::from_value);
+            out.input = take("args").map(decode_embedded_owned);
+            out.output = take("result").map(decode_embedded_owned);
+            out.error = take("error").as_ref().and_then(ErrorInfo::from_value);
         }
         "ERROR" => {
-            out.error = ErrorInfo::from_value(p);
+            out.error = ErrorInfo::from_value(&p);
         }
         "STATE_UPDATE" => {
-            out.output = take("state");
-            if let Some(d) = field(p, "diff") {
-                out.extra.push(("diff".into(), d.clone()));
+            out.output = take("state").map(decode_embedded_owned);
+            if let Some(d) = take("diff") {
+                out.extra.push(("diff".into(), d));
             }
         }
         "RUN_END" if second => {
-            out.output = Some(p.clone());
+            out.output = Some(p);
         }
         _ => {
             if second {
-                out.output = Some(p.clone());
+                out.output = Some(p);
             } else {
-                out.input = Some(p.clone());
+                out.input = Some(p);
             }
         }
     }
-}
-
-/// Args and results are recorded "object | string | null"; a string that holds JSON is shown
-/// as that JSON.
-fn decode_embedded_if_str(v: &Value) -> Value {
-    decode_embedded(v)
 }
 
 /// (run.json if this is a run directory, events file).
@@ -1014,5 +1019,122 @@ mod tests {
         assert_eq!(shape(a), shape(b));
         assert_eq!(a.diagnostics, b.diagnostics);
         assert_eq!(a.diagnostics.len(), 1);
+    }
+
+    /// The decoder as first written (copying every value out of the parsed record): the
+    /// oracle for the decoder that moves them.
+    fn decode_by_copying(ev: &Event, raw: &[&[u8]]) -> Payload {
+        use crate::formats::{decode_embedded, field};
+        fn fill(out: &mut Payload, ty: &str, p: &Value, second: bool) {
+            let take = |k: &str| field(p, k).map(decode_embedded);
+            match ty {
+                "LLM_CALL" => {
+                    out.input = take("prompt");
+                    out.output = take("response");
+                    out.error = field(p, "error").and_then(ErrorInfo::from_value);
+                    for k in ["usage", "provider", "model", "temperature", "stop_reason"] {
+                        if let Some(v) = field(p, k) {
+                            out.extra.push((k.into(), v.clone()));
+                        }
+                    }
+                }
+                "TOOL_CALL" => {
+                    out.input = take("args");
+                    out.output = take("result");
+                    out.error = field(p, "error").and_then(ErrorInfo::from_value);
+                }
+                "ERROR" => out.error = ErrorInfo::from_value(p),
+                "STATE_UPDATE" => {
+                    out.output = take("state");
+                    if let Some(d) = field(p, "diff") {
+                        out.extra.push(("diff".into(), d.clone()));
+                    }
+                }
+                "RUN_END" if second => out.output = Some(p.clone()),
+                _ if second => out.output = Some(p.clone()),
+                _ => out.input = Some(p.clone()),
+            }
+        }
+        let mut out = Payload::default();
+        for (i, bytes) in raw.iter().enumerate() {
+            let v: Value = match serde_json::from_slice(bytes) {
+                Ok(v) => v,
+                Err(e) => {
+                    out.error = Some(ErrorInfo {
+                        kind: Some("unreadable".into()),
+                        message: format!("the record no longer parses: {e}"),
+                        ..Default::default()
+                    });
+                    return out;
+                }
+            };
+            let p = v.get("payload").cloned().unwrap_or(Value::Null);
+            let ty = v.get("event_type").and_then(Value::as_str).unwrap_or("");
+            fill(&mut out, ty, &p, i > 0);
+            if let Some(meta) = field(&v, "meta").filter(|m| m.as_object().is_none_or(|o| !o.is_empty())) {
+                out.extra.push(("meta".into(), meta.clone()));
+            }
+        }
+        if ev.kind == EventKind::Error && out.error.is_none() {
+            out.error = Some(ErrorInfo {
+                message: "error".into(),
+                ..Default::default()
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn decoding_moves_values_out_and_decodes_as_copying_did() {
+        let records = [
+            r#"{"event_type":"TOOL_CALL","payload":{"tool_name":"t","args":{"q":"x","limit":10},"result":"{\"rows\":[1,2]}","status":"ok","error":null},"meta":{}}"#,
+            r#"{"event_type":"TOOL_CALL","payload":{"args":"  [1, 2]","result":"{not json","error":{"error_type":"Timeout","message":"slow","stack":"s"}},"meta":{"k":1}}"#,
+            r#"{"event_type":"TOOL_CALL","payload":{"args":"\"quoted\"","result":"plain text","error":"boom"}}"#,
+            r#"{"event_type":"TOOL_CALL","payload":{"args":null,"result":null,"error":false},"meta":null}"#,
+            r#"{"event_type":"LLM_CALL","payload":{"model":"m","prompt":"hi","response":"{\"a\":1}","usage":{"total_tokens":3},"provider":"p","temperature":0.2,"stop_reason":"stop","error":null},"meta":{}}"#,
+            r#"{"event_type":"LLM_CALL","payload":{"prompt":[{"role":"user","content":"x"}],"usage":null,"model":"m","error":{"type":"RateLimit","msg":"later"}}}"#,
+            r#"{"event_type":"ERROR","payload":{"error_type":"ValueError","message":"bad","stack":"tb"}}"#,
+            r#"{"event_type":"ERROR","payload":"just a string"}"#,
+            r#"{"event_type":"ERROR","payload":null}"#,
+            r#"{"event_type":"STATE_UPDATE","payload":{"state":"{\"step\":2}","diff":{"step":[1,2]}}}"#,
+            r#"{"event_type":"LOOP_WARNING","payload":{"pattern":"a,b","repetitions":3}}"#,
+            r#"{"event_type":"RUN_START","payload":{"run_name":"r","argv":["a"]},"meta":{"x":[]}}"#,
+            r#"{"event_type":"SOMETHING_NEW","payload":[1,2,3]}"#,
+            r#"{"event_type":7,"payload":{"args":{"a":1}}}"#,
+            r#"{"event_type":"TOOL_CALL"}"#,
+            r#"{"event_type":"TOOL_CALL","payload":"not an object"}"#,
+            r#"{"event_type":"TOOL_CALL","payload":{"args":{"a":1},"args":{"a":2}},"payload":{"args":{"b":3}}}"#,
+            r#"["not","an","object"]"#,
+            r#"{"event_type":"TOOL_CALL","payload":{"args":{"a":1}"#,
+            r#"{"event_type":"TOOL_CALL","payload":{"args":{"a":1e999}}}"#,
+        ];
+        for kind in [
+            EventKind::ToolCall,
+            EventKind::LlmCall,
+            EventKind::Error,
+            EventKind::State,
+            EventKind::Run,
+        ] {
+            let mut t = Trace::default();
+            let i = t.add(NewEvent::new(kind, "e"));
+            let ev = t.event(i).clone();
+            for (i, r) in records.iter().enumerate() {
+                let one = [r.as_bytes()];
+                assert_eq!(
+                    AgentDbg.decode_payload(&Trace::default(), &ev, &one),
+                    decode_by_copying(&ev, &one),
+                    "{kind:?} record {i}: {r}"
+                );
+                // A run's second record (RUN_END) fills the output.
+                let end = r#"{"event_type":"RUN_END","payload":{"status":"ok","summary":{"n":1}},"meta":{}}"#;
+                for pair in [[r.as_bytes(), end.as_bytes()], [end.as_bytes(), r.as_bytes()]] {
+                    assert_eq!(
+                        AgentDbg.decode_payload(&Trace::default(), &ev, &pair),
+                        decode_by_copying(&ev, &pair),
+                        "{kind:?} record {i} with RUN_END: {r}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -6,13 +6,16 @@ use std::path::Path;
 /// A payload that may be JSON inside a string (Maida span events, OpenAI `arguments`):
 /// the parsed value, else the string itself (DESIGN §3: parse, fall back to the string).
 pub fn json_or_string(s: &str) -> Value {
+    embedded_json(s).unwrap_or_else(|| Value::String(s.to_string()))
+}
+
+fn embedded_json(s: &str) -> Option<Value> {
     let t = s.trim_start();
-    if (t.starts_with('{') || t.starts_with('[') || t.starts_with('"'))
-        && let Ok(v) = serde_json::from_str::<Value>(s)
-    {
-        return v;
+    if t.starts_with('{') || t.starts_with('[') || t.starts_with('"') {
+        serde_json::from_str::<Value>(s).ok()
+    } else {
+        None
     }
-    Value::String(s.to_string())
 }
 
 /// Like [`json_or_string`] for a value that may or may not be a string.
@@ -20,6 +23,14 @@ pub fn decode_embedded(v: &Value) -> Value {
     match v {
         Value::String(s) => json_or_string(s),
         other => other.clone(),
+    }
+}
+
+/// [`decode_embedded`] taking the value: a string that is not JSON is moved, not copied.
+pub fn decode_embedded_owned(v: Value) -> Value {
+    match v {
+        Value::String(s) => embedded_json(&s).unwrap_or(Value::String(s)),
+        other => other,
     }
 }
 
