@@ -1062,7 +1062,7 @@ mod tests {
                 Err(e) => {
                     out.error = Some(ErrorInfo {
                         kind: Some("unreadable".into()),
-                        message: format!("the record no longer parses: {e}"),
+                        message: format!("cannot decode the record: {e}"),
                         ..Default::default()
                     });
                     return out;
