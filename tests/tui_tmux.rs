@@ -375,3 +375,48 @@ fn sigterm_and_sighup_restore_the_terminal() {
         t.assert_restored();
     }
 }
+
+/// The terminal goes away under the explorer (its tmux server is killed, and no SIGHUP need
+/// reach it): the explorer notices and exits instead of outliving its terminal spinning.
+#[test]
+fn explorer_exits_when_its_terminal_disappears() {
+    need_tmux!();
+    let socket = format!("tracetui-e2e-gone-{}", std::process::id());
+    let bin = env!("CARGO_BIN_EXE_tracetui");
+    let out = Command::new("tmux")
+        .args([
+            "-L",
+            &socket,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_pid}",
+        ])
+        .args(["-x", "100", "-y", "30", "-c", env!("CARGO_MANIFEST_DIR")])
+        .arg(format!("exec {bin} sample-traces/"))
+        .output()
+        .unwrap();
+    let pid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("pane pid");
+    std::thread::sleep(Duration::from_millis(1500));
+    let alive = |pid: u32| Path::new(&format!("/proc/{pid}")).exists() && !zombie(pid);
+    assert!(alive(pid), "the explorer started");
+    let _ = Command::new("tmux").args(["-L", &socket, "kill-server"]).output();
+    let start = Instant::now();
+    while alive(pid) && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let gone = !alive(pid);
+    if !gone {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).output();
+    }
+    assert!(gone, "the explorer outlived its terminal");
+}
+
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+        .unwrap_or(true)
+}

@@ -91,7 +91,11 @@ fn event_loop(
         let wait = TICK.saturating_sub(last_tick.elapsed());
         // Take every pending input before drawing again (coalesces key repeat and wheel).
         if event::poll(wait)? {
+            // Bounded, and watching the quit signals: a terminal that hung up can report
+            // input ready forever, and this loop must not become the whole program.
+            let mut taken = 0;
             loop {
+                taken += 1;
                 let action = match event::read()? {
                     Event::Key(k) => key_action(s, k),
                     Event::Mouse(m) => mouse_action(m),
@@ -102,7 +106,7 @@ fn event_loop(
                     update(s, a);
                     dirty = true;
                 }
-                if s.quit || !event::poll(Duration::ZERO)? {
+                if s.quit || quit.load(Ordering::Relaxed) || taken >= 256 || !event::poll(Duration::ZERO)? {
                     break;
                 }
             }

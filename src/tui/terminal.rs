@@ -88,16 +88,72 @@ pub fn take_background_panic() -> Option<String> {
     BACKGROUND_PANIC.lock().ok().and_then(|mut s| s.take())
 }
 
-/// A flag set by SIGTERM, SIGHUP and SIGINT.
+/// A flag set by SIGTERM, SIGHUP and SIGINT. The event loop sees it within a tick and ends
+/// normally. A thread stands by in case it cannot: on a terminal that hung up, crossterm's
+/// reader can spin inside `event::poll` forever, timeout or not (crossterm#793), and the
+/// process would outlive its terminal burning a core. After a grace period that thread
+/// restores what can be restored and exits.
 pub fn quit_signals() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     #[cfg(unix)]
-    for sig in [
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGINT,
-    ] {
-        let _ = signal_hook::flag::register(sig, flag.clone());
+    {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT]) {
+            let f = flag.clone();
+            let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    f.store(true, Ordering::SeqCst);
+                    exit_if_still_running(128 + sig);
+                }
+            });
+        }
+        let f = flag.clone();
+        let _ = std::thread::Builder::new()
+            .name("tty-watch".into())
+            .spawn(move || watch_hangup(&f));
     }
     flag
+}
+
+/// Give the event loop a moment to end by itself, then end the process from here.
+#[cfg(unix)]
+fn exit_if_still_running(code: i32) {
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    restore();
+    std::process::exit(code);
+}
+
+/// A terminal can vanish without a SIGHUP reaching us (a multiplexer killed, a nohup'd
+/// shell): look at the terminal every half second, and quit once it has hung up.
+#[cfg(unix)]
+fn watch_hangup(flag: &AtomicBool) {
+    use std::os::fd::AsRawFd;
+    // The terminal crossterm reads: standard input when it is one, else /dev/tty. A pipe on
+    // standard input reaching its end is no hang-up.
+    let tty = if unsafe { libc::isatty(0) } == 1 {
+        None
+    } else {
+        match std::fs::File::open("/dev/tty") {
+            Ok(f) => Some(f),
+            Err(_) => return,
+        }
+    };
+    let fd = tty.as_ref().map_or(0, |f| f.as_raw_fd());
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        if !ACTIVE.load(Ordering::SeqCst) {
+            continue;
+        }
+        let mut p = libc::pollfd {
+            fd,
+            events: 0,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, zero timeout.
+        let r = unsafe { libc::poll(&mut p, 1, 0) };
+        if r > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            flag.store(true, Ordering::SeqCst);
+            exit_if_still_running(128 + libc::SIGHUP);
+        }
+    }
 }
