@@ -92,7 +92,7 @@ impl<'t> PayloadReader<'t> {
                 .get(i)
                 .ok_or_else(|| std::io::Error::other("event has no source file"))?;
             self.files[i] = Some(Window {
-                file: File::open(path)?,
+                file: crate::formats::open_regular(path)?,
                 start: 0,
                 buf: Vec::new(),
             });

@@ -77,7 +77,7 @@ impl Format for AssayBundle {
                 ),
             ));
         }
-        let file = std::fs::File::open(path).map_err(|e| LoadError::io(path, e))?;
+        let file = super::open_regular(path).map_err(|e| LoadError::io(path, e))?;
         let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
         let mut archive = tar::Archive::new(Limited {
             inner: gz,

@@ -423,7 +423,9 @@ fn raw_section(t: &Trace, i: u32, d: &mut Doc) {
                 .and_then(|p| {
                     use std::io::Read;
                     let mut buf = Vec::new();
-                    std::fs::File::open(p)?.take(MAX_RAW as u64).read_to_end(&mut buf)?;
+                    crate::formats::open_regular(p)?
+                        .take(MAX_RAW as u64)
+                        .read_to_end(&mut buf)?;
                     Ok(buf)
                 })
         } else {
