@@ -111,7 +111,7 @@ impl Tmux {
             if pred(&s) {
                 // A capture can land in the middle of a frame being drawn: accept the
                 // screen only once it holds still.
-                std::thread::sleep(Duration::from_millis(60));
+                std::thread::sleep(Duration::from_millis(200));
                 let again = self.screen();
                 if again == s {
                     return s;
@@ -405,14 +405,25 @@ fn explorer_exits_when_its_terminal_disappears() {
     assert!(alive(pid), "the explorer started");
     let _ = Command::new("tmux").args(["-L", &socket, "kill-server"]).output();
     let start = Instant::now();
-    while alive(pid) && start.elapsed() < Duration::from_secs(5) {
+    while alive(pid) && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let gone = !alive(pid);
+    let state = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .map(|t| std::fs::read_to_string(t.path().join("comm")).unwrap_or_default())
+                .collect::<String>()
+        })
+        .unwrap_or_default();
     if !gone {
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).output();
     }
-    assert!(gone, "the explorer outlived its terminal");
+    assert!(
+        gone,
+        "the explorer outlived its terminal:\n{state}\nthreads:\n{threads}"
+    );
 }
 
 fn zombie(pid: u32) -> bool {

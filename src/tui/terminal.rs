@@ -7,7 +7,7 @@ use crossterm::execute;
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use std::io::{Stdout, Write};
+use std::io::{BufWriter, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -17,7 +17,9 @@ static UI_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
 /// being printed over the screen).
 static BACKGROUND_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
-pub type Term = Terminal<CrosstermBackend<Stdout>>;
+/// Frames are written through a large buffer: one write per frame, so a terminal (or tmux)
+/// never shows half of one.
+pub type Term = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
 
 /// Restores the terminal when dropped.
 pub struct Guard {
@@ -41,7 +43,10 @@ pub fn enter() -> std::io::Result<Guard> {
         restore();
         return Err(e);
     }
-    let mut term = match Terminal::new(CrosstermBackend::new(std::io::stdout())) {
+    let mut term = match Terminal::new(CrosstermBackend::new(BufWriter::with_capacity(
+        1 << 20,
+        std::io::stdout(),
+    ))) {
         Ok(t) => t,
         Err(e) => {
             restore();
