@@ -78,8 +78,8 @@ fn big_trace() -> Trace {
 }
 
 fn bench(c: &mut Criterion) {
-    let trace = Arc::new(big_trace());
-    assert_eq!(trace.len(), EVENTS);
+    let trace = tracetui::tui::state::shared(big_trace());
+    assert_eq!(trace.read().unwrap().len(), EVENTS);
     let mut s = State::new(Keymap::default(), (200, 60));
     s.run = Some(RunView::new(trace, None));
     s.view = View::Run;

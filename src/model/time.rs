@@ -18,10 +18,11 @@ pub fn parse_timestamp(v: &Value) -> Option<i64> {
             } else {
                 n.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| {
                     // f64 cannot hold epoch nanoseconds exactly: round to microseconds.
+                    // (saturating: seconds near 1e11 overflow i64 nanoseconds)
                     if f < 1e11 {
-                        (f * 1e6).round() as i64 * 1_000
+                        ((f * 1e6).round() as i64).saturating_mul(1_000)
                     } else if f < 1e14 {
-                        (f * 1e3).round() as i64 * 1_000
+                        ((f * 1e3).round() as i64).saturating_mul(1_000)
                     } else {
                         epoch_number(f as i128)
                     }

@@ -171,6 +171,10 @@ pub struct Trace {
     /// Parents whose children must be re-sorted at the next `finalize`.
     dirty: Vec<u32>,
     roots_dirty: bool,
+    /// Bumped whenever events already there change place (adopted, re-parented, re-sorted);
+    /// plain appends leave it alone. A view of a growing trace extends its rows while it
+    /// stays the same and rebuilds them when it moves.
+    reshaped: u64,
 }
 
 /// Source id → event index, storing only a 64-bit hash per id (the id text lives in
@@ -314,6 +318,7 @@ impl Trace {
             self.events[child as usize].parent = parent;
             self.link_child(parent, child);
             self.roots_dirty = true;
+            self.reshaped += 1;
         }
         if !keep.is_empty() {
             self.waiting.insert(h, keep);
@@ -367,12 +372,21 @@ impl Trace {
         }
         self.events[child as usize].parent = parent;
         self.link_child(parent, child);
+        self.reshaped += 1;
+    }
+
+    /// How many times events already there changed place (see the field).
+    pub fn reshaped(&self) -> u64 {
+        self.reshaped
     }
 
     /// Sort what changed since the last call: siblings by (start, end, file order), where a
     /// sibling group in which any event has no time is kept in file order (DESIGN §2).
     /// Cheap when little changed, so the live tail can call it after every batch.
     pub fn finalize(&mut self) {
+        if self.roots_dirty || !self.dirty.is_empty() {
+            self.reshaped += 1;
+        }
         if self.roots_dirty {
             let events = &self.events;
             self.roots.retain(|&r| events[r as usize].parent == NO_PARENT);

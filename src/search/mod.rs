@@ -301,46 +301,65 @@ const PAYLOAD_CHUNK: usize = 1_024;
 /// Run a query over a trace: first the cheap fields of every event, then the payloads of the
 /// events only they can decide. Results go to `emit` in batches; the last has `finished`.
 /// Stops early (without a finished batch) when `cancel` is set.
-pub fn search(t: &Trace, q: &Query, cancel: &AtomicBool, mut emit: impl FnMut(Batch)) {
-    let n = t.len();
+pub fn search(t: &Trace, q: &Query, cancel: &AtomicBool, emit: impl FnMut(Batch)) {
+    search_in(|| t, 0, q, cancel, emit)
+}
+
+/// [`search`] over the events from `from` on of a trace that may be growing behind a lock:
+/// `read` is called for every batch, so a writer is never kept waiting for a whole search,
+/// and events that arrive meanwhile are not searched (the caller searches them as they come).
+pub fn search_in<G: std::ops::Deref<Target = Trace>>(
+    read: impl Fn() -> G,
+    from: usize,
+    q: &Query,
+    cancel: &AtomicBool,
+    mut emit: impl FnMut(Batch),
+) {
+    let n = read().len().max(from);
     let mut names = NameCache::default();
     let mut undecided = Vec::new();
     let mut hits = Vec::new();
-    for start in (0..n).step_by(NAME_CHUNK) {
+    let span = n - from;
+    for start in (from..n).step_by(NAME_CHUNK) {
         if cancel.load(Ordering::Relaxed) {
             return;
         }
-        for i in start..(start + NAME_CHUNK).min(n) {
-            match q.eval_fast(t, i as u32, &mut names) {
-                Verdict::Yes => hits.push(i as u32),
-                Verdict::No => {}
-                Verdict::NeedsPayload => undecided.push(i as u32),
+        {
+            let t = read();
+            // A trace read again from the start (truncated) may be shorter now.
+            for i in start..(start + NAME_CHUNK).min(n).min(t.len()) {
+                match q.eval_fast(&t, i as u32, &mut names) {
+                    Verdict::Yes => hits.push(i as u32),
+                    Verdict::No => {}
+                    Verdict::NeedsPayload => undecided.push(i as u32),
+                }
             }
         }
-        let done = (start + NAME_CHUNK).min(n);
-        if done < n {
+        let done = (start + NAME_CHUNK).min(n) - from;
+        if done < span {
             emit(Batch {
                 hits: std::mem::take(&mut hits),
                 done,
-                total: n + undecided.len(),
+                total: span + undecided.len(),
                 finished: false,
             });
         }
     }
-    let total = n + undecided.len();
+    let total = span + undecided.len();
     for (ci, chunk) in undecided.chunks(PAYLOAD_CHUNK).enumerate() {
         if cancel.load(Ordering::Relaxed) {
             return;
         }
         emit(Batch {
             hits: std::mem::take(&mut hits),
-            done: n + ci * PAYLOAD_CHUNK,
+            done: span + ci * PAYLOAD_CHUNK,
             total,
             finished: false,
         });
-        for &i in chunk {
-            let p = crate::formats::payload(t, t.event(i));
-            if q.eval_full(t, i, &mut names, &p) {
+        let t = read();
+        for &i in chunk.iter().filter(|&&i| (i as usize) < t.len()) {
+            let p = crate::formats::payload(&t, t.event(i));
+            if q.eval_full(&t, i, &mut names, &p) {
                 hits.push(i);
             }
         }

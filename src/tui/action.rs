@@ -1,7 +1,7 @@
 //! Everything that can change the state: user intents (bound to keys by the keymap) and the
 //! results background work sends back. `update` is the only consumer.
 
-use super::state::RunEntry;
+use super::state::{Progress, RunEntry, SharedTrace};
 use crate::model::Trace;
 use crate::search::Batch;
 
@@ -38,10 +38,11 @@ pub enum Command {
     Raw,
     Copy,
     CopyPath,
+    Follow,
 }
 
 impl Command {
-    pub const ALL: [Command; 30] = [
+    pub const ALL: [Command; 31] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -72,6 +73,7 @@ impl Command {
         Command::Raw,
         Command::Copy,
         Command::CopyPath,
+        Command::Follow,
     ];
 
     /// The name used in the keymap TOML.
@@ -107,6 +109,7 @@ impl Command {
             Command::Raw => "raw",
             Command::Copy => "copy",
             Command::CopyPath => "copy_path",
+            Command::Follow => "follow",
         }
     }
 
@@ -146,9 +149,19 @@ pub enum Action {
         generation: u64,
         result: Result<Box<Trace>, String>,
     },
-    /// Results of a background payload search.
+    /// A loader published (more of) the run it loads: the first time it opens the run view,
+    /// then the view grows. `loading` is set while what was on disk is still being read.
+    RunUpdate {
+        generation: u64,
+        trace: SharedTrace,
+        loading: Option<Progress>,
+        /// The source was read again from the start (truncated or replaced).
+        restarted: bool,
+    },
+    /// Results of a background payload search over the events from `from` on.
     SearchBatch {
         generation: u64,
+        from: usize,
         batch: Batch,
     },
 }

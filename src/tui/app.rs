@@ -5,7 +5,7 @@ use super::action::Action;
 use super::config;
 use super::keymap::Keymap;
 use super::render::render;
-use super::state::{Effect, RunEntry, State};
+use super::state::{Effect, RunEntry, State, read};
 use super::terminal;
 use super::theme::Theme;
 use super::update::{key_action, mouse_action, update};
@@ -147,15 +147,26 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard) -> anyhow
         Effect::Search {
             generation,
             trace,
+            from,
             query,
             cancel,
         } => {
             let tx = tx.clone();
             std::thread::spawn(move || {
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    crate::search::search(&trace, &query, &cancel, |batch| {
-                        let _ = tx.send(Action::SearchBatch { generation, batch });
-                    })
+                    crate::search::search_in(
+                        || read(&trace),
+                        from,
+                        &query,
+                        &cancel,
+                        |batch| {
+                            let _ = tx.send(Action::SearchBatch {
+                                generation,
+                                from,
+                                batch,
+                            });
+                        },
+                    )
                 }));
             });
         }

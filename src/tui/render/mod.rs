@@ -30,13 +30,11 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
     match (s.view, &s.run) {
         (View::Run, Some(r)) => {
             let l = layout::run(area);
-            title(
-                buf,
-                l.title,
-                s,
-                th,
-                Some(r.trace.meta.name.as_deref().unwrap_or(&r.trace.meta.id)),
-            );
+            let name = {
+                let t = super::state::read(&r.trace);
+                t.meta.name.clone().unwrap_or_else(|| t.meta.id.clone())
+            };
+            title(buf, l.title, s, th, Some(&name));
             tree::header(buf, l.header, r, th);
             tree::render(buf, l.tree, r, th);
             detail::render(buf, l.detail, r, th);
