@@ -6,7 +6,6 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use std::sync::Arc;
 use tracetui::model::*;
 use tracetui::tui::action::{Action, Command};
 use tracetui::tui::keymap::Keymap;
