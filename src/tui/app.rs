@@ -4,15 +4,15 @@
 use super::action::Action;
 use super::config;
 use super::keymap::Keymap;
+use super::live::{Job, LiveOptions, Shared, spawn_loader, spawn_watcher};
 use super::render::render;
-use super::state::{Effect, RunEntry, State, read};
+use super::state::{Effect, State, read};
 use super::terminal;
 use super::theme::Theme;
 use super::update::{key_action, mouse_action, update};
 use crate::formats::Format;
-use crate::source::{self, RunRef};
+use crate::source::RunRef;
 use crossterm::event::{self, Event};
-use rayon::prelude::*;
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -25,6 +25,9 @@ pub struct Options {
     pub forced: Option<&'static dyn Format>,
     /// `--theme NAME|PATH`.
     pub theme: Option<String>,
+    /// Follow mode (`--follow`, `tail`): open runs at their last event and keep up with them.
+    pub follow: bool,
+    pub live: LiveOptions,
 }
 
 /// NO_COLOR (set and not empty) turns colours off unless `--theme` asks for one.
@@ -49,14 +52,52 @@ pub fn theme_and_keys(opts_theme: Option<&str>) -> anyhow::Result<(Theme, Keymap
 pub fn run(opts: Options) -> anyhow::Result<()> {
     let (theme, keys) = theme_and_keys(opts.theme.as_deref())?;
     let (tx, rx) = channel();
-    spawn_discovery(opts.paths, opts.forced, tx.clone());
+    let live = Live {
+        shared: Shared::default(),
+        opts: opts.live,
+    };
+    spawn_watcher(
+        opts.paths,
+        opts.forced,
+        tx.clone(),
+        live.shared.clone(),
+        opts.live,
+        true,
+    );
     let quit = terminal::quit_signals();
     let mut guard = terminal::enter()?;
     let size = guard.term.size()?;
     let mut state = State::new(keys, (size.width, size.height));
-    let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit);
+    state.follow = opts.follow;
+    let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit, &live);
     drop(guard);
     result
+}
+
+/// What the loop needs to start loaders.
+struct Live {
+    shared: Shared,
+    opts: LiveOptions,
+}
+
+/// Take the pending background results, keeping only the last update of a growing run
+/// (each one carries the whole trace; applying the older ones would be wasted work).
+fn drain(rx: &Receiver<Action>) -> Vec<Action> {
+    let mut out: Vec<Action> = Vec::new();
+    while let Ok(mut a) = rx.try_recv() {
+        if let Action::RunUpdate {
+            generation, restarted, ..
+        } = &mut a
+            && let Some(i) = out
+                .iter()
+                .rposition(|p| matches!(p, Action::RunUpdate { generation: g, .. } if g == generation))
+        {
+            // A restart reported by the update replaced must not be lost.
+            *restarted |= matches!(out.remove(i), Action::RunUpdate { restarted: true, .. });
+        }
+        out.push(a);
+    }
+    out
 }
 
 const TICK: Duration = Duration::from_millis(100);
@@ -68,6 +109,7 @@ fn event_loop(
     tx: &Sender<Action>,
     rx: &Receiver<Action>,
     quit: &std::sync::atomic::AtomicBool,
+    live: &Live,
 ) -> anyhow::Result<()> {
     let mut dirty = true;
     let mut last_tick = Instant::now();
@@ -95,7 +137,7 @@ fn event_loop(
                 }
             }
         }
-        while let Ok(a) = rx.try_recv() {
+        for a in drain(rx) {
             update(s, a);
             dirty = true;
         }
@@ -120,8 +162,9 @@ fn event_loop(
             update(s, Action::Tick);
             dirty |= animating;
         }
+        live.shared.wanted.store(s.load_gen, Ordering::Relaxed);
         for e in std::mem::take(&mut s.effects) {
-            run_effect(e, tx, g)?;
+            run_effect(e, tx, g, live)?;
         }
         if s.quit || quit.load(Ordering::Relaxed) {
             return Ok(());
@@ -129,21 +172,25 @@ fn event_loop(
     }
 }
 
-fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard) -> anyhow::Result<()> {
+fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Live) -> anyhow::Result<()> {
     match e {
+        // Every run is loaded progressively and followed while it is open.
         Effect::LoadRun {
             generation,
             run,
             index,
             id,
-        } => {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let result = std::panic::catch_unwind(AssertUnwindSafe(|| load_one(&run, index, &id)))
-                    .unwrap_or_else(|_| Err(format!("{}: tracetui failed while loading (a bug)", run.path.display())));
-                let _ = tx.send(Action::RunLoaded { generation, result });
-            });
-        }
+        } => spawn_loader(
+            Job {
+                run,
+                index,
+                id,
+                generation,
+            },
+            tx.clone(),
+            live.shared.clone(),
+            live.opts,
+        ),
         Effect::Search {
             generation,
             trace,
@@ -197,38 +244,6 @@ pub fn load_one(run: &RunRef, index: usize, id: &str) -> Result<Box<crate::model
         Some(p) => Ok(Box::new(loaded.traces.swap_remove(p))),
         None => Err(format!("{}: the run {id:?} is no longer there", run.path.display())),
     }
-}
-
-/// Entries for the runs list, one per trace summary of each source.
-pub fn entries(run: &RunRef) -> Result<Vec<RunEntry>, String> {
-    let list = run.summarize().map_err(|e| e.to_string())?;
-    Ok(list
-        .into_iter()
-        .enumerate()
-        .map(|(index, summary)| RunEntry {
-            run: run.clone(),
-            index,
-            summary,
-        })
-        .collect())
-}
-
-fn spawn_discovery(paths: Vec<PathBuf>, forced: Option<&'static dyn Format>, tx: Sender<Action>) {
-    std::thread::spawn(move || {
-        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let d = source::discover(&paths, forced);
-            for e in &d.errors {
-                let _ = tx.send(Action::RunsProblem(e.to_string()));
-            }
-            d.runs.par_iter().for_each_with(tx.clone(), |tx, r| {
-                let _ = tx.send(match entries(r) {
-                    Ok(list) => Action::RunsFound(list),
-                    Err(e) => Action::RunsProblem(e),
-                });
-            });
-        }));
-        let _ = tx.send(Action::RunsDone);
-    });
 }
 
 fn base64(data: &[u8]) -> String {

@@ -9,13 +9,15 @@ pub mod config;
 pub mod detail;
 pub mod keymap;
 pub mod layout;
+pub mod live;
 pub mod render;
 pub mod state;
 mod terminal;
 pub mod theme;
 pub mod update;
 
-pub use app::{Options, entries, load_one, run, theme_and_keys};
+pub use app::{Options, load_one, run, theme_and_keys};
+pub use live::{LiveOptions, entries};
 
 #[cfg(test)]
 mod tests;
