@@ -436,6 +436,9 @@ pub struct Follow {
     ino: Option<u64>,
     tail_sig: Vec<u8>,
     len: Option<u64>,
+    /// With `keep_replaced`: the sink a restart replaced, for a caller that still shows it.
+    keep: bool,
+    replaced: Option<Sink>,
 }
 
 /// How many bytes before the offset are checked on every poll.
@@ -463,6 +466,8 @@ impl Follow {
             ino: None,
             tail_sig: Vec::new(),
             len: None,
+            keep: false,
+            replaced: None,
         }
     }
 
@@ -531,7 +536,10 @@ impl Follow {
             // Truncated or replaced: start over.
             self.reader.reset();
             self.parser = (self.make)();
-            self.sink = Sink::new(&self.path);
+            let old = std::mem::replace(&mut self.sink, Sink::new(&self.path));
+            if self.keep {
+                self.replaced = Some(old);
+            }
             self.restarted = true;
         }
         self.parser.refresh(&mut self.sink);
@@ -554,6 +562,17 @@ impl Follow {
         // nothing has none yet), so that consumers can tell old events from new ones.
         let restarted = !touched.is_empty() && std::mem::take(&mut self.restarted);
         Ok(Polled { touched, restarted })
+    }
+
+    /// Keep the sink a restart replaces (see [`Follow::take_replaced`]): a viewer that shares
+    /// traces with other threads must not lose the old ones before it swaps to the new.
+    pub fn keep_replaced(&mut self) {
+        self.keep = true;
+    }
+
+    /// The sink the last restart replaced, if kept.
+    pub fn take_replaced(&mut self) -> Option<Sink> {
+        self.replaced.take()
     }
 
     /// Whether a partial last line is waiting for its newline.

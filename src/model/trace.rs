@@ -171,10 +171,11 @@ pub struct Trace {
     /// Parents whose children must be re-sorted at the next `finalize`.
     dirty: Vec<u32>,
     roots_dirty: bool,
-    /// Bumped whenever events already there change place (adopted, re-parented, re-sorted);
-    /// plain appends leave it alone. A view of a growing trace extends its rows while it
-    /// stays the same and rebuilds them when it moves.
-    reshaped: u64,
+    /// One entry each time events already there changed place (adopted, re-parented,
+    /// re-sorted): the lowest index that moved. Plain appends add nothing. A view of a growing
+    /// trace that knows its first N events extends its rows while every entry since its last
+    /// look is at least N, and rebuilds them otherwise.
+    moves: Vec<u32>,
 }
 
 /// Source id → event index, storing only a 64-bit hash per id (the id text lives in
@@ -318,7 +319,7 @@ impl Trace {
             self.events[child as usize].parent = parent;
             self.link_child(parent, child);
             self.roots_dirty = true;
-            self.reshaped += 1;
+            self.moves.push(child);
         }
         if !keep.is_empty() {
             self.waiting.insert(h, keep);
@@ -372,27 +373,38 @@ impl Trace {
         }
         self.events[child as usize].parent = parent;
         self.link_child(parent, child);
-        self.reshaped += 1;
+        self.moves.push(child);
     }
 
     /// How many times events already there changed place (see the field).
     pub fn reshaped(&self) -> u64 {
-        self.reshaped
+        self.moves.len() as u64
+    }
+
+    /// The lowest event index that changed place since `reshaped()` was `since`
+    /// (`u32::MAX` when none did).
+    pub fn moved_since(&self, since: u64) -> u32 {
+        let from = (since as usize).min(self.moves.len());
+        self.moves[from..].iter().copied().min().unwrap_or(u32::MAX)
     }
 
     /// Sort what changed since the last call: siblings by (start, end, file order), where a
     /// sibling group in which any event has no time is kept in file order (DESIGN §2).
     /// Cheap when little changed, so the live tail can call it after every batch.
     pub fn finalize(&mut self) {
-        if self.roots_dirty || !self.dirty.is_empty() {
-            self.reshaped += 1;
-        }
         if self.roots_dirty {
             let events = &self.events;
-            self.roots.retain(|&r| events[r as usize].parent == NO_PARENT);
-            let mut roots = std::mem::take(&mut self.roots);
+            let before = std::mem::take(&mut self.roots);
+            let mut roots: Vec<u32> = before
+                .iter()
+                .copied()
+                .filter(|&r| events[r as usize].parent == NO_PARENT)
+                .collect();
             self.sort_siblings(&mut roots);
             roots.dedup();
+            if let Some(m) = first_moved(&before, &roots) {
+                self.moves.push(m);
+            }
             self.roots = roots;
             self.roots_dirty = false;
         }
@@ -401,7 +413,11 @@ impl Trace {
         dirty.dedup();
         for p in dirty {
             let mut ch = std::mem::take(&mut self.events[p as usize].children);
+            let before = ch.clone();
             self.sort_siblings(&mut ch);
+            if let Some(m) = first_moved(&before, &ch) {
+                self.moves.push(m);
+            }
             self.events[p as usize].children = ch;
         }
     }
@@ -441,25 +457,7 @@ impl Trace {
     }
 
     pub fn counts(&self) -> Counts {
-        let mut c = Counts {
-            events: self.events.len(),
-            ..Default::default()
-        };
-        for e in &self.events {
-            match e.kind {
-                EventKind::ToolCall => c.tool_calls += 1,
-                EventKind::LlmCall => c.llm_calls += 1,
-                _ => {}
-            }
-            // The run's own status is reported apart; errors are the failing steps inside it.
-            if e.is_error() && e.kind != EventKind::Run {
-                c.errors += 1;
-            }
-            if e.kind == EventKind::LlmCall {
-                c.tokens += e.usage.as_ref().and_then(|u| u.sum()).unwrap_or(0);
-            }
-        }
-        c
+        counts_of(&self.events)
     }
 
     /// Start and end of the run: metadata where it has them, else the events' extent.
@@ -493,6 +491,36 @@ impl Trace {
     pub fn has_error_diagnostics(&self) -> bool {
         self.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
+}
+
+/// Counts of a run's events (a slice of them: a view adds up the events that arrive).
+pub fn counts_of(events: &[Event]) -> Counts {
+    let mut c = Counts {
+        events: events.len(),
+        ..Default::default()
+    };
+    for e in events {
+        match e.kind {
+            EventKind::ToolCall => c.tool_calls += 1,
+            EventKind::LlmCall => c.llm_calls += 1,
+            _ => {}
+        }
+        // The run's own status is reported apart; errors are the failing steps inside it.
+        if e.is_error() && e.kind != EventKind::Run {
+            c.errors += 1;
+        }
+        if e.kind == EventKind::LlmCall {
+            c.tokens += e.usage.as_ref().and_then(|u| u.sum()).unwrap_or(0);
+        }
+    }
+    c
+}
+
+/// The lowest index among the events whose position differs between two sibling lists
+/// (one dropped from the list counts as moved).
+fn first_moved(before: &[u32], after: &[u32]) -> Option<u32> {
+    let from = before.iter().zip(after).take_while(|(a, b)| a == b).count();
+    before[from..].iter().chain(&after[from..]).copied().min()
 }
 
 fn sibling_key(k: &(Option<i64>, Option<i64>, u32)) -> (i64, i64, u32) {

@@ -56,6 +56,20 @@ fn write(t: &SharedTrace) -> RwLockWriteGuard<'_, Trace> {
     t.write().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What a run shows before its first event arrives.
+fn placeholder_meta(job: &Job) -> crate::model::RunMeta {
+    crate::model::RunMeta {
+        id: if job.id.is_empty() {
+            crate::formats::stem(&job.run.path)
+        } else {
+            job.id.clone()
+        },
+        format: job.run.format.id(),
+        source: job.run.path.clone(),
+        ..Default::default()
+    }
+}
+
 /// Which trace of a source is the run that was asked for: by id, else by position.
 fn pick(traces: &[Trace], index: usize, id: &str) -> Option<usize> {
     traces
@@ -109,18 +123,8 @@ struct Loader {
 
 impl Loader {
     fn new(job: Job, tx: Sender<Action>, sh: Shared, opts: LiveOptions) -> Loader {
-        let placeholder = Trace::new(crate::model::RunMeta {
-            id: if job.id.is_empty() {
-                crate::formats::stem(&job.run.path)
-            } else {
-                job.id.clone()
-            },
-            format: job.run.format.id(),
-            source: job.run.path.clone(),
-            ..Default::default()
-        });
         Loader {
-            trace: shared(placeholder),
+            trace: shared(Trace::new(placeholder_meta(&job))),
             job,
             tx,
             sh,
@@ -129,6 +133,10 @@ impl Loader {
             last_publish: Instant::now(),
             last_summaries: None,
         }
+    }
+
+    fn trace_meta(&self) -> crate::model::RunMeta {
+        placeholder_meta(&self.job)
     }
 
     fn wanted(&self) -> bool {
@@ -190,6 +198,7 @@ impl Loader {
 
     /// A line-oriented source: read it in slices, publishing as it goes, then follow it.
     fn lines(&mut self, mut f: Follow) {
+        f.keep_replaced();
         let mut ours: Option<usize> = None;
         let mut watch: Option<Watch> = None;
         let mut restarted = false;
@@ -202,11 +211,33 @@ impl Loader {
                 let mut g = write(&self.trace);
                 // The trace lives in the shared slot between slices; during a slice it is
                 // back in the sink, where the parser expects it.
-                if let Some(k) = ours.filter(|&k| k < f.sink.traces.len()) {
+                let before = ours.filter(|&k| k < f.sink.traces.len());
+                if let Some(k) = before {
                     std::mem::swap(&mut *g, &mut f.sink.traces[k]);
                 }
                 let r = f.poll_some(SLICE);
+                let replaced = f.take_replaced();
+                let restarted_now = replaced.is_some();
+                if let Some(mut old) = replaced {
+                    // Read again from the start: the view keeps the old trace (its rows point
+                    // into it) until it takes the new one, which goes into a new slot.
+                    if let Some(k) = before.filter(|&k| k < old.traces.len()) {
+                        std::mem::swap(&mut *g, &mut old.traces[k]);
+                    }
+                    drop(g);
+                    let fresh = Trace::new(self.trace_meta());
+                    self.trace = shared(fresh);
+                    g = write(&self.trace);
+                }
                 ours = pick(&f.sink.traces, self.job.index, &self.job.id);
+                if let Some(b) = before.filter(|&b| !restarted_now && ours != Some(b) && b < f.sink.traces.len()) {
+                    // Another trace of the source turned out to be the run (its id showed up
+                    // late): the view keeps a copy of the one it shows until it switches.
+                    *g = f.sink.traces[b].clone();
+                    drop(g);
+                    self.trace = shared(Trace::new(self.trace_meta()));
+                    g = write(&self.trace);
+                }
                 if let Some(k) = ours {
                     std::mem::swap(&mut *g, &mut f.sink.traces[k]);
                 }
@@ -260,7 +291,9 @@ impl Loader {
                 match self.job.run.load() {
                     Ok(mut l) => {
                         if let Some(k) = pick(&l.traces, self.job.index, &self.job.id) {
-                            *write(&self.trace) = l.traces.swap_remove(k);
+                            // A new slot: the view's rows point into the old trace until it
+                            // takes this one.
+                            self.trace = shared(l.traces.swap_remove(k));
                             let again = self.published;
                             if !self.publish(None, again) {
                                 return;

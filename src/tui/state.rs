@@ -175,9 +175,15 @@ pub struct DetailState {
 #[derive(Debug)]
 pub struct RunView {
     pub trace: SharedTrace,
+    /// The load that feeds it (a loader replaces the trace when its source is rewritten).
+    pub generation: u64,
     /// Growth seen so far: `trace.reshaped()` when the rows were last made.
     pub shape: u64,
     pub live: Live,
+    /// The events' time extent (the span where metadata has no start or end).
+    extent: (Option<i64>, Option<i64>),
+    /// Updates applied in place (every so often the counts are made again from scratch).
+    grows: u64,
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
     pub counts: Counts,
@@ -219,17 +225,21 @@ impl RunView {
             raw: false,
             shape: 0,
             live: Live::default(),
+            extent: (None, None),
+            grows: 0,
+            generation: 0,
             trace,
             entry,
         };
         v.reindex();
-        v.rebuild_rows();
         v.sync_detail();
         v
     }
 
-    /// Recompute everything derived from the whole trace (order, counts, span).
+    /// Recompute everything derived from the whole trace (order, counts, span), and the
+    /// rows too: straight from the walk when nothing is collapsed or filtered (one pass).
     fn reindex(&mut self) {
+        let keep_ev = self.selected_event();
         let h = self.trace.clone();
         let trace = read(&h);
         let n = trace.len();
@@ -244,22 +254,62 @@ impl RunView {
         self.pos = pos;
         self.collapsed.resize(n, false);
         self.shape = trace.reshaped();
-        self.summarize(&trace);
+        self.summarize(&trace, 0);
+        if !self.filter.active() && !self.collapsed.iter().any(|&c| c) {
+            let rows = walk
+                .iter()
+                .map(|&(ev, d)| Row {
+                    ev,
+                    depth: d.min(u16::MAX as usize) as u16,
+                })
+                .collect();
+            drop(trace);
+            self.set_rows(rows, keep_ev);
+        } else {
+            drop(trace);
+            self.rebuild_rows();
+        }
     }
 
-    /// Counts, span and model: cheap passes over the events (run again as the trace grows,
-    /// since events already there change too: a pending call completes).
-    fn summarize(&mut self, trace: &Trace) {
-        self.counts = trace.counts();
-        self.span = trace.time_span();
-        self.timed = self.span.0.is_some() || trace.events.iter().any(|e| e.start.is_some());
-        self.model = trace.meta.model.clone().or_else(|| {
-            trace
-                .events
-                .iter()
-                .find(|e| e.kind == EventKind::LlmCall && !e.model.is_empty())
-                .map(|e| trace.str(e.model).to_string())
-        });
+    /// Counts, span and model from the events `from` on, added to what the view has (all of
+    /// them when `from` is 0). Events already counted may change later (a pending call
+    /// completes): a full pass every so often and at the end of a load catches that up.
+    fn summarize(&mut self, trace: &Trace, from: usize) {
+        let new = &trace.events[from.min(trace.len())..];
+        if from == 0 {
+            self.counts = trace.counts();
+            self.extent = (None, None);
+        } else {
+            let c = crate::model::counts_of(new);
+            self.counts.events = trace.len();
+            self.counts.tool_calls += c.tool_calls;
+            self.counts.llm_calls += c.llm_calls;
+            self.counts.errors += c.errors;
+            self.counts.tokens += c.tokens;
+        }
+        for e in new {
+            if let Some(s) = e.start {
+                let end = e.end().unwrap_or(s);
+                self.extent.0 = Some(self.extent.0.map_or(s, |x| x.min(s)));
+                self.extent.1 = Some(self.extent.1.map_or(end, |x| x.max(end)));
+            }
+        }
+        self.span = (trace.meta.start.or(self.extent.0), trace.meta.end.or(self.extent.1));
+        self.timed = self.span.0.is_some() || self.extent.0.is_some();
+        if self.model.is_none() || from == 0 {
+            self.model = trace.meta.model.clone().or_else(|| {
+                new.iter()
+                    .find(|e| e.kind == EventKind::LlmCall && !e.model.is_empty())
+                    .map(|e| trace.str(e.model).to_string())
+            });
+        }
+    }
+
+    /// Recount everything (see `summarize`).
+    pub fn recount(&mut self) {
+        let h = self.trace.clone();
+        let t = read(&h);
+        self.summarize(&t, 0);
     }
 
     /// The trace grew (or was read again from the start): bring order, rows, counts and
@@ -282,10 +332,9 @@ impl RunView {
             self.filter.hits.clear();
             drop(t);
             self.reindex();
-            self.rebuild_rows();
             0
         } else {
-            let appended = (t.reshaped() == self.shape)
+            let appended = (t.moved_since(self.shape) >= n0 as u32)
                 .then(|| appended_order(&t, &self.order, n0))
                 .flatten();
             self.collapsed.resize(n1, false);
@@ -303,13 +352,15 @@ impl RunView {
                         }
                     }
                     self.shape = t.reshaped();
-                    self.summarize(&t);
+                    self.grows += 1;
+                    // Small traces, and every 16th update of a large one, are recounted.
+                    let full = n1 < 200_000 || self.grows.is_multiple_of(16);
+                    self.summarize(&t, if full { 0 } else { n0 });
                     drop(t);
                 }
                 _ => {
                     drop(t);
                     self.reindex();
-                    self.rebuild_rows();
                 }
             }
             n0
@@ -394,19 +445,27 @@ impl RunView {
             }
             keep
         });
-        let mut rows = Vec::with_capacity(if keep.is_some() { 1024 } else { t.len() });
-        let mut stack: Vec<(u32, u16)> = t.roots.iter().rev().map(|&r| (r, 0)).collect();
+        // Only the events the view knows of: a loader may have added more since (the next
+        // update brings them in).
+        let seen = self.order.len().min(self.collapsed.len()) as u32;
+        let mut rows = Vec::with_capacity(if keep.is_some() { 1024 } else { seen as usize });
+        let mut stack: Vec<(u32, u16)> = t.roots.iter().rev().filter(|&&r| r < seen).map(|&r| (r, 0)).collect();
         while let Some((i, d)) = stack.pop() {
             if keep.as_ref().is_some_and(|k| !k[i as usize]) {
                 continue;
             }
             rows.push(Row { ev: i, depth: d });
             if !self.collapsed[i as usize] {
-                for &c in t.children(i).iter().rev() {
+                for &c in t.children(i).iter().rev().filter(|&&c| c < seen) {
                     stack.push((c, d.saturating_add(1)));
                 }
             }
         }
+        self.set_rows(rows, keep_ev);
+    }
+
+    /// New rows, with `keep_ev` still selected if it is on one.
+    fn set_rows(&mut self, rows: Vec<Row>, keep_ev: Option<u32>) {
         self.rows = rows;
         self.selected = match keep_ev.and_then(|e| self.rows.iter().position(|r| r.ev == e)) {
             Some(p) => p,

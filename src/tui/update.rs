@@ -203,7 +203,10 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
         return; // a run that is no longer wanted
     }
     let limit = s.sync_search_limit;
-    let opened_here = s.run.as_ref().is_some_and(|r| Arc::ptr_eq(&r.trace, &trace));
+    let opened_here = s
+        .run
+        .as_ref()
+        .is_some_and(|r| r.live.watched && r.generation == generation);
     if !opened_here {
         if let Some(old) = s.run.as_ref() {
             cancel_search(old);
@@ -211,6 +214,7 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
         s.loading = None;
         let entry = s.pending_entry.take();
         let mut r = RunView::new(trace, entry);
+        r.generation = generation;
         r.live.watched = true;
         r.live.loading = loading;
         if s.follow {
@@ -219,8 +223,16 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
         s.run = Some(r);
         s.view = View::Run;
     } else if let Some(r) = s.run.as_mut() {
+        let finished = r.live.loading.is_some() && loading.is_none();
         r.live.loading = loading;
+        // A source read again from the start comes in a new trace.
+        let replaced = !Arc::ptr_eq(&r.trace, &trace);
+        r.trace = trace;
+        let restarted = restarted || replaced;
         let from = r.grow(restarted);
+        if finished {
+            r.recount(); // exact counts once everything is read
+        }
         if r.filter.active() {
             let n = read(&r.trace).len();
             if n <= limit || restarted {
@@ -644,7 +656,7 @@ fn reveal(r: &mut RunView, ev: u32) {
     let t = read(&h);
     let mut p = t.event(ev).parent;
     while p != NO_PARENT {
-        if std::mem::take(&mut r.collapsed[p as usize]) {
+        if r.collapsed.get_mut(p as usize).is_some_and(std::mem::take) {
             changed = true;
         }
         p = t.event(p).parent;
