@@ -29,6 +29,7 @@ struct Figures {
     frames: Vec<Duration>,
     bottoms: Vec<Duration>,
     updates: Vec<Duration>,
+    waits: Vec<Duration>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -71,6 +72,7 @@ fn once(run: &tracetui::source::RunRef, generation: u64) -> Figures {
         frames: Vec::new(),
         bottoms: Vec::new(),
         updates: Vec::new(),
+        waits: Vec::new(),
     };
     let mut next_frame = Instant::now();
     loop {
@@ -102,6 +104,9 @@ fn once(run: &tracetui::source::RunRef, generation: u64) -> Figures {
                 if s.run.is_none() {
                     continue;
                 }
+                let t = Instant::now();
+                drop(tracetui::tui::state::read(&s.run.as_ref().unwrap().trace));
+                f.waits.push(t.elapsed());
                 let t = Instant::now();
                 term.draw(|fr| render(fr, &s, &theme)).unwrap();
                 f.frames.push(t.elapsed());
@@ -161,7 +166,7 @@ fn main() {
         let mut f = once(&run, i as u64 + 1);
         println!(
             "round {}: first screen {:.0} ms ({} events), full load {:.0} ms ({} events), frame p50 {:.2} / p99 {:.2} / max {:.2} ms, \
-G+frame p50 {:.2} / max {:.2} ms, update p50 {:.2} / max {:.2} ms ({} updates)",
+G+frame p50 {:.2} / max {:.2} ms, update p50 {:.2} / max {:.2} ms ({} updates), lock wait p50 {:.2} / p99 {:.2} / max {:.2} ms",
             i + 1,
             ms(f.first_screen),
             f.first_events,
@@ -175,6 +180,9 @@ G+frame p50 {:.2} / max {:.2} ms, update p50 {:.2} / max {:.2} ms ({} updates)",
             pct(&mut f.updates, 0.5),
             pct(&mut f.updates, 1.0),
             f.updates.len(),
+            pct(&mut f.waits, 0.5),
+            pct(&mut f.waits, 0.99),
+            pct(&mut f.waits, 1.0),
         );
         all.push(f);
         // Let the previous loader notice it is no longer wanted and free its trace.

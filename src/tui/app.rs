@@ -114,11 +114,21 @@ fn event_loop(
     let mut dirty = true;
     let mut last_tick = Instant::now();
     loop {
-        if dirty {
+        // A loader holding the trace for a slice delays the frame, not the loop: input is
+        // still read, and the frame is drawn on the next turn.
+        let busy = s
+            .run
+            .as_ref()
+            .is_some_and(|r| matches!(r.trace.try_read(), Err(std::sync::TryLockError::WouldBlock)));
+        if dirty && !busy {
             g.term.draw(|f| render(f, s, theme))?;
             dirty = false;
         }
-        let wait = TICK.saturating_sub(last_tick.elapsed());
+        let wait = if dirty {
+            Duration::from_millis(2)
+        } else {
+            TICK.saturating_sub(last_tick.elapsed())
+        };
         // Take every pending input before drawing again (coalesces key repeat and wheel).
         if event::poll(wait)? {
             loop {

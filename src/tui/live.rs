@@ -44,9 +44,9 @@ pub struct Shared {
     pub followed: Arc<Mutex<Option<PathBuf>>>,
 }
 
-/// Bytes read per slice while holding the trace's write lock: a few milliseconds of parsing,
-/// the longest a frame can wait for the lock.
-pub const SLICE: u64 = 2 << 20;
+/// Bytes read per slice while holding the trace's write lock: a millisecond or two of
+/// parsing, the longest a frame can wait for the lock.
+pub const SLICE: u64 = 1 << 20;
 /// How often a loading or growing trace is published to the view.
 const PUBLISH: Duration = Duration::from_millis(100);
 /// How often the runs list is told about a followed source's summaries.
@@ -207,6 +207,8 @@ impl Loader {
             if !self.wanted() {
                 return;
             }
+            // Disk reads happen before the lock is taken: the slice then reads from the cache.
+            prefetch(f.path(), f.offset(), SLICE);
             let polled = {
                 let mut g = write(&self.trace);
                 // The trace lives in the shared slot between slices; during a slice it is
@@ -313,6 +315,16 @@ impl Loader {
             let w = watch.get_or_insert_with(|| Watch::new(&self.job.run.path, self.opts.poll, self.opts.poll_only));
             let _ = w.next();
         }
+    }
+}
+
+/// Read `len` bytes at `offset` and forget them: they are in the page cache afterwards.
+fn prefetch(path: &Path, offset: u64, len: u64) {
+    use std::io::{Read, Seek, SeekFrom};
+    if let Ok(mut f) = std::fs::File::open(path)
+        && f.seek(SeekFrom::Start(offset)).is_ok()
+    {
+        let _ = std::io::copy(&mut f.take(len), &mut std::io::sink());
     }
 }
 
