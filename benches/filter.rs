@@ -5,14 +5,14 @@
 //!
 //! - `name filter`: typing `tool:search` (the name pass and the rows rebuilt with the hits);
 //! - `free text, first matches`: a background search of payloads until its first hits;
-//! - `free text, name pass`: the part of a free-text search decided by names alone.
+//! - `free text, first matches of a name`: the same when names already match.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tracetui::model::*;
-use tracetui::tui::state::{RunView, read, shared};
+use tracetui::tui::state::{RunView, SharedTrace, read, shared};
 use tracetui::tui::update::apply_filter;
 
 fn synthetic() -> Trace {
@@ -68,6 +68,31 @@ fn trace() -> (Trace, &'static str) {
     (synthetic(), "in memory")
 }
 
+/// Time from starting a background search to its first batch with hits, `iters` times.
+fn first_matches(trace: &SharedTrace, text: &str, iters: u64) -> Duration {
+    let q = tracetui::search::parse(text).unwrap();
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let cancel = AtomicBool::new(false);
+        let t0 = Instant::now();
+        let mut first = None;
+        tracetui::search::search_in(
+            || read(trace),
+            0,
+            &q,
+            &cancel,
+            |b| {
+                if !b.hits.is_empty() && first.is_none() {
+                    first = Some(t0.elapsed());
+                    cancel.store(true, Ordering::Relaxed);
+                }
+            },
+        );
+        total += first.unwrap_or_else(|| t0.elapsed());
+    }
+    total
+}
+
 fn bench(c: &mut Criterion) {
     let (t, what) = trace();
     eprintln!("filter bench on {} events ({what})", t.len());
@@ -86,37 +111,14 @@ fn bench(c: &mut Criterion) {
         })
     });
     let trace = view.trace.clone();
-    let free = |text: &'static str| {
-        move |iters: u64| {
-            let q = tracetui::search::parse(text).unwrap();
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let cancel = AtomicBool::new(false);
-                let t0 = Instant::now();
-                let mut first = None;
-                tracetui::search::search_in(
-                    || read(&trace),
-                    0,
-                    &q,
-                    &cancel,
-                    |b| {
-                        if !b.hits.is_empty() && first.is_none() {
-                            first = Some(t0.elapsed());
-                            cancel.store(true, Ordering::Relaxed);
-                        }
-                    },
-                );
-                total += first.unwrap_or_else(|| t0.elapsed());
-            }
-            total
-        }
-    };
     let mut g = c.benchmark_group("free text");
     g.sample_size(10);
     g.bench_function("first matches of \"refund\" (payloads)", |b| {
-        b.iter_custom(free("refund"))
+        b.iter_custom(|n| first_matches(&trace, "refund", n))
     });
-    g.bench_function("first matches of \"search\" (names)", |b| b.iter_custom(free("search")));
+    g.bench_function("first matches of \"search\" (names)", |b| {
+        b.iter_custom(|n| first_matches(&trace, "search", n))
+    });
     g.finish();
 }
 
