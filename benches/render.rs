@@ -100,6 +100,20 @@ fn bench(c: &mut Criterion) {
             term.draw(|f| render(f, &s, &theme)).unwrap();
         })
     });
+    c.bench_function("G (top to bottom) and render, 1M events", |b| {
+        b.iter(|| {
+            update(&mut s, Action::Cmd(Command::Top));
+            update(&mut s, Action::Cmd(Command::Bottom));
+            term.draw(|f| render(f, &s, &theme)).unwrap();
+        })
+    });
+    c.bench_function("page down and render, 1M events", |b| {
+        update(&mut s, Action::Cmd(Command::Top));
+        b.iter(|| {
+            update(&mut s, Action::Cmd(Command::PageDown));
+            term.draw(|f| render(f, &s, &theme)).unwrap();
+        })
+    });
     c.bench_function("move down one row and render, 1M events", |b| {
         b.iter(|| {
             update(&mut s, Action::Cmd(Command::Up));

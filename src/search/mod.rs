@@ -176,9 +176,29 @@ fn text(s: &str) -> Field {
 pub struct NameCache {
     fuzzy: Fuzzy,
     seen: HashMap<(usize, StrRef), bool>,
+    /// Substring tests of names and models, direct-mapped by (term, string): a million
+    /// events share a few dozen names, and a slot costs less than a hash-map lookup.
+    memo: Vec<(usize, StrRef, bool)>,
 }
 
+const MEMO_SLOTS: usize = 1024;
+
 impl NameCache {
+    fn memo(&mut self, term: usize, r: StrRef, test: impl FnOnce() -> bool) -> bool {
+        if self.memo.is_empty() {
+            self.memo = vec![(usize::MAX, StrRef::EMPTY, false); MEMO_SLOTS];
+        }
+        let (off, len) = r.parts();
+        let slot = (off as usize ^ (len as usize).rotate_left(7) ^ term.rotate_left(13)) % MEMO_SLOTS;
+        let e = self.memo[slot];
+        if e.0 == term && e.1 == r {
+            return e.2;
+        }
+        let b = test();
+        self.memo[slot] = (term, r, b);
+        b
+    }
+
     fn fuzzy_name(&mut self, term: usize, t: &Trace, name: StrRef, pattern: &str) -> bool {
         if let Some(&b) = self.seen.get(&(term, name)) {
             return b;
@@ -236,12 +256,12 @@ impl Query {
 fn field_fast(ti: usize, f: &Field, t: &Trace, i: u32, names: &mut NameCache) -> Option<bool> {
     let e = t.event(i);
     Some(match f {
-        Field::Tool(n) => e.kind == EventKind::ToolCall && contains_ci(t.str(e.name), n),
+        Field::Tool(n) => e.kind == EventKind::ToolCall && names.memo(ti, e.name, || contains_ci(t.str(e.name), n)),
         Field::Kind(k) => k.matches(e.kind),
         Field::Status(Status::Error) => e.is_error(),
         Field::Status(s) => e.status == *s,
-        Field::Model(m) => !e.model.is_empty() && contains_ci(t.str(e.model), m),
-        Field::Name(n) => contains_ci(t.str(e.name), n),
+        Field::Model(m) => !e.model.is_empty() && names.memo(ti, e.model, || contains_ci(t.str(e.model), m)),
+        Field::Name(n) => names.memo(ti, e.name, || contains_ci(t.str(e.name), n)),
         Field::Text { text, .. } => {
             if names.fuzzy_name(ti, t, e.name, text) {
                 true

@@ -429,7 +429,7 @@ pub fn apply_filter(r: &mut RunView, text: String, sync_limit: usize) -> Option<
         let mut batches = Vec::new();
         search::search(&read(&r.trace), &q, &AtomicBool::new(false), |b| batches.push(b));
         for b in batches {
-            apply_batch(r, 0, b);
+            add_hits(r, &b.hits);
         }
         r.rebuild_rows();
         select_first_hit(r);
@@ -452,14 +452,7 @@ pub fn apply_filter(r: &mut RunView, text: String, sync_limit: usize) -> Option<
 /// searches of events that arrived later just add their hits.
 fn apply_batch(r: &mut RunView, from: usize, b: search::Batch) {
     let first = r.filter.count == 0;
-    for &i in &b.hits {
-        if let Some(h) = r.filter.hits.get_mut(i as usize)
-            && !*h
-        {
-            *h = true;
-            r.filter.count += 1;
-        }
-    }
+    add_hits(r, &b.hits);
     if from == 0 {
         r.filter.progress = (!b.finished).then_some((b.done, b.total));
     }
@@ -471,6 +464,17 @@ fn apply_batch(r: &mut RunView, from: usize, b: search::Batch) {
         r.rebuild_rows();
         if first {
             select_first_hit(r);
+        }
+    }
+}
+
+fn add_hits(r: &mut RunView, hits: &[u32]) {
+    for &i in hits {
+        if let Some(h) = r.filter.hits.get_mut(i as usize)
+            && !*h
+        {
+            *h = true;
+            r.filter.count += 1;
         }
     }
 }

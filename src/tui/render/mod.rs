@@ -154,7 +154,8 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>)
             area.y,
             &t,
             th.style(role),
-            (area.width / 2).saturating_sub(bw),
+            // the breadcrumb keeps at least 30 cells
+            area.width.saturating_sub(bw + 30).max(area.width / 3),
         );
     }
 }
@@ -205,7 +206,7 @@ fn status_text(s: &State) -> Option<(String, Role)> {
         let pct = p.bytes.min(p.total) * 100 / p.total.max(1);
         return Some((
             format!(
-                "loading {} {pct}% {} of {} · {} events",
+                "loading {} {pct}% · {} of {} · {} events",
                 bar(p.bytes, p.total, 10),
                 bytes(p.bytes),
                 bytes(p.total),
