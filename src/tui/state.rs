@@ -503,8 +503,7 @@ impl RunView {
 
     /// Whether the run is being followed and the status bar shows FOLLOW / PAUSED.
     pub fn followable(&self, follow_mode: bool) -> bool {
-        self.live.watched
-            && (follow_mode || self.live.loading.is_some() || read(&self.trace).meta.status == RunStatus::Running)
+        self.live.watched && (follow_mode || read(&self.trace).meta.status == RunStatus::Running)
     }
 
     /// The selection is on the last row: new events move it along.
