@@ -6,7 +6,6 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use std::sync::Arc;
 use tracetui::model::*;
 use tracetui::tui::action::{Action, Command};
 use tracetui::tui::keymap::Keymap;
@@ -78,8 +77,8 @@ fn big_trace() -> Trace {
 }
 
 fn bench(c: &mut Criterion) {
-    let trace = Arc::new(big_trace());
-    assert_eq!(trace.len(), EVENTS);
+    let trace = tracetui::tui::state::shared(big_trace());
+    assert_eq!(trace.read().unwrap().len(), EVENTS);
     let mut s = State::new(Keymap::default(), (200, 60));
     s.run = Some(RunView::new(trace, None));
     s.view = View::Run;
@@ -98,6 +97,20 @@ fn bench(c: &mut Criterion) {
     update(&mut s, Action::Cmd(Command::Bottom));
     c.bench_function("render run view at the bottom, 1M events, 200x60", |b| {
         b.iter(|| {
+            term.draw(|f| render(f, &s, &theme)).unwrap();
+        })
+    });
+    c.bench_function("G (top to bottom) and render, 1M events", |b| {
+        b.iter(|| {
+            update(&mut s, Action::Cmd(Command::Top));
+            update(&mut s, Action::Cmd(Command::Bottom));
+            term.draw(|f| render(f, &s, &theme)).unwrap();
+        })
+    });
+    c.bench_function("page down and render, 1M events", |b| {
+        update(&mut s, Action::Cmd(Command::Top));
+        b.iter(|| {
+            update(&mut s, Action::Cmd(Command::PageDown));
             term.draw(|f| render(f, &s, &theme)).unwrap();
         })
     });

@@ -20,6 +20,9 @@ pub struct Cli {
     /// Colour theme of the explorer: dark, light, high-contrast, or a theme file path.
     #[arg(long = "theme", value_name = "NAME|PATH")]
     pub theme: Option<String>,
+    /// Start in follow mode: runs open at their last event and the view follows new ones.
+    #[arg(long)]
+    pub follow: bool,
 }
 
 /// The full command, with the long help naming every registered trace format.
@@ -56,13 +59,14 @@ pub enum Command {
         #[command(flatten)]
         fmt: FormatArgs,
     },
-    /// Follow a run directory, trace file or directory of runs as it grows.
+    /// Follow a run directory, trace file or directory of runs as it grows (the explorer in
+    /// follow mode, or one line per event with --no-tui).
     Tail {
         path: PathBuf,
         /// Print each new event as one line instead of opening the explorer.
         #[arg(long)]
         no_tui: bool,
-        /// Print the events already there first.
+        /// With --no-tui: print the events already there first (the explorer always shows them).
         #[arg(long)]
         from_start: bool,
         /// Poll every MS milliseconds instead of relying on file-system notifications.

@@ -36,6 +36,17 @@ fn formats(f: &FormatArgs) -> anyhow::Result<(Output, Option<&'static dyn tracet
     Ok((out, forced))
 }
 
+/// `--poll MS`: poll at that interval instead of relying on notify.
+fn live_options(poll: Option<u64>) -> tracetui::tui::LiveOptions {
+    match poll {
+        Some(ms) => tracetui::tui::LiveOptions {
+            poll: std::time::Duration::from_millis(ms.max(10)),
+            poll_only: true,
+        },
+        None => tracetui::tui::LiveOptions::default(),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -80,9 +91,20 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }) => {
             let (o, forced) = formats(&fmt)?;
             if !no_tui {
-                return Err(usage(
-                    "the explorer's follow mode is not built yet; use `tracetui tail --no-tui PATH`",
-                ));
+                if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                    return Err(usage(
+                        "the explorer needs a terminal; to print events as lines use `tracetui tail --no-tui PATH`",
+                    ));
+                }
+                tracetui::tui::run(tracetui::tui::Options {
+                    paths: vec![path],
+                    forced,
+                    theme: None,
+                    diff: None,
+                    follow: true,
+                    live: live_options(poll),
+                })?;
+                return Ok(0);
             }
             let opts = tracetui::tail::Options {
                 poll: std::time::Duration::from_millis(poll.unwrap_or(500).max(10)),
@@ -132,6 +154,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         current,
                         opts,
                     }),
+                    follow: false,
+                    live: live_options(None),
                 })?;
                 return Ok(0);
             }
@@ -182,6 +206,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 forced,
                 theme: cli.theme,
                 diff: None,
+                follow: cli.follow,
+                live: live_options(None),
             })?;
             0
         }

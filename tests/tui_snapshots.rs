@@ -5,10 +5,11 @@ use crossterm::event::KeyEvent;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::path::{Path, PathBuf};
+use tracetui::model::{EventKind, NewEvent, Parent, Status};
 use tracetui::tui::action::Action;
 use tracetui::tui::keymap::{Key, Keymap};
 use tracetui::tui::render::render;
-use tracetui::tui::state::{Effect, State, View};
+use tracetui::tui::state::{Effect, Progress, State, View, shared};
 use tracetui::tui::theme::Theme;
 use tracetui::tui::update::{key_action, update};
 
@@ -209,4 +210,91 @@ fn no_color_theme_renders_without_colours() {
     for c in buf.content() {
         assert!(matches!(c.fg, Color::Reset) && matches!(c.bg, Color::Reset), "{c:?}");
     }
+}
+
+/// A run opened the way the app opens it: fed by a loader (live), with the progress given.
+fn live_opened(path: &str, size: (u16, u16), follow: bool, loading: Option<Progress>) -> State {
+    let mut s = runs(&[path], size);
+    s.follow = follow;
+    press(&mut s, &["enter"]);
+    let Some(Effect::LoadRun {
+        generation,
+        run,
+        index,
+        id,
+    }) = s.effects.pop()
+    else {
+        panic!("no load")
+    };
+    let trace = tracetui::tui::load_one(&run, index, &id).unwrap();
+    update(
+        &mut s,
+        Action::RunUpdate {
+            generation,
+            trace: shared(*trace),
+            loading,
+            restarted: false,
+        },
+    );
+    s
+}
+
+#[test]
+fn live_run_in_follow_mode() {
+    let s = live_opened("agentdbg/runs/run-c0de", (120, 20), true, None);
+    let text = screen(&s, 120, 20);
+    assert!(text.contains("FOLLOW"));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn live_run_paused_with_new_events_below() {
+    let mut s = live_opened("agentdbg/runs/run-c0de", (120, 20), true, None);
+    press(&mut s, &["k", "k"]);
+    let (generation, trace) = {
+        let r = s.run.as_ref().unwrap();
+        (r.generation, r.trace.clone())
+    };
+    {
+        // Two events arrive, as a loader appends them.
+        let mut t = trace.write().unwrap();
+        let root = t.roots[0];
+        for name in ["fetch_page", "summarize"] {
+            t.add(NewEvent {
+                parent: Parent::Index(root),
+                status: Status::Pending,
+                ..NewEvent::new(EventKind::ToolCall, name)
+            });
+        }
+        t.finalize();
+    }
+    update(
+        &mut s,
+        Action::RunUpdate {
+            generation,
+            trace,
+            loading: None,
+            restarted: false,
+        },
+    );
+    let text = screen(&s, 120, 20);
+    assert!(text.contains("PAUSED · 2 new below"), "{text}");
+    insta::assert_snapshot!(text);
+    press(&mut s, &["F"]);
+    assert!(screen(&s, 120, 20).contains("FOLLOW"));
+}
+
+#[test]
+fn progressive_load_shows_a_progress_bar() {
+    let loading = Some(Progress {
+        bytes: 512 << 20,
+        total: 1_989_243_289,
+    });
+    let s = live_opened("agentdbg/runs/run-7f3a", (140, 16), false, loading);
+    let text = screen(&s, 140, 16);
+    assert!(
+        text.contains("loading ██░░░░░░░░ 26% · 512.0 MB of 1.85 GB · 7 events"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
 }

@@ -431,3 +431,63 @@ fn zombie(pid: u32) -> bool {
         .map(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
         .unwrap_or(true)
 }
+
+fn adbg_line(id: &str, parent: Option<&str>, ty: &str, name: &str, sec: u32) -> String {
+    let parent = parent.map(|p| format!("\"{p}\"")).unwrap_or_else(|| "null".into());
+    format!(
+        "{{\"spec_version\":\"0.1\",\"event_id\":\"{id}\",\"run_id\":\"live1\",\"parent_id\":{parent},\"event_type\":\"{ty}\",\"ts\":\"2026-02-15T20:31:{sec:02}.000Z\",\"duration_ms\":5,\"name\":\"{name}\",\"payload\":{{}},\"meta\":{{}}}}\n"
+    )
+}
+
+#[test]
+fn tail_on_an_empty_directory_shows_a_run_as_it_is_written() {
+    need_tmux!();
+    let d = tempfile::tempdir().unwrap();
+    let runs = d.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let t = Tmux::start();
+    t.launch(&format!("tail {}", runs.display()));
+    t.wait_for("the empty list", |s| s.contains("waiting for runs to appear"));
+    // An agent starts: run.json (replaced by rename), then events one by one.
+    let run = runs.join("live1");
+    std::fs::create_dir(&run).unwrap();
+    let meta = r#"{"spec_version":"0.1","run_id":"live1","run_name":"live-agent","started_at":"2026-02-15T20:31:00.000Z","status":"running","counts":{}}"#;
+    std::fs::write(run.join("run.json.tmp"), meta).unwrap();
+    std::fs::rename(run.join("run.json.tmp"), run.join("run.json")).unwrap();
+    let events = run.join("events.jsonl");
+    let append = |s: &str| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&events)
+            .unwrap();
+        f.write_all(s.as_bytes()).unwrap();
+    };
+    append(&adbg_line("a", None, "RUN_START", "live-agent", 0));
+    append(&adbg_line("l1", Some("a"), "LLM_CALL", "plan-step", 1));
+    let s = t.wait_for("the run, opened by itself", |s| s.contains("plan-step"));
+    assert!(s.contains("FOLLOW"), "follow mode\n{s}");
+    assert!(s.contains("● live"), "a running run\n{s}");
+    for i in 0..5 {
+        append(&adbg_line(
+            &format!("t{i}"),
+            Some("l1"),
+            "TOOL_CALL",
+            &format!("lookup_{i}"),
+            2 + i,
+        ));
+        std::thread::sleep(Duration::from_millis(80));
+    }
+    let s = t.wait_for("every tool call", |s| s.contains("lookup_4") && s.contains("7 events"));
+    assert!(s.contains("FOLLOW"));
+    // Scrolling up pauses; a new event is counted; G follows again.
+    t.keys(&["k", "k"]);
+    append(&adbg_line("t9", Some("l1"), "TOOL_CALL", "late_call", 9));
+    let s = t.wait_for("the paused view", |s| s.contains("PAUSED") && s.contains("1 new below"));
+    assert!(s.contains("late_call"), "the new event is listed\n{s}");
+    t.keys(&["G"]);
+    t.wait_for("follow again", |s| s.contains("FOLLOW"));
+    t.keys(&["q"]);
+    t.assert_restored();
+}

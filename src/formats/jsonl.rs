@@ -246,12 +246,32 @@ impl JsonlReader {
         parser: &mut dyn LineParser,
         sink: &mut Sink,
     ) -> Result<u64, LoadError> {
+        self.read_limited(f, parser, sink, u64::MAX)
+    }
+
+    /// Read at most `max` bytes from the current offset (a progressive load reads a large
+    /// file in slices, publishing what it has between them).
+    pub fn read_some(&mut self, parser: &mut dyn LineParser, sink: &mut Sink, max: u64) -> Result<u64, LoadError> {
+        let mut f = super::open_regular(&self.path).map_err(|e| LoadError::io(&self.path, e))?;
+        f.seek(SeekFrom::Start(self.offset))
+            .map_err(|e| LoadError::io(&self.path, e))?;
+        self.read_limited(&mut f, parser, sink, max)
+    }
+
+    fn read_limited<R: Read>(
+        &mut self,
+        f: &mut R,
+        parser: &mut dyn LineParser,
+        sink: &mut Sink,
+        max: u64,
+    ) -> Result<u64, LoadError> {
         if self.buf.len() != CHUNK {
             self.buf = vec![0; CHUNK];
         }
         let mut total = 0u64;
-        loop {
-            let n = match f.read(&mut self.buf) {
+        while total < max {
+            let want = (max - total).min(CHUNK as u64) as usize;
+            let n = match f.read(&mut self.buf[..want]) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -418,6 +438,10 @@ pub struct Follow {
     /// rename, no longer matches them.
     ino: Option<u64>,
     tail_sig: Vec<u8>,
+    len: Option<u64>,
+    /// With `keep_replaced`: the sink a restart replaced, for a caller that still shows it.
+    keep: bool,
+    replaced: Option<Sink>,
 }
 
 /// How many bytes before the offset are checked on every poll.
@@ -444,6 +468,9 @@ impl Follow {
             restarted: false,
             ino: None,
             tail_sig: Vec::new(),
+            len: None,
+            keep: false,
+            replaced: None,
         }
     }
 
@@ -482,9 +509,26 @@ impl Follow {
         self.reader.offset()
     }
 
+    /// The file's length at the last poll (None: not there yet).
+    pub fn file_len(&self) -> Option<u64> {
+        self.len
+    }
+
+    /// Bytes known to be there but not read yet (a bounded poll stopped before the end).
+    pub fn behind(&self) -> u64 {
+        self.len.unwrap_or(0).saturating_sub(self.reader.offset())
+    }
+
     /// Read what is new: replaced metadata, then appended lines. A file that does not exist
     /// yet is not an error (a run directory whose events have not started).
     pub fn poll(&mut self) -> Result<Polled, LoadError> {
+        self.poll_some(u64::MAX)
+    }
+
+    /// Like [`Follow::poll`], reading at most `max_bytes` of appended data; [`Follow::behind`]
+    /// then tells how much is left. Each call leaves the traces consistent (the parser's
+    /// `flush` runs), so a loader can publish them between calls.
+    pub fn poll_some(&mut self, max_bytes: u64) -> Result<Polled, LoadError> {
         let meta = match std::fs::metadata(&self.path) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -495,7 +539,10 @@ impl Follow {
             // Truncated or replaced: start over.
             self.reader.reset();
             self.parser = (self.make)();
-            self.sink = Sink::new(&self.path);
+            let old = std::mem::replace(&mut self.sink, Sink::new(&self.path));
+            if self.keep {
+                self.replaced = Some(old);
+            }
             self.restarted = true;
         }
         self.parser.refresh(&mut self.sink);
@@ -506,18 +553,29 @@ impl Follow {
                 self.ino = Some(m.ino());
             }
             let before = self.reader.offset();
-            self.reader.read_available(self.parser.as_mut(), &mut self.sink)?;
+            self.reader.read_some(self.parser.as_mut(), &mut self.sink, max_bytes)?;
             if self.reader.offset() != before || self.tail_sig.is_empty() {
                 self.tail_sig = self.read_sig();
             }
         }
-        let _ = len;
+        self.len = len;
         self.parser.flush(&mut self.sink);
         let touched = self.sink.take_touched();
         // A restart is reported with the first traces read after it (a file truncated to
         // nothing has none yet), so that consumers can tell old events from new ones.
         let restarted = !touched.is_empty() && std::mem::take(&mut self.restarted);
         Ok(Polled { touched, restarted })
+    }
+
+    /// Keep the sink a restart replaces (see [`Follow::take_replaced`]): a viewer that shares
+    /// traces with other threads must not lose the old ones before it swaps to the new.
+    pub fn keep_replaced(&mut self) {
+        self.keep = true;
+    }
+
+    /// The sink the last restart replaced, if kept.
+    pub fn take_replaced(&mut self) -> Option<Sink> {
+        self.replaced.take()
     }
 
     /// Whether a partial last line is waiting for its newline.
@@ -585,6 +643,52 @@ mod tests {
         assert_eq!(p.0[1].0, "{\"b\":2}");
         assert_eq!(p.0[1].1.offset, 8);
         assert_eq!(p.0[1].1.line, 2);
+    }
+
+    /// One event per line, named after the line.
+    struct Names;
+    impl LineParser for Names {
+        fn line(&mut self, line: &[u8], _: LineLoc, sink: &mut Sink) {
+            if sink.traces.is_empty() {
+                sink.push_trace(Trace::default());
+            }
+            let name = String::from_utf8_lossy(line).into_owned();
+            sink.traces[0].add(crate::model::NewEvent::new(crate::model::EventKind::Step, &name));
+            sink.touch(0);
+        }
+    }
+
+    fn names(f: &Follow) -> Vec<String> {
+        let t = &f.sink.traces[0];
+        (0..t.len() as u32).map(|i| t.name(i).to_string()).collect()
+    }
+
+    #[test]
+    fn a_bounded_poll_reads_in_slices_and_ends_where_a_full_poll_does() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("e.jsonl");
+        let lines: Vec<String> = (0..50).map(|i| format!("{{\"n\":{i}}}")).collect();
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        let make = || -> MakeParser { Box::new(|| Box::new(Names) as Box<dyn LineParser>) };
+        let mut whole = Follow::new(&p, make());
+        whole.poll().unwrap();
+        let mut sliced = Follow::new(&p, make());
+        let first = sliced.poll_some(5).unwrap();
+        assert!(first.touched.is_empty(), "no line is complete within 5 bytes");
+        assert_eq!(sliced.offset(), 5);
+        let mut polls = 0;
+        loop {
+            sliced.poll_some(13).unwrap();
+            polls += 1;
+            assert!(sliced.offset() <= 5 + 13 * polls, "at most 13 bytes a poll");
+            if sliced.behind() == 0 {
+                break;
+            }
+        }
+        assert!(polls > 20);
+        assert_eq!(names(&sliced), names(&whole));
+        assert_eq!(names(&sliced), lines);
+        assert_eq!(sliced.file_len(), Some(sliced.offset()));
     }
 
     #[test]

@@ -12,6 +12,10 @@ impl StrRef {
     pub fn is_empty(self) -> bool {
         self.len == 0
     }
+    /// (offset, length): identifies the string within its trace (for caches).
+    pub fn parts(self) -> (u32, u32) {
+        (self.off, self.len)
+    }
 }
 
 /// One growing buffer for all of a trace's short strings. Names and models repeat a lot and

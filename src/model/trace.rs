@@ -170,6 +170,11 @@ pub struct Trace {
     /// Parents whose children must be re-sorted at the next `finalize`.
     dirty: Vec<u32>,
     roots_dirty: bool,
+    /// One entry each time events already there changed place (adopted, re-parented,
+    /// re-sorted): the lowest index that moved. Plain appends add nothing. A view of a growing
+    /// trace that knows its first N events extends its rows while every entry since its last
+    /// look is at least N, and rebuilds them otherwise.
+    moves: Vec<u32>,
 }
 
 /// Source id → event index, storing only a 64-bit hash per id (the id text lives in
@@ -317,6 +322,7 @@ impl Trace {
             self.events[child as usize].parent = parent;
             self.link_child(parent, child);
             self.roots_dirty = true;
+            self.moves.push(child);
         }
         if !keep.is_empty() {
             self.waiting.insert(h, keep);
@@ -370,6 +376,19 @@ impl Trace {
         }
         self.events[child as usize].parent = parent;
         self.link_child(parent, child);
+        self.moves.push(child);
+    }
+
+    /// How many times events already there changed place (see the field).
+    pub fn reshaped(&self) -> u64 {
+        self.moves.len() as u64
+    }
+
+    /// The lowest event index that changed place since `reshaped()` was `since`
+    /// (`u32::MAX` when none did).
+    pub fn moved_since(&self, since: u64) -> u32 {
+        let from = (since as usize).min(self.moves.len());
+        self.moves[from..].iter().copied().min().unwrap_or(u32::MAX)
     }
 
     /// Sort what changed since the last call: siblings by (start, end, file order), where a
@@ -378,10 +397,17 @@ impl Trace {
     pub fn finalize(&mut self) {
         if self.roots_dirty {
             let events = &self.events;
-            self.roots.retain(|&r| events[r as usize].parent == NO_PARENT);
-            let mut roots = std::mem::take(&mut self.roots);
+            let before = std::mem::take(&mut self.roots);
+            let mut roots: Vec<u32> = before
+                .iter()
+                .copied()
+                .filter(|&r| events[r as usize].parent == NO_PARENT)
+                .collect();
             self.sort_siblings(&mut roots);
             roots.dedup();
+            if let Some(m) = first_moved(&before, &roots) {
+                self.moves.push(m);
+            }
             self.roots = roots;
             self.roots_dirty = false;
         }
@@ -390,7 +416,11 @@ impl Trace {
         dirty.dedup();
         for p in dirty {
             let mut ch = std::mem::take(&mut self.events[p as usize].children);
+            let before = ch.clone();
             self.sort_siblings(&mut ch);
+            if let Some(m) = first_moved(&before, &ch) {
+                self.moves.push(m);
+            }
             self.events[p as usize].children = ch;
         }
     }
@@ -430,26 +460,7 @@ impl Trace {
     }
 
     pub fn counts(&self) -> Counts {
-        let mut c = Counts {
-            events: self.events.len(),
-            ..Default::default()
-        };
-        for e in &self.events {
-            match e.kind {
-                EventKind::ToolCall => c.tool_calls += 1,
-                EventKind::LlmCall => c.llm_calls += 1,
-                _ => {}
-            }
-            // The run's own status is reported apart; errors are the failing steps inside it.
-            if e.is_error() && e.kind != EventKind::Run {
-                c.errors += 1;
-            }
-            if e.kind == EventKind::LlmCall {
-                let n = e.usage.as_ref().and_then(|u| u.sum()).unwrap_or(0);
-                c.tokens = c.tokens.saturating_add(n);
-            }
-        }
-        c
+        counts_of(&self.events)
     }
 
     /// Start and end of the run: metadata where it has them, else the events' extent.
@@ -484,6 +495,37 @@ impl Trace {
     pub fn has_error_diagnostics(&self) -> bool {
         self.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
+}
+
+/// Counts of a run's events (a slice of them: a view adds up the events that arrive).
+pub fn counts_of(events: &[Event]) -> Counts {
+    let mut c = Counts {
+        events: events.len(),
+        ..Default::default()
+    };
+    for e in events {
+        match e.kind {
+            EventKind::ToolCall => c.tool_calls += 1,
+            EventKind::LlmCall => c.llm_calls += 1,
+            _ => {}
+        }
+        // The run's own status is reported apart; errors are the failing steps inside it.
+        if e.is_error() && e.kind != EventKind::Run {
+            c.errors += 1;
+        }
+        if e.kind == EventKind::LlmCall {
+            let n = e.usage.as_ref().and_then(|u| u.sum()).unwrap_or(0);
+            c.tokens = c.tokens.saturating_add(n);
+        }
+    }
+    c
+}
+
+/// The lowest index among the events whose position differs between two sibling lists
+/// (one dropped from the list counts as moved).
+fn first_moved(before: &[u32], after: &[u32]) -> Option<u32> {
+    let from = before.iter().zip(after).take_while(|(a, b)| a == b).count();
+    before[from..].iter().chain(&after[from..]).copied().min()
 }
 
 fn sibling_key(k: &(Option<i64>, Option<i64>, u32)) -> (i64, i64, u32) {

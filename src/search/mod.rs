@@ -176,9 +176,29 @@ fn text(s: &str) -> Field {
 pub struct NameCache {
     fuzzy: Fuzzy,
     seen: HashMap<(usize, StrRef), bool>,
+    /// Substring tests of names and models, direct-mapped by (term, string): a million
+    /// events share a few dozen names, and a slot costs less than a hash-map lookup.
+    memo: Vec<(usize, StrRef, bool)>,
 }
 
+const MEMO_SLOTS: usize = 1024;
+
 impl NameCache {
+    fn memo(&mut self, term: usize, r: StrRef, test: impl FnOnce() -> bool) -> bool {
+        if self.memo.is_empty() {
+            self.memo = vec![(usize::MAX, StrRef::EMPTY, false); MEMO_SLOTS];
+        }
+        let (off, len) = r.parts();
+        let slot = (off as usize ^ (len as usize).rotate_left(7) ^ term.rotate_left(13)) % MEMO_SLOTS;
+        let e = self.memo[slot];
+        if e.0 == term && e.1 == r {
+            return e.2;
+        }
+        let b = test();
+        self.memo[slot] = (term, r, b);
+        b
+    }
+
     fn fuzzy_name(&mut self, term: usize, t: &Trace, name: StrRef, pattern: &str) -> bool {
         if let Some(&b) = self.seen.get(&(term, name)) {
             return b;
@@ -236,12 +256,12 @@ impl Query {
 fn field_fast(ti: usize, f: &Field, t: &Trace, i: u32, names: &mut NameCache) -> Option<bool> {
     let e = t.event(i);
     Some(match f {
-        Field::Tool(n) => e.kind == EventKind::ToolCall && contains_ci(t.str(e.name), n),
+        Field::Tool(n) => e.kind == EventKind::ToolCall && names.memo(ti, e.name, || contains_ci(t.str(e.name), n)),
         Field::Kind(k) => k.matches(e.kind),
         Field::Status(Status::Error) => e.is_error(),
         Field::Status(s) => e.status == *s,
-        Field::Model(m) => !e.model.is_empty() && contains_ci(t.str(e.model), m),
-        Field::Name(n) => contains_ci(t.str(e.name), n),
+        Field::Model(m) => !e.model.is_empty() && names.memo(ti, e.model, || contains_ci(t.str(e.model), m)),
+        Field::Name(n) => names.memo(ti, e.name, || contains_ci(t.str(e.name), n)),
         Field::Text { text, .. } => {
             if names.fuzzy_name(ti, t, e.name, text) {
                 true
@@ -301,46 +321,65 @@ const PAYLOAD_CHUNK: usize = 1_024;
 /// Run a query over a trace: first the cheap fields of every event, then the payloads of the
 /// events only they can decide. Results go to `emit` in batches; the last has `finished`.
 /// Stops early (without a finished batch) when `cancel` is set.
-pub fn search(t: &Trace, q: &Query, cancel: &AtomicBool, mut emit: impl FnMut(Batch)) {
-    let n = t.len();
+pub fn search(t: &Trace, q: &Query, cancel: &AtomicBool, emit: impl FnMut(Batch)) {
+    search_in(|| t, 0, q, cancel, emit)
+}
+
+/// [`search`] over the events from `from` on of a trace that may be growing behind a lock:
+/// `read` is called for every batch, so a writer is never kept waiting for a whole search,
+/// and events that arrive meanwhile are not searched (the caller searches them as they come).
+pub fn search_in<G: std::ops::Deref<Target = Trace>>(
+    read: impl Fn() -> G,
+    from: usize,
+    q: &Query,
+    cancel: &AtomicBool,
+    mut emit: impl FnMut(Batch),
+) {
+    let n = read().len().max(from);
     let mut names = NameCache::default();
     let mut undecided = Vec::new();
     let mut hits = Vec::new();
-    for start in (0..n).step_by(NAME_CHUNK) {
+    let span = n - from;
+    for start in (from..n).step_by(NAME_CHUNK) {
         if cancel.load(Ordering::Relaxed) {
             return;
         }
-        for i in start..(start + NAME_CHUNK).min(n) {
-            match q.eval_fast(t, i as u32, &mut names) {
-                Verdict::Yes => hits.push(i as u32),
-                Verdict::No => {}
-                Verdict::NeedsPayload => undecided.push(i as u32),
+        {
+            let t = read();
+            // A trace read again from the start (truncated) may be shorter now.
+            for i in start..(start + NAME_CHUNK).min(n).min(t.len()) {
+                match q.eval_fast(&t, i as u32, &mut names) {
+                    Verdict::Yes => hits.push(i as u32),
+                    Verdict::No => {}
+                    Verdict::NeedsPayload => undecided.push(i as u32),
+                }
             }
         }
-        let done = (start + NAME_CHUNK).min(n);
-        if done < n {
+        let done = (start + NAME_CHUNK).min(n) - from;
+        if done < span {
             emit(Batch {
                 hits: std::mem::take(&mut hits),
                 done,
-                total: n + undecided.len(),
+                total: span + undecided.len(),
                 finished: false,
             });
         }
     }
-    let total = n + undecided.len();
+    let total = span + undecided.len();
     for (ci, chunk) in undecided.chunks(PAYLOAD_CHUNK).enumerate() {
         if cancel.load(Ordering::Relaxed) {
             return;
         }
         emit(Batch {
             hits: std::mem::take(&mut hits),
-            done: n + ci * PAYLOAD_CHUNK,
+            done: span + ci * PAYLOAD_CHUNK,
             total,
             finished: false,
         });
-        for &i in chunk {
-            let p = crate::formats::payload(t, t.event(i));
-            if q.eval_full(t, i, &mut names, &p) {
+        let t = read();
+        for &i in chunk.iter().filter(|&&i| (i as usize) < t.len()) {
+            let p = crate::formats::payload(&t, t.event(i));
+            if q.eval_full(&t, i, &mut names, &p) {
                 hits.push(i);
             }
         }

@@ -2,7 +2,7 @@
 //! results background work sends back. `update` is the only consumer.
 
 use super::diffview::DiffData;
-use super::state::RunEntry;
+use super::state::{Progress, RunEntry, SharedTrace};
 use crate::model::Trace;
 use crate::search::Batch;
 
@@ -44,10 +44,11 @@ pub enum Command {
     NextChange,
     PrevChange,
     Inline,
+    Follow,
 }
 
 impl Command {
-    pub const ALL: [Command; 35] = [
+    pub const ALL: [Command; 36] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -83,6 +84,7 @@ impl Command {
         Command::NextChange,
         Command::PrevChange,
         Command::Inline,
+        Command::Follow,
     ];
 
     /// The name used in the keymap TOML.
@@ -123,6 +125,7 @@ impl Command {
             Command::NextChange => "next_change",
             Command::PrevChange => "prev_change",
             Command::Inline => "inline",
+            Command::Follow => "follow",
         }
     }
 
@@ -167,9 +170,19 @@ pub enum Action {
         generation: u64,
         result: Result<Box<DiffData>, String>,
     },
-    /// Results of a background payload search.
+    /// A loader published (more of) the run it loads: the first time it opens the run view,
+    /// then the view grows. `loading` is set while what was on disk is still being read.
+    RunUpdate {
+        generation: u64,
+        trace: SharedTrace,
+        loading: Option<Progress>,
+        /// The source was read again from the start (truncated or replaced).
+        restarted: bool,
+    },
+    /// Results of a background payload search over the events from `from` on.
     SearchBatch {
         generation: u64,
+        from: usize,
         batch: Batch,
     },
 }

@@ -4,15 +4,15 @@
 use super::action::Action;
 use super::config;
 use super::keymap::Keymap;
+use super::live::{Job, LiveOptions, Shared, spawn_loader, spawn_watcher};
 use super::render::render;
-use super::state::{Effect, RunEntry, State};
+use super::state::{Effect, State, read};
 use super::terminal;
 use super::theme::Theme;
 use super::update::{key_action, mouse_action, update};
 use crate::formats::Format;
-use crate::source::{self, RunRef};
+use crate::source::RunRef;
 use crossterm::event::{self, Event};
-use rayon::prelude::*;
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -27,6 +27,9 @@ pub struct Options {
     pub theme: Option<String>,
     /// `tracetui diff A B` on a terminal: open the diff of these two.
     pub diff: Option<DiffRequest>,
+    /// Follow mode (`--follow`, `tail`): open runs at their last event and keep up with them.
+    pub follow: bool,
+    pub live: LiveOptions,
 }
 
 /// Two sources (`PATH`, `PATH#N` or `PATH#ID`) to open the diff view on.
@@ -58,7 +61,18 @@ pub fn theme_and_keys(opts_theme: Option<&str>) -> anyhow::Result<(Theme, Keymap
 pub fn run(opts: Options) -> anyhow::Result<()> {
     let (theme, keys) = theme_and_keys(opts.theme.as_deref())?;
     let (tx, rx) = channel();
-    spawn_discovery(opts.paths, opts.forced, tx.clone());
+    let live = Live {
+        shared: Shared::default(),
+        opts: opts.live,
+    };
+    spawn_watcher(
+        opts.paths,
+        opts.forced,
+        tx.clone(),
+        live.shared.clone(),
+        opts.live,
+        true,
+    );
     let quit = terminal::quit_signals();
     let mut guard = terminal::enter()?;
     let size = guard.term.size()?;
@@ -66,9 +80,36 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     if let Some(d) = opts.diff {
         super::diffview::update::start_cli(&mut state, d, opts.forced);
     }
-    let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit);
+    state.follow = opts.follow;
+    let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit, &live);
     drop(guard);
     result
+}
+
+/// What the loop needs to start loaders.
+struct Live {
+    shared: Shared,
+    opts: LiveOptions,
+}
+
+/// Take the pending background results, keeping only the last update of a growing run
+/// (each one carries the whole trace; applying the older ones would be wasted work).
+fn drain(rx: &Receiver<Action>) -> Vec<Action> {
+    let mut out: Vec<Action> = Vec::new();
+    while let Ok(mut a) = rx.try_recv() {
+        if let Action::RunUpdate {
+            generation, restarted, ..
+        } = &mut a
+            && let Some(i) = out
+                .iter()
+                .rposition(|p| matches!(p, Action::RunUpdate { generation: g, .. } if g == generation))
+        {
+            // A restart reported by the update replaced must not be lost.
+            *restarted |= matches!(out.remove(i), Action::RunUpdate { restarted: true, .. });
+        }
+        out.push(a);
+    }
+    out
 }
 
 const TICK: Duration = Duration::from_millis(100);
@@ -80,15 +121,26 @@ fn event_loop(
     tx: &Sender<Action>,
     rx: &Receiver<Action>,
     quit: &std::sync::atomic::AtomicBool,
+    live: &Live,
 ) -> anyhow::Result<()> {
     let mut dirty = true;
     let mut last_tick = Instant::now();
     loop {
-        if dirty {
+        // A loader holding the trace for a slice delays the frame, not the loop: input is
+        // still read, and the frame is drawn on the next turn.
+        let busy = s
+            .run
+            .as_ref()
+            .is_some_and(|r| matches!(r.trace.try_read(), Err(std::sync::TryLockError::WouldBlock)));
+        if dirty && !busy {
             g.term.draw(|f| render(f, s, theme))?;
             dirty = false;
         }
-        let wait = TICK.saturating_sub(last_tick.elapsed());
+        let wait = if dirty {
+            Duration::from_millis(2)
+        } else {
+            TICK.saturating_sub(last_tick.elapsed())
+        };
         // Take every pending input before drawing again (coalesces key repeat and wheel).
         if event::poll(wait)? {
             // Bounded, and watching the quit signals: a terminal that hung up can report
@@ -111,7 +163,7 @@ fn event_loop(
                 }
             }
         }
-        while let Ok(a) = rx.try_recv() {
+        for a in drain(rx) {
             update(s, a);
             dirty = true;
         }
@@ -137,8 +189,9 @@ fn event_loop(
             update(s, Action::Tick);
             dirty |= animating;
         }
+        live.shared.wanted.store(s.load_gen, Ordering::Relaxed);
         for e in std::mem::take(&mut s.effects) {
-            run_effect(e, tx, g)?;
+            run_effect(e, tx, g, live)?;
         }
         if s.quit || quit.load(Ordering::Relaxed) {
             return Ok(());
@@ -146,33 +199,48 @@ fn event_loop(
     }
 }
 
-fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard) -> anyhow::Result<()> {
+fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Live) -> anyhow::Result<()> {
     match e {
+        // Every run is loaded progressively and followed while it is open.
         Effect::LoadRun {
             generation,
             run,
             index,
             id,
-        } => {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let result = std::panic::catch_unwind(AssertUnwindSafe(|| load_one(&run, index, &id)))
-                    .unwrap_or_else(|_| Err(format!("{}: tracetui failed while loading (a bug)", run.path.display())));
-                let _ = tx.send(Action::RunLoaded { generation, result });
-            });
-        }
+        } => spawn_loader(
+            Job {
+                run,
+                index,
+                id,
+                generation,
+            },
+            tx.clone(),
+            live.shared.clone(),
+            live.opts,
+        ),
         Effect::Search {
             generation,
             trace,
+            from,
             query,
             cancel,
         } => {
             let tx = tx.clone();
             std::thread::spawn(move || {
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    crate::search::search(&trace, &query, &cancel, |batch| {
-                        let _ = tx.send(Action::SearchBatch { generation, batch });
-                    })
+                    crate::search::search_in(
+                        || read(&trace),
+                        from,
+                        &query,
+                        &cancel,
+                        |batch| {
+                            let _ = tx.send(Action::SearchBatch {
+                                generation,
+                                from,
+                                batch,
+                            });
+                        },
+                    )
                 }));
             });
         }
@@ -218,38 +286,6 @@ pub fn load_one(run: &RunRef, index: usize, id: &str) -> Result<Box<crate::model
         Some(p) => Ok(Box::new(loaded.traces.swap_remove(p))),
         None => Err(format!("{}: the run {id:?} is no longer there", run.path.display())),
     }
-}
-
-/// Entries for the runs list, one per trace summary of each source.
-pub fn entries(run: &RunRef) -> Result<Vec<RunEntry>, String> {
-    let list = run.summarize().map_err(|e| e.to_string())?;
-    Ok(list
-        .into_iter()
-        .enumerate()
-        .map(|(index, summary)| RunEntry {
-            run: run.clone(),
-            index,
-            summary,
-        })
-        .collect())
-}
-
-fn spawn_discovery(paths: Vec<PathBuf>, forced: Option<&'static dyn Format>, tx: Sender<Action>) {
-    std::thread::spawn(move || {
-        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let d = source::discover(&paths, forced);
-            for e in &d.errors {
-                let _ = tx.send(Action::RunsProblem(e.to_string()));
-            }
-            d.runs.par_iter().for_each_with(tx.clone(), |tx, r| {
-                let _ = tx.send(match entries(r) {
-                    Ok(list) => Action::RunsFound(list),
-                    Err(e) => Action::RunsProblem(e),
-                });
-            });
-        }));
-        let _ = tx.send(Action::RunsDone);
-    });
 }
 
 fn base64(data: &[u8]) -> String {

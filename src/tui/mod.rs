@@ -10,13 +10,15 @@ pub mod detail;
 pub mod diffview;
 pub mod keymap;
 pub mod layout;
+pub mod live;
 pub mod render;
 pub mod state;
 mod terminal;
 pub mod theme;
 pub mod update;
 
-pub use app::{DiffRequest, Options, entries, load_one, run, theme_and_keys};
+pub use app::{DiffRequest, Options, load_one, run, theme_and_keys};
+pub use live::{LiveOptions, entries};
 
 #[cfg(test)]
 mod tests;

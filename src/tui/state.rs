@@ -5,11 +5,44 @@
 use super::detail::{self, Doc};
 use super::keymap::{Context, Keymap};
 use crate::formats::Summary;
-use crate::model::{Counts, EventKind, NO_PARENT, Trace};
+use crate::model::{Counts, EventKind, NO_PARENT, RunStatus, Status, Trace};
 use crate::search::Query;
 use crate::source::RunRef;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+/// A trace that a background loader may still be adding to (progressive load, live tail).
+/// The loader holds the write lock only while it reads a bounded slice; views take the read
+/// lock for the time of one update or one frame.
+pub type SharedTrace = Arc<RwLock<Trace>>;
+
+pub fn shared(t: Trace) -> SharedTrace {
+    Arc::new(RwLock::new(t))
+}
+
+/// Read a shared trace. A loader that panicked mid-slice leaves a trace that is still
+/// consistent enough to show (it only ever appends), so a poisoned lock is read anyway.
+pub fn read(t: &SharedTrace) -> RwLockReadGuard<'_, Trace> {
+    t.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How far a progressive load is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub bytes: u64,
+    pub total: u64,
+}
+
+/// What a view of a growing trace knows about its growth.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Live {
+    /// A loader keeps the trace up to date (the run may grow while it is open).
+    pub watched: bool,
+    /// Still loading what was already on disk.
+    pub loading: Option<Progress>,
+    /// Events that arrived while the selection was off the last row (follow paused).
+    pub unseen: usize,
+}
 
 /// One run of the runs list: where it is and its cheap summary.
 #[derive(Clone, Debug)]
@@ -139,12 +172,22 @@ pub struct DetailState {
     pub doc: Doc,
     pub cursor: usize,
     pub offset: usize,
+    stamp: (Status, Option<i64>, u64, bool),
 }
 
 /// An opened run.
 #[derive(Debug)]
 pub struct RunView {
-    pub trace: Arc<Trace>,
+    pub trace: SharedTrace,
+    /// The load that feeds it (a loader replaces the trace when its source is rewritten).
+    pub generation: u64,
+    /// Growth seen so far: `trace.reshaped()` when the rows were last made.
+    pub shape: u64,
+    pub live: Live,
+    /// The events' time extent (the span where metadata has no start or end).
+    extent: (Option<i64>, Option<i64>),
+    /// Updates applied in place (every so often the counts are made again from scratch).
+    grows: u64,
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
     pub counts: Counts,
@@ -167,30 +210,15 @@ pub struct RunView {
 }
 
 impl RunView {
-    pub fn new(trace: Arc<Trace>, entry: Option<usize>) -> RunView {
-        let n = trace.len();
-        let walk = trace.walk();
-        let mut order = Vec::with_capacity(n);
-        let mut pos = vec![0u32; n];
-        for (k, &(i, _)) in walk.iter().enumerate() {
-            order.push(i);
-            pos[i as usize] = k as u32;
-        }
-        let model = trace.meta.model.clone().or_else(|| {
-            trace
-                .events
-                .iter()
-                .find(|e| e.kind == EventKind::LlmCall && !e.model.is_empty())
-                .map(|e| trace.str(e.model).to_string())
-        });
+    pub fn new(trace: SharedTrace, entry: Option<usize>) -> RunView {
         let mut v = RunView {
-            counts: trace.counts(),
-            span: trace.time_span(),
-            timed: trace.events.iter().any(|e| e.start.is_some()),
-            model,
-            order,
-            pos,
-            collapsed: vec![false; n],
+            counts: Counts::default(),
+            span: (None, None),
+            timed: false,
+            model: None,
+            order: Vec::new(),
+            pos: Vec::new(),
+            collapsed: Vec::new(),
             rows: Vec::new(),
             selected: 0,
             offset: 0,
@@ -199,12 +227,202 @@ impl RunView {
             detail: None,
             wrap: true,
             raw: false,
+            shape: 0,
+            live: Live::default(),
+            extent: (None, None),
+            grows: 0,
+            generation: 0,
             trace,
             entry,
         };
-        v.rebuild_rows();
+        v.reindex();
         v.sync_detail();
         v
+    }
+
+    /// Recompute everything derived from the whole trace (order, counts, span), and the
+    /// rows too: straight from the walk when nothing is collapsed or filtered (one pass).
+    fn reindex(&mut self) {
+        let keep_ev = self.selected_event();
+        let h = self.trace.clone();
+        let trace = read(&h);
+        let n = trace.len();
+        let walk = trace.walk();
+        let mut order = Vec::with_capacity(n);
+        let mut pos = vec![0u32; n];
+        for (k, &(i, _)) in walk.iter().enumerate() {
+            order.push(i);
+            pos[i as usize] = k as u32;
+        }
+        self.order = order;
+        self.pos = pos;
+        self.collapsed.resize(n, false);
+        self.shape = trace.reshaped();
+        self.summarize(&trace, 0);
+        if !self.filter.active() && !self.collapsed.iter().any(|&c| c) {
+            let rows = walk
+                .iter()
+                .map(|&(ev, d)| Row {
+                    ev,
+                    depth: d.min(u16::MAX as usize) as u16,
+                })
+                .collect();
+            drop(trace);
+            self.set_rows(rows, keep_ev);
+        } else {
+            drop(trace);
+            self.rebuild_rows();
+        }
+    }
+
+    /// Counts, span and model from the events `from` on, added to what the view has (all of
+    /// them when `from` is 0). Events already counted may change later (a pending call
+    /// completes): a full pass every so often and at the end of a load catches that up.
+    fn summarize(&mut self, trace: &Trace, from: usize) {
+        let new = &trace.events[from.min(trace.len())..];
+        if from == 0 {
+            self.counts = trace.counts();
+            self.extent = (None, None);
+        } else {
+            let c = crate::model::counts_of(new);
+            self.counts.events = trace.len();
+            self.counts.tool_calls += c.tool_calls;
+            self.counts.llm_calls += c.llm_calls;
+            self.counts.errors += c.errors;
+            self.counts.tokens += c.tokens;
+        }
+        for e in new {
+            if let Some(s) = e.start {
+                let end = e.end().unwrap_or(s);
+                self.extent.0 = Some(self.extent.0.map_or(s, |x| x.min(s)));
+                self.extent.1 = Some(self.extent.1.map_or(end, |x| x.max(end)));
+            }
+        }
+        self.span = (trace.meta.start.or(self.extent.0), trace.meta.end.or(self.extent.1));
+        self.timed = self.span.0.is_some() || self.extent.0.is_some();
+        if self.model.is_none() || from == 0 {
+            self.model = trace.meta.model.clone().or_else(|| {
+                new.iter()
+                    .find(|e| e.kind == EventKind::LlmCall && !e.model.is_empty())
+                    .map(|e| trace.str(e.model).to_string())
+            });
+        }
+    }
+
+    /// Recount everything (see `summarize`).
+    pub fn recount(&mut self) {
+        let h = self.trace.clone();
+        let t = read(&h);
+        self.summarize(&t, 0);
+    }
+
+    /// The trace grew (or was read again from the start): bring order, rows, counts and
+    /// detail up to date. Collapsed events, the filter and the selected event are kept; a
+    /// selection on the last row stays on the last row (follow). Returns the index of the
+    /// first event that is new to the view.
+    pub fn grow(&mut self, restarted: bool) -> usize {
+        let h = self.trace.clone();
+        let t = read(&h);
+        let n0 = self.order.len();
+        let n1 = t.len();
+        let at_bottom = self.selected + 1 >= self.rows.len();
+        let keep_id = self
+            .selected_event()
+            .filter(|&e| (e as usize) < n1)
+            .map(|e| t.str(t.event(e).source_id).to_string());
+        let from = if restarted || n1 < n0 {
+            // Read again from the start: indices mean other events now.
+            self.collapsed = vec![false; n1];
+            self.filter.hits.clear();
+            drop(t);
+            self.reindex();
+            0
+        } else {
+            let appended = (t.moved_since(self.shape) >= n0 as u32)
+                .then(|| appended_order(&t, &self.order, n0))
+                .flatten();
+            self.collapsed.resize(n1, false);
+            match appended {
+                Some(groups) if !self.filter.active() => {
+                    self.pos.resize(n1, 0);
+                    for g in &groups {
+                        let shown = g.under == NO_PARENT || self.shown_expanded(&t, g.under);
+                        for &(ev, depth) in &g.events {
+                            self.pos[ev as usize] = self.order.len() as u32;
+                            self.order.push(ev);
+                            if shown {
+                                self.rows.push(Row { ev, depth });
+                            }
+                        }
+                    }
+                    self.shape = t.reshaped();
+                    self.grows += 1;
+                    // Small traces, and every 16th update of a large one, are recounted.
+                    let full = n1 < 200_000 || self.grows.is_multiple_of(16);
+                    self.summarize(&t, if full { 0 } else { n0 });
+                    drop(t);
+                }
+                _ => {
+                    drop(t);
+                    self.reindex();
+                }
+            }
+            n0
+        };
+        let t = read(&h);
+        self.filter
+            .hits
+            .resize(if self.filter.active() { n1 } else { 0 }, false);
+        if restarted
+            && let Some(id) = keep_id.filter(|i| !i.is_empty())
+            && let Some(p) = self.rows.iter().position(|r| t.str(t.event(r.ev).source_id) == id)
+        {
+            self.selected = p;
+        }
+        drop(t);
+        if at_bottom {
+            self.selected = self.rows.len().saturating_sub(1);
+        } else {
+            self.live.unseen += n1.saturating_sub(n0);
+        }
+        self.refresh_detail();
+        from
+    }
+
+    /// Whether `ev` is on a row and expanded (so its new children are shown).
+    fn shown_expanded(&self, t: &Trace, ev: u32) -> bool {
+        let mut e = ev;
+        loop {
+            if self.collapsed[e as usize] {
+                return false;
+            }
+            e = t.event(e).parent;
+            if e == NO_PARENT {
+                return true;
+            }
+        }
+    }
+
+    /// Rebuild the detail when the selected event changed under it (a result arrived),
+    /// keeping the cursor where it was.
+    fn refresh_detail(&mut self) {
+        let Some(ev) = self.selected_event() else {
+            self.detail = None;
+            return;
+        };
+        let stamp = detail_stamp(&read(&self.trace), ev);
+        match self.detail.as_ref() {
+            Some(d) if d.event == ev && d.stamp == stamp => {}
+            Some(d) if d.event == ev => {
+                let (cursor, offset) = (d.cursor, d.offset);
+                self.rebuild_detail(ev);
+                if let Some(d) = self.detail.as_mut() {
+                    d.cursor = cursor.min(d.doc.lines.len().saturating_sub(1));
+                    d.offset = offset.min(d.cursor);
+                }
+            }
+            _ => self.rebuild_detail(ev),
+        }
     }
 
     pub fn selected_event(&self) -> Option<u32> {
@@ -215,7 +433,8 @@ impl RunView {
     /// and their ancestors remain. The selected event stays selected if it is still visible.
     pub fn rebuild_rows(&mut self) {
         let keep_ev = self.selected_event();
-        let t = &self.trace;
+        let h = self.trace.clone();
+        let t = read(&h);
         let keep: Option<Vec<bool>> = self.filter.active().then(|| {
             let mut keep = vec![false; t.len()];
             for (i, &hit) in self.filter.hits.iter().enumerate() {
@@ -230,19 +449,27 @@ impl RunView {
             }
             keep
         });
-        let mut rows = Vec::with_capacity(if keep.is_some() { 1024 } else { t.len() });
-        let mut stack: Vec<(u32, u16)> = t.roots.iter().rev().map(|&r| (r, 0)).collect();
+        // Only the events the view knows of: a loader may have added more since (the next
+        // update brings them in).
+        let seen = self.order.len().min(self.collapsed.len()) as u32;
+        let mut rows = Vec::with_capacity(if keep.is_some() { 1024 } else { seen as usize });
+        let mut stack: Vec<(u32, u16)> = t.roots.iter().rev().filter(|&&r| r < seen).map(|&r| (r, 0)).collect();
         while let Some((i, d)) = stack.pop() {
             if keep.as_ref().is_some_and(|k| !k[i as usize]) {
                 continue;
             }
             rows.push(Row { ev: i, depth: d });
             if !self.collapsed[i as usize] {
-                for &c in t.children(i).iter().rev() {
+                for &c in t.children(i).iter().rev().filter(|&&c| c < seen) {
                     stack.push((c, d.saturating_add(1)));
                 }
             }
         }
+        self.set_rows(rows, keep_ev);
+    }
+
+    /// New rows, with `keep_ev` still selected if it is on one.
+    fn set_rows(&mut self, rows: Vec<Row>, keep_ev: Option<u32>) {
         self.rows = rows;
         self.selected = match keep_ev.and_then(|e| self.rows.iter().position(|r| r.ev == e)) {
             Some(p) => p,
@@ -265,13 +492,86 @@ impl RunView {
     }
 
     pub fn rebuild_detail(&mut self, ev: u32) {
+        let t = read(&self.trace);
+        let doc = detail::build(&t, ev, self.raw, self.span.0);
+        let stamp = detail_stamp(&t, ev);
+        drop(t);
         self.detail = Some(DetailState {
             event: ev,
-            doc: detail::build(&self.trace, ev, self.raw, self.span.0),
+            doc,
             cursor: 0,
             offset: 0,
+            stamp,
         });
     }
+
+    /// Whether the run is being followed and the status bar shows FOLLOW / PAUSED.
+    pub fn followable(&self, follow_mode: bool) -> bool {
+        self.live.watched && (follow_mode || read(&self.trace).meta.status == RunStatus::Running)
+    }
+
+    /// The selection is on the last row: new events move it along.
+    pub fn following(&self) -> bool {
+        self.selected + 1 >= self.rows.len()
+    }
+}
+
+/// What the detail of an event depends on besides its index (a call's result arriving later
+/// changes its status, duration and payload).
+fn detail_stamp(t: &Trace, ev: u32) -> (Status, Option<i64>, u64, bool) {
+    let e = t.event(ev);
+    (e.status, e.duration, e.origin.offset, e.origin2.is_some())
+}
+
+/// New events in display order, grouped by the event they hang under, when they all come
+/// after every event already there (appended under the last branch, or new roots) — the
+/// common case of a run being written. `None` when some new event belongs elsewhere.
+struct Appended {
+    under: u32,
+    events: Vec<(u32, u16)>,
+}
+
+fn appended_order(t: &Trace, order: &[u32], n0: usize) -> Option<Vec<Appended>> {
+    let n1 = t.len();
+    if n1 == n0 {
+        return Some(Vec::new());
+    }
+    // The last branch: the last event in display order and its ancestors, deepest first.
+    let mut spine = Vec::new();
+    let mut e = order.last().copied().unwrap_or(NO_PARENT);
+    while e != NO_PARENT {
+        spine.push(e);
+        e = t.event(e).parent;
+    }
+    let depth0 = spine.len();
+    let mut groups = Vec::new();
+    let mut seen = 0usize;
+    let mut dfs = |under: u32, kids: &[u32], depth: usize, groups: &mut Vec<Appended>| {
+        let mut events = Vec::new();
+        let mut stack: Vec<(u32, usize)> = kids
+            .iter()
+            .rev()
+            .filter(|&&c| c as usize >= n0)
+            .map(|&c| (c, depth))
+            .collect();
+        while let Some((i, d)) = stack.pop() {
+            events.push((i, d.min(u16::MAX as usize) as u16));
+            for &c in t.children(i).iter().rev() {
+                stack.push((c, d + 1));
+            }
+        }
+        seen += events.len();
+        if !events.is_empty() {
+            groups.push(Appended { under, events });
+        }
+    };
+    for (k, &sp) in spine.iter().enumerate() {
+        dfs(sp, t.children(sp), depth0 - k, &mut groups);
+    }
+    dfs(NO_PARENT, &t.roots, 0, &mut groups);
+    // Old events never moved (the caller checked `reshaped`), so new children of an old
+    // event sit at the end of its children; any not reached hang elsewhere.
+    (seen == n1 - n0).then_some(groups)
 }
 
 /// A prompt being edited at the bottom of the screen.
@@ -301,7 +601,9 @@ pub enum Effect {
     },
     Search {
         generation: u64,
-        trace: Arc<Trace>,
+        trace: SharedTrace,
+        /// Search the events from this one on (the rest were searched already).
+        from: usize,
         query: Arc<Query>,
         cancel: Arc<AtomicBool>,
     },
@@ -346,6 +648,9 @@ pub struct State {
     /// Traces up to this many events are filtered on the UI thread (deterministic, instant);
     /// larger ones in the background.
     pub sync_search_limit: usize,
+    /// Follow mode (`--follow`, `tail`): runs open at their last event, and a run that
+    /// appears while none is open is opened.
+    pub follow: bool,
 }
 
 impl State {
@@ -373,6 +678,7 @@ impl State {
             effects: Vec::new(),
             auto_open: true,
             sync_search_limit: 2_000,
+            follow: false,
         }
     }
 

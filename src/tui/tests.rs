@@ -8,7 +8,6 @@ use crate::model::{EventKind, NewEvent, Parent, Status, Trace};
 use crate::search;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 pub fn fixture(rel: &str) -> PathBuf {
@@ -44,7 +43,7 @@ fn typed(s: &mut State, text: &str) {
 
 fn with_run(t: Trace) -> State {
     let mut s = State::new(Keymap::default(), (120, 40));
-    s.run = Some(RunView::new(Arc::new(t), None));
+    s.run = Some(RunView::new(shared(t), None));
     s.view = View::Run;
     update(&mut s, Action::Tick);
     s
@@ -56,7 +55,7 @@ fn run(s: &State) -> &RunView {
 
 fn selected_name(s: &State) -> String {
     let r = run(s);
-    r.trace.name(r.selected_event().unwrap()).to_string()
+    read(&r.trace).name(r.selected_event().unwrap()).to_string()
 }
 
 fn runs_state() -> State {
@@ -203,7 +202,7 @@ fn jumps_to_errors_tools_and_llm_calls_reveal_collapsed_events() {
     press(&mut s, &["e"]);
     assert_eq!(selected_name(&s), "book_flight");
     assert_eq!(
-        run(&s).trace.event(run(&s).selected_event().unwrap()).status,
+        read(&run(&s).trace).event(run(&s).selected_event().unwrap()).status,
         Status::Error
     );
     press(&mut s, &["e"]);
@@ -286,6 +285,7 @@ fn large_traces_are_searched_in_the_background() {
     let Some(Effect::Search {
         generation,
         trace,
+        from: 0,
         query,
         cancel,
     }) = s.effects.pop()
@@ -299,12 +299,13 @@ fn large_traces_are_searched_in_the_background() {
         _ => true,
     }));
     let mut batches = Vec::new();
-    search::search(&trace, &query, &cancel, |b| batches.push(b));
+    search::search(&read(&trace), &query, &cancel, |b| batches.push(b));
     // a stale batch from an old search is ignored
     update(
         &mut s,
         Action::SearchBatch {
             generation: generation - 1,
+            from: 0,
             batch: search::Batch {
                 hits: vec![0, 1, 2],
                 ..Default::default()
@@ -313,7 +314,14 @@ fn large_traces_are_searched_in_the_background() {
     );
     assert_eq!(run(&s).filter.count, 0);
     for batch in batches {
-        update(&mut s, Action::SearchBatch { generation, batch });
+        update(
+            &mut s,
+            Action::SearchBatch {
+                generation,
+                from: 0,
+                batch,
+            },
+        );
     }
     update(&mut s, Action::Tick);
     let r = run(&s);

@@ -89,13 +89,19 @@ pub fn update(s: &mut State, a: Action) {
         }
         Action::Resize(w, h) => s.size = (w, h),
         Action::RunsFound(list) => {
-            s.runs.entries.extend(list);
-            let mut seen = std::collections::HashMap::new();
-            for e in &s.runs.entries {
-                *seen.entry(e.name()).or_insert(0) += 1;
+            let added = merge_entries(s, list);
+            // Follow mode: a run that appears while none is open is opened (tail before the
+            // agent starts), unless the user is choosing one.
+            if added
+                && s.follow
+                && !s.runs.scanning
+                && s.run.is_none()
+                && s.loading.is_none()
+                && !s.runs.moved
+                && let Some(&i) = s.runs.order.first()
+            {
+                open_entry(s, i);
             }
-            s.runs.same_name = s.runs.entries.iter().map(|e| seen[e.name()] > 1).collect();
-            refresh_runs(s);
         }
         Action::RunsProblem(p) => s.runs.problems.push(p),
         Action::RunsDone => {
@@ -115,18 +121,28 @@ pub fn update(s: &mut State, a: Action) {
                         cancel_search(old);
                     }
                     let entry = s.pending_entry.take();
-                    s.run = Some(RunView::new(Arc::new(*trace), entry));
+                    s.run = Some(RunView::new(shared(*trace), entry));
                     s.view = View::Run;
                 }
                 Err(e) => say(s, e, true),
             }
         }
         Action::DiffReady { generation, result } => diffview::ready(s, generation, result),
-        Action::SearchBatch { generation, batch } => {
+        Action::RunUpdate {
+            generation,
+            trace,
+            loading,
+            restarted,
+        } => run_update(s, generation, trace, loading, restarted),
+        Action::SearchBatch {
+            generation,
+            from,
+            batch,
+        } => {
             if let Some(r) = s.run.as_mut()
                 && r.filter.generation == generation
             {
-                apply_batch(r, batch);
+                apply_batch(r, from, batch);
             }
         }
         Action::Input(c) => edit_prompt(s, |t| t.push(c)),
@@ -156,6 +172,110 @@ pub fn update(s: &mut State, a: Action) {
     settle(s);
 }
 
+/// Add runs to the list, or update those already there (same source and position): a live
+/// run's counts and status change as it is written. Returns whether a run was added.
+fn merge_entries(s: &mut State, list: Vec<RunEntry>) -> bool {
+    let mut added = false;
+    for e in list {
+        match s
+            .runs
+            .entries
+            .iter_mut()
+            .find(|x| x.run.path == e.run.path && x.index == e.index)
+        {
+            Some(x) => x.summary = e.summary,
+            None => {
+                s.runs.entries.push(e);
+                added = true;
+            }
+        }
+    }
+    let mut seen = std::collections::HashMap::new();
+    for e in &s.runs.entries {
+        *seen.entry(e.name()).or_insert(0) += 1;
+    }
+    s.runs.same_name = s.runs.entries.iter().map(|e| seen[e.name()] > 1).collect();
+    refresh_runs(s);
+    added
+}
+
+/// A loader published its run: open the view (first time) or grow it.
+fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Option<Progress>, restarted: bool) {
+    if generation != s.load_gen {
+        return; // a run that is no longer wanted
+    }
+    let limit = s.sync_search_limit;
+    let opened_here = s
+        .run
+        .as_ref()
+        .is_some_and(|r| r.live.watched && r.generation == generation);
+    if !opened_here {
+        if let Some(old) = s.run.as_ref() {
+            cancel_search(old);
+        }
+        s.loading = None;
+        let entry = s.pending_entry.take();
+        let mut r = RunView::new(trace, entry);
+        r.generation = generation;
+        r.live.watched = true;
+        r.live.loading = loading;
+        if s.follow {
+            r.selected = r.rows.len().saturating_sub(1);
+        }
+        s.run = Some(r);
+        s.view = View::Run;
+    } else if let Some(r) = s.run.as_mut() {
+        let finished = r.live.loading.is_some() && loading.is_none();
+        r.live.loading = loading;
+        // A source read again from the start comes in a new trace.
+        let replaced = !Arc::ptr_eq(&r.trace, &trace);
+        r.trace = trace;
+        let restarted = restarted || replaced;
+        let from = r.grow(restarted);
+        if finished {
+            r.recount(); // exact counts once everything is read
+        }
+        if r.filter.active() {
+            let n = read(&r.trace).len();
+            if n <= limit || restarted {
+                // Small: search again, all of it (statuses of earlier events change too).
+                let text = r.filter.text.clone();
+                let keep = r.selected_event();
+                if let Some(e) = apply_filter(r, text, limit) {
+                    s.effects.push(e);
+                }
+                if let Some(p) = keep.and_then(|k| r.rows.iter().position(|row| row.ev == k)) {
+                    r.selected = p;
+                }
+            } else if from < n {
+                s.effects.push(Effect::Search {
+                    generation: r.filter.generation,
+                    trace: r.trace.clone(),
+                    from,
+                    query: r.filter.query.clone().expect("active filter"),
+                    cancel: r.filter.cancel.get_or_insert_with(Default::default).clone(),
+                });
+            }
+        }
+    }
+    // The runs list shows what the open run has now.
+    if let Some(r) = s.run.as_ref()
+        && let Some(e) = r.entry.and_then(|i| s.runs.entries.get_mut(i))
+    {
+        let sm = &mut e.summary;
+        sm.status = read(&r.trace).meta.status;
+        sm.events = Some(r.counts.events);
+        sm.tool_calls = Some(r.counts.tool_calls);
+        sm.llm_calls = Some(r.counts.llm_calls);
+        sm.errors = Some(r.counts.errors);
+        sm.tokens = Some(r.counts.tokens);
+        sm.start = r.span.0.or(sm.start);
+        if let (Some(a), Some(b)) = r.span {
+            sm.duration = Some(b - a);
+        }
+    }
+}
+
 /// Keep offsets and the detail consistent with the selection and the screen size.
 fn settle(s: &mut State) {
     let rh = runs_height(s);
@@ -168,6 +288,9 @@ fn settle(s: &mut State) {
         let n = r.rows.len();
         r.selected = r.selected.min(n.saturating_sub(1));
         r.offset = follow(r.selected, r.offset, th, n);
+        if r.following() {
+            r.live.unseen = 0;
+        }
         r.sync_detail();
         let wrap = r.wrap;
         if let Some(d) = r.detail.as_mut() {
@@ -303,14 +426,14 @@ pub fn apply_filter(r: &mut RunView, text: String, sync_limit: usize) -> Option<
     }
     let q = Arc::new(q);
     r.filter.query = Some(q.clone());
-    r.filter.hits = vec![false; r.trace.len()];
+    let n = read(&r.trace).len();
+    r.filter.hits = vec![false; n];
     r.filter.count = 0;
-    if r.trace.len() <= sync_limit {
-        let trace = r.trace.clone();
+    if n <= sync_limit {
         let mut batches = Vec::new();
-        search::search(&trace, &q, &AtomicBool::new(false), |b| batches.push(b));
+        search::search(&read(&r.trace), &q, &AtomicBool::new(false), |b| batches.push(b));
         for b in batches {
-            apply_batch(r, b);
+            add_hits(r, &b.hits);
         }
         r.rebuild_rows();
         select_first_hit(r);
@@ -318,27 +441,25 @@ pub fn apply_filter(r: &mut RunView, text: String, sync_limit: usize) -> Option<
     }
     let cancel = Arc::new(AtomicBool::new(false));
     r.filter.cancel = Some(cancel.clone());
-    r.filter.progress = Some((0, r.trace.len()));
+    r.filter.progress = Some((0, n));
     r.rebuild_rows();
     Some(Effect::Search {
         generation: r.filter.generation,
         trace: r.trace.clone(),
+        from: 0,
         query: q,
         cancel,
     })
 }
 
-fn apply_batch(r: &mut RunView, b: search::Batch) {
+/// Hits of a search batch. Only the search of the whole trace (`from` 0) reports progress;
+/// searches of events that arrived later just add their hits.
+fn apply_batch(r: &mut RunView, from: usize, b: search::Batch) {
     let first = r.filter.count == 0;
-    for &i in &b.hits {
-        if let Some(h) = r.filter.hits.get_mut(i as usize)
-            && !*h
-        {
-            *h = true;
-            r.filter.count += 1;
-        }
+    add_hits(r, &b.hits);
+    if from == 0 {
+        r.filter.progress = (!b.finished).then_some((b.done, b.total));
     }
-    r.filter.progress = (!b.finished).then_some((b.done, b.total));
     if !b.hits.is_empty() || b.finished {
         r.filter.stale = true;
     }
@@ -347,6 +468,17 @@ fn apply_batch(r: &mut RunView, b: search::Batch) {
         r.rebuild_rows();
         if first {
             select_first_hit(r);
+        }
+    }
+}
+
+fn add_hits(r: &mut RunView, hits: &[u32]) {
+    for &i in hits {
+        if let Some(h) = r.filter.hits.get_mut(i as usize)
+            && !*h
+        {
+            *h = true;
+            r.filter.count += 1;
         }
     }
 }
@@ -495,6 +627,8 @@ fn jump(s: &mut State, forward: bool, what: &str, pred: Wanted) {
     if n == 0 {
         return;
     }
+    let h = r.trace.clone();
+    let t = read(&h);
     let cur = r.selected_event().map(|e| r.pos[e as usize] as usize).unwrap_or(0);
     let mut found = None;
     for step in 1..=n {
@@ -504,11 +638,12 @@ fn jump(s: &mut State, forward: bool, what: &str, pred: Wanted) {
             (cur + n - step % n) % n
         };
         let ev = r.order[p];
-        if (!r.filter.active() || r.filter.is_hit(ev)) && pred(&r.trace, ev, &r.filter) {
+        if (!r.filter.active() || r.filter.is_hit(ev)) && pred(&t, ev, &r.filter) {
             found = Some((ev, if forward { p <= cur } else { p >= cur }));
             break;
         }
     }
+    drop(t);
     let Some((ev, wrapped)) = found else {
         say(s, format!("no {what}s"), false);
         return;
@@ -529,13 +664,16 @@ fn jump(s: &mut State, forward: bool, what: &str, pred: Wanted) {
 /// Expand every collapsed ancestor of `ev` (rebuilding the rows only if one was collapsed).
 fn reveal(r: &mut RunView, ev: u32) {
     let mut changed = false;
-    let mut p = r.trace.event(ev).parent;
+    let h = r.trace.clone();
+    let t = read(&h);
+    let mut p = t.event(ev).parent;
     while p != NO_PARENT {
-        if std::mem::take(&mut r.collapsed[p as usize]) {
+        if r.collapsed.get_mut(p as usize).is_some_and(std::mem::take) {
             changed = true;
         }
-        p = r.trace.event(p).parent;
+        p = t.event(p).parent;
     }
+    drop(t);
     if changed {
         r.rebuild_rows();
     }
@@ -549,19 +687,22 @@ fn tree_command(s: &mut State, c: Command) {
     let h = tree_height(s);
     let limit = s.sync_search_limit;
     let Some(r) = s.run.as_mut() else { return };
+    let handle = r.trace.clone();
+    let t = read(&handle);
     match c {
         c if is_move(c) => r.selected = move_sel(r.selected, r.rows.len(), c, h),
+        Command::Follow => r.selected = r.rows.len().saturating_sub(1),
         Command::Open | Command::NextPane | Command::PrevPane => r.focus = Pane::Detail,
         Command::Collapse => {
             let Some(row) = r.rows.get(r.selected).copied() else {
                 return;
             };
-            let has_children = !r.trace.children(row.ev).is_empty();
+            let has_children = !t.children(row.ev).is_empty();
             if has_children && !r.collapsed[row.ev as usize] {
                 r.collapsed[row.ev as usize] = true;
                 r.rebuild_rows();
             } else {
-                let parent = r.trace.event(row.ev).parent;
+                let parent = t.event(row.ev).parent;
                 if let Some(p) = r.rows[..r.selected].iter().rposition(|x| x.ev == parent) {
                     r.selected = p;
                 }
@@ -574,20 +715,20 @@ fn tree_command(s: &mut State, c: Command) {
             if r.collapsed[row.ev as usize] {
                 r.collapsed[row.ev as usize] = false;
                 r.rebuild_rows();
-            } else if !r.trace.children(row.ev).is_empty() {
+            } else if !t.children(row.ev).is_empty() {
                 r.selected = (r.selected + 1).min(r.rows.len().saturating_sub(1));
             }
         }
         Command::CollapseAll => {
             // Keep the selection on the top-level event that contains it.
             if let Some(mut e) = r.selected_event() {
-                while r.trace.event(e).parent != NO_PARENT {
-                    e = r.trace.event(e).parent;
+                while t.event(e).parent != NO_PARENT {
+                    e = t.event(e).parent;
                 }
                 r.selected = r.rows.iter().position(|x| x.ev == e).unwrap_or(0);
             }
             for (i, c) in r.collapsed.iter_mut().enumerate() {
-                *c = !r.trace.events[i].children.is_empty();
+                *c = !t.events[i].children.is_empty();
             }
             r.rebuild_rows();
         }
@@ -610,7 +751,7 @@ fn tree_command(s: &mut State, c: Command) {
         }
         Command::Copy => {
             if let Some(ev) = r.selected_event() {
-                let p = crate::formats::payload(&r.trace, r.trace.event(ev));
+                let p = crate::formats::payload(&t, t.event(ev));
                 let text = serde_json::to_string_pretty(&p).unwrap_or_default();
                 copy(s, text, "payload");
             }
@@ -632,6 +773,7 @@ fn detail_command(s: &mut State, c: Command) {
                 d.cursor = move_sel(d.cursor, d.doc.lines.len(), c, h);
             }
         }
+        Command::Follow => r.selected = r.rows.len().saturating_sub(1),
         Command::Back | Command::NextPane | Command::PrevPane => r.focus = Pane::Tree,
         Command::Wrap => {
             r.wrap = !r.wrap;

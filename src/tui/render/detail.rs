@@ -3,7 +3,7 @@
 use super::{block, highlight};
 use crate::tui::detail::{self, Tok, kind_label};
 use crate::tui::layout;
-use crate::tui::state::{Pane, RunView};
+use crate::tui::state::{Pane, RunView, read};
 use crate::tui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -35,7 +35,8 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
         block(Line::from(" detail "), focused, th).render(area, buf);
         return;
     };
-    let e = r.trace.event(d.event);
+    let t = read(&r.trace);
+    let e = t.event(d.event);
     let mut title = format!(" {} ", kind_label(e.kind));
     if r.raw {
         title.push_str("· raw ");

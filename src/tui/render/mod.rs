@@ -38,13 +38,11 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
         }
         (View::Run, Some(r)) => {
             let l = layout::run(area);
-            title(
-                buf,
-                l.title,
-                s,
-                th,
-                Some(r.trace.meta.name.as_deref().unwrap_or(&r.trace.meta.id)),
-            );
+            let name = {
+                let t = super::state::read(&r.trace);
+                t.meta.name.clone().unwrap_or_else(|| t.meta.id.clone())
+            };
+            title(buf, l.title, s, th, Some(&name));
             tree::header(buf, l.header, r, th);
             tree::render(buf, l.tree, r, th);
             detail::render(buf, l.detail, r, th);
@@ -140,6 +138,8 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>)
         Some(name) => format!(" runs › {}", crate::sanitize::line(name)),
         None => " runs".to_string(),
     };
+    let badge = live_badge(s);
+    let bw = badge.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
     let right = status_text(s);
     let rw = right.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
     x = put(
@@ -148,11 +148,57 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>)
         area.y,
         &crumb,
         th.style(Role::Text),
-        (area.x + area.width).saturating_sub(x + rw),
+        (area.x + area.width).saturating_sub(x + rw + bw),
     );
     let _ = x;
+    let end = area.x + area.width - 1;
+    if let Some((t, role)) = &badge {
+        put_right(buf, end, area.y, t, th.style(*role), area.width / 3);
+    }
     if let Some((t, role)) = right {
-        put_right(buf, area.x + area.width - 1, area.y, &t, th.style(role), area.width / 2);
+        put_right(
+            buf,
+            end.saturating_sub(bw),
+            area.y,
+            &t,
+            th.style(role),
+            // the breadcrumb keeps at least 30 cells
+            area.width.saturating_sub(bw + 30).max(area.width / 3),
+        );
+    }
+}
+
+/// FOLLOW while the view keeps up with a live run, PAUSED when the selection left the bottom.
+fn live_badge(s: &State) -> Option<(String, Role)> {
+    let r = s
+        .run
+        .as_ref()
+        .filter(|r| s.view == View::Run && r.followable(s.follow))?;
+    Some(if r.following() {
+        (" FOLLOW ".into(), Role::Badge)
+    } else if r.live.unseen > 0 {
+        (
+            format!(" PAUSED · {} new below · F follows ", r.live.unseen),
+            Role::Warning,
+        )
+    } else {
+        (" PAUSED · F follows ".into(), Role::Warning)
+    })
+}
+
+/// A progress bar of `w` cells.
+fn bar(done: u64, total: u64, w: usize) -> String {
+    let full = (done.min(total) as u128 * w as u128 / total.max(1) as u128) as usize;
+    format!("{}{}", "█".repeat(full), "░".repeat(w - full))
+}
+
+/// 1.4 GB, 512.0 MB, 12 KB.
+pub(super) fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.2} GB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{} KB", n >> 10),
+        n => format!("{n} B"),
     }
 }
 
@@ -161,6 +207,21 @@ fn status_text(s: &State) -> Option<(String, Role)> {
     let spin = SPINNER[(s.tick % SPINNER.len() as u64) as usize];
     if let Some(l) = &s.loading {
         return Some((format!("{spin} {l}…"), Role::Warning));
+    }
+    if let Some(r) = s.run.as_ref()
+        && let Some(p) = r.live.loading
+    {
+        let pct = p.bytes.min(p.total) * 100 / p.total.max(1);
+        return Some((
+            format!(
+                "loading {} {pct}% · {} of {} · {} events",
+                bar(p.bytes, p.total, 10),
+                bytes(p.bytes),
+                bytes(p.total),
+                r.counts.events
+            ),
+            Role::Warning,
+        ));
     }
     if let Some(m) = &s.message {
         return Some((

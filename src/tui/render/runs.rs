@@ -108,6 +108,11 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     if r.order.is_empty() {
         let msg: Vec<(String, Role)> = if r.scanning {
             vec![("looking for runs…".into(), Role::Dim)]
+        } else if s.follow && r.filter.is_empty() {
+            vec![(
+                "waiting for runs to appear… (follow mode: a new run opens by itself)".into(),
+                Role::Dim,
+            )]
         } else if !r.filter.is_empty() {
             vec![(
                 format!("no runs match {:?} (esc clears the filter)", r.filter),

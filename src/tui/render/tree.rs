@@ -5,7 +5,7 @@ use crate::model::{EventKind, Status, format_duration, format_ts};
 use crate::search::fuzzy::Fuzzy;
 use crate::tui::detail::kind_icon;
 use crate::tui::layout;
-use crate::tui::state::{Pane, RunView};
+use crate::tui::state::{Pane, RunView, read};
 use crate::tui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -34,7 +34,8 @@ pub fn status_role(s: Status) -> Role {
 }
 
 pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
-    let m = &r.trace.meta;
+    let t = read(&r.trace);
+    let m = &t.meta;
     let right = area.x + area.width;
     let (st, role) = super::runs::status_cell(m.status);
     let y = area.y;
@@ -83,7 +84,7 @@ pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
         x = put(buf, x, y, v, th.style(*role), right.saturating_sub(x));
         x = put(buf, x + 1, y, k, th.style(Role::Dim), right.saturating_sub(x + 1));
     }
-    let diags = r.trace.diagnostics.len();
+    let diags = t.diagnostics.len();
     if diags > 0 {
         let t = format!(
             " · {diags} load problem{} (tracetui check)",
@@ -183,7 +184,7 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
         .as_ref()
         .map(|q| q.highlights().map(|(t, _)| t).collect())
         .unwrap_or_default();
-    let t = &r.trace;
+    let t = read(&r.trace);
     let t0 = r.span.0.unwrap_or(0);
     let len = match r.span {
         (Some(a), Some(b)) if b > a => b - a,

@@ -1,0 +1,536 @@
+//! Background work that keeps the explorer current (DESIGN §4, §6): a loader per opened run
+//! (a progressive load of what is on disk, then the live tail of what is appended) and a
+//! watcher of the listed paths (runs that appear, running runs' summaries). Both read with
+//! the formats' own incremental parsers ([`Follow`]); nothing here writes anywhere.
+
+use super::action::Action;
+use super::state::{Progress, RunEntry, SharedTrace, shared};
+use crate::formats::jsonl::Follow;
+use crate::formats::{Format, Summary};
+use crate::model::Trace;
+use crate::source::{self, RunRef};
+use crate::tail::watch::{Wake, Watch};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, RwLockWriteGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How the explorer watches for changes.
+#[derive(Clone, Copy, Debug)]
+pub struct LiveOptions {
+    /// The polling interval: the safety net under notify, or the only mechanism.
+    pub poll: Duration,
+    /// Do not use notify (`--poll MS`).
+    pub poll_only: bool,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            poll: Duration::from_millis(500),
+            poll_only: false,
+        }
+    }
+}
+
+/// What the loaders and the watcher share with the app.
+#[derive(Clone, Default)]
+pub struct Shared {
+    /// The generation of the run the user wants open: a loader of another one stops.
+    pub wanted: Arc<AtomicU64>,
+    /// The source a loader follows: the watcher leaves its summaries to that loader.
+    pub followed: Arc<Mutex<Option<PathBuf>>>,
+}
+
+/// Bytes read per slice while holding the trace's write lock: a millisecond or two of
+/// parsing, the longest a frame can wait for the lock.
+pub const SLICE: u64 = 1 << 20;
+/// How often a loading or growing trace is published to the view.
+const PUBLISH: Duration = Duration::from_millis(100);
+/// How often the runs list is told about a followed source's summaries.
+const SUMMARIES: Duration = Duration::from_secs(1);
+
+fn write(t: &SharedTrace) -> RwLockWriteGuard<'_, Trace> {
+    t.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a run shows before its first event arrives.
+fn placeholder_meta(job: &Job) -> crate::model::RunMeta {
+    crate::model::RunMeta {
+        id: if job.id.is_empty() {
+            crate::formats::stem(&job.run.path)
+        } else {
+            job.id.clone()
+        },
+        format: job.run.format.id(),
+        source: job.run.path.clone(),
+        ..Default::default()
+    }
+}
+
+/// Which trace of a source is the run that was asked for: by id, else by position.
+fn pick(traces: &[Trace], index: usize, id: &str) -> Option<usize> {
+    traces
+        .iter()
+        .position(|t| !id.is_empty() && t.meta.id == id)
+        .or((index < traces.len()).then_some(index))
+}
+
+/// A run to load and follow.
+pub struct Job {
+    pub run: RunRef,
+    pub index: usize,
+    pub id: String,
+    pub generation: u64,
+}
+
+/// Load a run progressively and keep following it while it is the one wanted.
+pub fn spawn_loader(job: Job, tx: Sender<Action>, sh: Shared, opts: LiveOptions) {
+    std::thread::spawn(move || {
+        let generation = job.generation;
+        let path = job.run.path.clone();
+        *sh.followed.lock().unwrap_or_else(|e| e.into_inner()) = Some(path.clone());
+        let tx2 = tx.clone();
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut l = Loader::new(job, tx, sh.clone(), opts);
+            l.run()
+        }));
+        if done.is_err() {
+            let _ = tx2.send(Action::RunLoaded {
+                generation,
+                result: Err(format!("{}: tracetui failed while loading (a bug)", path.display())),
+            });
+        }
+        let mut f = sh.followed.lock().unwrap_or_else(|e| e.into_inner());
+        if f.as_deref() == Some(path.as_path()) {
+            *f = None;
+        }
+    });
+}
+
+struct Loader {
+    job: Job,
+    tx: Sender<Action>,
+    sh: Shared,
+    opts: LiveOptions,
+    trace: SharedTrace,
+    published: bool,
+    last_publish: Instant,
+    last_summaries: Option<Instant>,
+}
+
+impl Loader {
+    fn new(job: Job, tx: Sender<Action>, sh: Shared, opts: LiveOptions) -> Loader {
+        Loader {
+            trace: shared(Trace::new(placeholder_meta(&job))),
+            job,
+            tx,
+            sh,
+            opts,
+            published: false,
+            last_publish: Instant::now(),
+            last_summaries: None,
+        }
+    }
+
+    fn trace_meta(&self) -> crate::model::RunMeta {
+        placeholder_meta(&self.job)
+    }
+
+    fn wanted(&self) -> bool {
+        self.sh.wanted.load(Ordering::Relaxed) == self.job.generation
+    }
+
+    fn run(&mut self) {
+        match self.job.run.format.follow(&self.job.run.path) {
+            Some(f) => self.lines(f),
+            None => self.whole(),
+        }
+    }
+
+    /// Send the trace to the view. False when nobody listens any more.
+    fn publish(&mut self, loading: Option<Progress>, restarted: bool) -> bool {
+        self.published = true;
+        self.last_publish = Instant::now();
+        self.tx
+            .send(Action::RunUpdate {
+                generation: self.job.generation,
+                trace: self.trace.clone(),
+                loading,
+                restarted,
+            })
+            .is_ok()
+    }
+
+    fn fail(&mut self, e: String) {
+        if !self.published {
+            let _ = self.tx.send(Action::RunLoaded {
+                generation: self.job.generation,
+                result: Err(e),
+            });
+            self.published = true;
+        }
+    }
+
+    /// The summaries of every trace of the source, for the runs list (a source may hold
+    /// several runs; the one open is in the shared trace, the others in the sink).
+    fn summaries(&mut self, others: &[Trace], ours: Option<usize>) {
+        let t = super::state::read(&self.trace);
+        let list: Vec<RunEntry> = (0..others.len().max(ours.map_or(0, |k| k + 1)))
+            .map(|i| RunEntry {
+                run: self.job.run.clone(),
+                index: i,
+                summary: if Some(i) == ours {
+                    Summary::of(&t)
+                } else {
+                    Summary::of(&others[i])
+                },
+            })
+            .collect();
+        drop(t);
+        self.last_summaries = Some(Instant::now());
+        if !list.is_empty() {
+            let _ = self.tx.send(Action::RunsFound(list));
+        }
+    }
+
+    /// A line-oriented source: read it in slices, publishing as it goes, then follow it.
+    fn lines(&mut self, mut f: Follow) {
+        f.keep_replaced();
+        let mut ours: Option<usize> = None;
+        let mut watch: Option<Watch> = None;
+        let mut restarted = false;
+        let mut changed = false;
+        loop {
+            if !self.wanted() {
+                return;
+            }
+            // Disk reads happen before the lock is taken: the slice then reads from the cache.
+            prefetch(f.path(), f.offset(), SLICE);
+            let polled = {
+                let mut g = write(&self.trace);
+                // The trace lives in the shared slot between slices; during a slice it is
+                // back in the sink, where the parser expects it.
+                let before = ours.filter(|&k| k < f.sink.traces.len());
+                if let Some(k) = before {
+                    std::mem::swap(&mut *g, &mut f.sink.traces[k]);
+                }
+                let r = f.poll_some(SLICE);
+                let replaced = f.take_replaced();
+                let restarted_now = replaced.is_some();
+                if let Some(mut old) = replaced {
+                    // Read again from the start: the view keeps the old trace (its rows point
+                    // into it) until it takes the new one, which goes into a new slot.
+                    if let Some(k) = before.filter(|&k| k < old.traces.len()) {
+                        std::mem::swap(&mut *g, &mut old.traces[k]);
+                    }
+                    drop(g);
+                    let fresh = Trace::new(self.trace_meta());
+                    self.trace = shared(fresh);
+                    g = write(&self.trace);
+                }
+                ours = pick(&f.sink.traces, self.job.index, &self.job.id);
+                if let Some(b) = before.filter(|&b| !restarted_now && ours != Some(b) && b < f.sink.traces.len()) {
+                    // Another trace of the source turned out to be the run (its id showed up
+                    // late): the view keeps a copy of the one it shows until it switches.
+                    *g = f.sink.traces[b].clone();
+                    drop(g);
+                    self.trace = shared(Trace::new(self.trace_meta()));
+                    g = write(&self.trace);
+                }
+                if let Some(k) = ours {
+                    std::mem::swap(&mut *g, &mut f.sink.traces[k]);
+                }
+                r
+            };
+            let p = match polled {
+                Ok(p) => p,
+                Err(e) => {
+                    self.fail(e.to_string());
+                    if !self.published {
+                        return;
+                    }
+                    crate::formats::jsonl::Polled::default()
+                }
+            };
+            restarted |= p.restarted;
+            changed |= p.restarted || ours.is_some_and(|k| p.touched.contains(&k));
+            let behind = f.behind();
+            let loading = (behind > 0).then(|| Progress {
+                bytes: f.offset(),
+                total: f.file_len().unwrap_or(0),
+            });
+            let due = !self.published || behind == 0 || self.last_publish.elapsed() >= PUBLISH;
+            if (changed || !self.published) && due {
+                if !self.publish(loading, std::mem::take(&mut restarted)) {
+                    return;
+                }
+                changed = false;
+            }
+            if behind == 0 {
+                let stale = self.last_summaries.is_none_or(|t| t.elapsed() >= SUMMARIES);
+                if (stale && !p.touched.is_empty()) || self.last_summaries.is_none() {
+                    self.summaries(&f.sink.traces, ours);
+                }
+                // Caught up: wait for the next change.
+                let w =
+                    watch.get_or_insert_with(|| Watch::new(&self.job.run.path, self.opts.poll, self.opts.poll_only));
+                let _ = w.next();
+            }
+        }
+    }
+
+    /// A whole-document source: load it, and load it again when it changes.
+    fn whole(&mut self) {
+        let mut stamp = None;
+        let mut watch: Option<Watch> = None;
+        while self.wanted() {
+            let now = file_stamp(&self.job.run.path);
+            if now != stamp {
+                stamp = now;
+                match self.job.run.load() {
+                    Ok(mut l) => {
+                        if let Some(k) = pick(&l.traces, self.job.index, &self.job.id) {
+                            // A new slot: the view's rows point into the old trace until it
+                            // takes this one.
+                            self.trace = shared(l.traces.swap_remove(k));
+                            let again = self.published;
+                            if !self.publish(None, again) {
+                                return;
+                            }
+                        } else {
+                            self.fail(format!(
+                                "{}: the run {:?} is no longer there",
+                                self.job.run.path.display(),
+                                self.job.id
+                            ));
+                        }
+                    }
+                    // A document caught half-written is read again on its next change.
+                    Err(e) => self.fail(e.to_string()),
+                }
+            }
+            let w = watch.get_or_insert_with(|| Watch::new(&self.job.run.path, self.opts.poll, self.opts.poll_only));
+            let _ = w.next();
+        }
+    }
+}
+
+/// Read `len` bytes at `offset` and forget them: they are in the page cache afterwards.
+fn prefetch(path: &Path, offset: u64, len: u64) {
+    use std::io::{Read, Seek, SeekFrom};
+    if let Ok(mut f) = std::fs::File::open(path)
+        && f.seek(SeekFrom::Start(offset)).is_ok()
+    {
+        let _ = std::io::copy(&mut f.take(len), &mut std::io::sink());
+    }
+}
+
+fn file_stamp(p: &Path) -> Option<(u64, Option<SystemTime>)> {
+    std::fs::metadata(p).ok().map(|m| (m.len(), m.modified().ok()))
+}
+
+/// Entries for the runs list, one per trace summary of each source.
+pub fn entries(run: &RunRef) -> Result<Vec<RunEntry>, String> {
+    let list = run.summarize().map_err(|e| e.to_string())?;
+    Ok(list
+        .into_iter()
+        .enumerate()
+        .map(|(index, summary)| RunEntry {
+            run: run.clone(),
+            index,
+            summary,
+        })
+        .collect())
+}
+
+/// One source opened on its own needs no summary first: it is opened at once and its loader
+/// reports the summaries (a summary of a large running run would be a full load before the
+/// first screen).
+fn provisional(run: &RunRef) -> RunEntry {
+    RunEntry {
+        run: run.clone(),
+        index: 0,
+        summary: Summary {
+            id: String::new(),
+            name: Some(crate::formats::stem(&run.path)),
+            format: run.format.id(),
+            path: run.path.clone(),
+            status: crate::model::RunStatus::Unknown,
+            start: None,
+            duration: None,
+            events: None,
+            tool_calls: None,
+            llm_calls: None,
+            errors: None,
+            tokens: None,
+        },
+    }
+}
+
+/// Find the runs under `paths`, then keep watching them: runs that appear are added, running
+/// runs' summaries are refreshed as they are written.
+pub fn spawn_watcher(
+    paths: Vec<PathBuf>,
+    forced: Option<&'static dyn Format>,
+    tx: Sender<Action>,
+    sh: Shared,
+    opts: LiveOptions,
+    watch: bool,
+) {
+    std::thread::spawn(move || {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut w = Watcher {
+                paths,
+                forced,
+                tx,
+                sh,
+                known: HashSet::new(),
+                running: HashMap::new(),
+            };
+            let single = w.paths.len() == 1;
+            w.discover(single);
+            let _ = w.tx.send(Action::RunsDone);
+            if watch {
+                w.watch(opts);
+            }
+        }));
+    });
+}
+
+struct Watcher {
+    paths: Vec<PathBuf>,
+    forced: Option<&'static dyn Format>,
+    tx: Sender<Action>,
+    sh: Shared,
+    known: HashSet<PathBuf>,
+    /// Sources with a running run, and when they were last summarized.
+    running: HashMap<PathBuf, (RunRef, Option<Instant>)>,
+}
+
+/// Summaries of a running source are read again at most this often.
+const RESUMMARIZE: Duration = Duration::from_millis(500);
+/// With notify working, a full rescan still runs this often (a missed event).
+const RESCAN: Duration = Duration::from_secs(5);
+
+impl Watcher {
+    /// Discover the runs not known yet and list them.
+    fn discover(&mut self, single: bool) {
+        let existing: Vec<PathBuf> = self.paths.iter().filter(|p| p.exists()).cloned().collect();
+        let d = source::discover(&existing, self.forced);
+        // Later scans meet runs half-created (a directory before its files, a file before
+        // its first line): they are retried, not reported.
+        let first = self.known.is_empty();
+        if first {
+            for e in &d.errors {
+                let _ = self.tx.send(Action::RunsProblem(e.to_string()));
+            }
+        }
+        let new: Vec<RunRef> = d.runs.into_iter().filter(|r| !self.known.contains(&r.path)).collect();
+        if single && new.len() == 1 && self.known.is_empty() {
+            self.known.insert(new[0].path.clone());
+            let _ = self.tx.send(Action::RunsFound(vec![provisional(&new[0])]));
+            return;
+        }
+        use rayon::prelude::*;
+        let found: Vec<(RunRef, Result<Vec<RunEntry>, String>)> =
+            new.into_par_iter().map(|r| (r.clone(), entries(&r))).collect();
+        for (r, res) in found {
+            self.known.insert(r.path.clone());
+            match res {
+                Ok(list) => {
+                    if list
+                        .iter()
+                        .any(|e| e.summary.status == crate::model::RunStatus::Running)
+                    {
+                        self.running.insert(r.path.clone(), (r.clone(), Some(Instant::now())));
+                    }
+                    let _ = self.tx.send(Action::RunsFound(list));
+                }
+                Err(e) => {
+                    // A run caught as it is created (no events yet): try again later.
+                    self.running.insert(r.path.clone(), (r.clone(), Some(Instant::now())));
+                    if first {
+                        let _ = self.tx.send(Action::RunsProblem(e));
+                    }
+                }
+            }
+        }
+    }
+
+    fn watch(&mut self, opts: LiveOptions) {
+        let root = self.paths.first().cloned().unwrap_or_default();
+        // notify watches one root; several paths fall back to polling.
+        let poll_only = opts.poll_only || self.paths.len() != 1;
+        let mut w = Watch::new(&root, opts.poll, poll_only);
+        let mut last_scan = Instant::now();
+        loop {
+            if !poll_only && !w.is_notifying() && root.exists() {
+                w = Watch::new(&root, opts.poll, false); // the root appeared
+            }
+            let wake = w.next();
+            let mut rescan = last_scan.elapsed() >= if w.is_notifying() { RESCAN } else { opts.poll };
+            if let Wake::Changed(paths) = &wake {
+                for p in paths {
+                    match self.known.iter().find(|k| p.starts_with(k)) {
+                        None => rescan = true,
+                        Some(k) => {
+                            // A finished run written again (resumed, replaced): follow it again.
+                            if !self.running.contains_key(k)
+                                && let Some(r) = self.run_ref(k)
+                            {
+                                self.running.insert(k.clone(), (r, None));
+                            }
+                        }
+                    }
+                }
+            }
+            if rescan {
+                last_scan = Instant::now();
+                self.discover(false);
+            }
+            if !self.refresh() {
+                return;
+            }
+        }
+    }
+
+    fn run_ref(&self, path: &Path) -> Option<RunRef> {
+        let d = source::discover(&[path.to_path_buf()], self.forced);
+        d.runs.into_iter().find(|r| r.path == path)
+    }
+
+    /// Summarize running sources again (at most every RESUMMARIZE). False when the UI is gone.
+    fn refresh(&mut self) -> bool {
+        let followed = self.sh.followed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let due: Vec<PathBuf> = self
+            .running
+            .iter()
+            .filter(|(p, (_, last))| {
+                followed.as_deref() != Some(p.as_path()) && last.is_none_or(|t| t.elapsed() >= RESUMMARIZE)
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in due {
+            let Some((r, last)) = self.running.get_mut(&p) else {
+                continue;
+            };
+            *last = Some(Instant::now());
+            let r = r.clone();
+            if let Ok(list) = entries(&r) {
+                if !list
+                    .iter()
+                    .any(|e| e.summary.status == crate::model::RunStatus::Running)
+                {
+                    self.running.remove(&p);
+                }
+                if self.tx.send(Action::RunsFound(list)).is_err() {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,476 @@
+//! The explorer's live behaviour without a terminal: the real loader and watcher threads feed
+//! `update` while a writer thread reproduces agents' on-disk lifecycles (AgentDbg: run.json
+//! running, events appended one by one, some in two writes, run.json replaced; Maida: child
+//! spans, meta.json replaced by rename, then the root span). Every event must reach the view
+//! exactly once and in order, and follow mode must keep the last event selected.
+
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+use tracetui::model::RunStatus;
+use tracetui::tui::action::{Action, Command};
+use tracetui::tui::keymap::Keymap;
+use tracetui::tui::live::{Job, LiveOptions, Shared, spawn_loader, spawn_watcher};
+use tracetui::tui::state::{Effect, RunView, State, View, read};
+use tracetui::tui::update::update;
+
+struct Harness {
+    s: State,
+    tx: Sender<Action>,
+    rx: Receiver<Action>,
+    sh: Shared,
+    opts: LiveOptions,
+}
+
+impl Harness {
+    fn new(follow: bool) -> Harness {
+        let (tx, rx) = channel();
+        let mut s = State::new(Keymap::default(), (120, 40));
+        s.follow = follow;
+        Harness {
+            s,
+            tx,
+            rx,
+            sh: Shared::default(),
+            // A short poll keeps the test fast where notify is slow to arm.
+            opts: LiveOptions {
+                poll: Duration::from_millis(50),
+                poll_only: false,
+            },
+        }
+    }
+
+    /// Open a run source directly, as the app does for a LoadRun effect.
+    fn open(&mut self, path: &Path) {
+        let d = tracetui::source::discover(&[path.to_path_buf()], None);
+        let run = d.runs.first().expect("a run").clone();
+        self.s.load_gen += 1;
+        self.s.pending_entry = None;
+        self.start(Job {
+            run,
+            index: 0,
+            id: String::new(),
+            generation: self.s.load_gen,
+        });
+    }
+
+    fn start(&mut self, job: Job) {
+        self.sh.wanted.store(job.generation, Ordering::Relaxed);
+        spawn_loader(job, self.tx.clone(), self.sh.clone(), self.opts);
+    }
+
+    /// Run the effects the way the app does (loads start loaders; searches are run here).
+    fn effects(&mut self) {
+        for e in std::mem::take(&mut self.s.effects) {
+            match e {
+                Effect::LoadRun {
+                    generation,
+                    run,
+                    index,
+                    id,
+                } => self.start(Job {
+                    run,
+                    index,
+                    id,
+                    generation,
+                }),
+                Effect::Search {
+                    generation,
+                    trace,
+                    from,
+                    query,
+                    cancel,
+                } => tracetui::search::search_in(
+                    || read(&trace),
+                    from,
+                    &query,
+                    &cancel,
+                    |batch| {
+                        let _ = self.tx.send(Action::SearchBatch {
+                            generation,
+                            from,
+                            batch,
+                        });
+                    },
+                ),
+                // these tests compare no runs and copy nothing
+                Effect::Copy(_) | Effect::Diff { .. } => {}
+            }
+        }
+    }
+
+    /// Apply what the background threads send until `done` holds; `check` runs after every
+    /// run update.
+    fn pump(&mut self, what: &str, mut check: impl FnMut(&State), done: impl Fn(&State) -> bool) {
+        let t0 = Instant::now();
+        while !done(&self.s) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {what}; view: {:?}",
+                self.s.run.as_ref().map(ids)
+            );
+            if let Ok(a) = self.rx.recv_timeout(Duration::from_millis(50)) {
+                let grew = matches!(a, Action::RunUpdate { .. });
+                update(&mut self.s, a);
+                self.effects();
+                if grew {
+                    check(&self.s);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.sh.wanted.store(u64::MAX, Ordering::Relaxed);
+    }
+}
+
+/// The source ids of the view's trace, in arrival order.
+fn ids(r: &RunView) -> Vec<String> {
+    let t = read(&r.trace);
+    (0..t.len() as u32)
+        .map(|i| t.str(t.event(i).source_id).to_string())
+        .collect()
+}
+
+/// The source ids of the visible rows, top to bottom.
+fn row_ids(r: &RunView) -> Vec<String> {
+    let t = read(&r.trace);
+    r.rows
+        .iter()
+        .map(|row| t.str(t.event(row.ev).source_id).to_string())
+        .collect()
+}
+
+fn status(r: &RunView) -> RunStatus {
+    read(&r.trace).meta.status
+}
+
+/// The events of a view are a prefix of what was written: none twice, none out of order.
+fn prefix_of(written: &[String]) -> impl Fn(&State) + '_ {
+    move |s: &State| {
+        let Some(r) = s.run.as_ref() else { return };
+        let got = ids(r);
+        assert!(got.len() <= written.len(), "more events than written: {got:?}");
+        assert_eq!(got[..], written[..got.len()], "events out of order or repeated");
+        let mut rows = row_ids(r);
+        rows.sort();
+        rows.dedup();
+        assert_eq!(rows.len(), r.rows.len(), "an event on two rows");
+        if s.follow && r.following() {
+            assert_eq!(r.selected + 1, r.rows.len());
+        }
+    }
+}
+
+fn append(p: &Path, s: &str) {
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap();
+    f.write_all(s.as_bytes()).unwrap();
+}
+
+fn replace(p: &Path, s: &str) {
+    let tmp = p.with_extension("json.tmp");
+    std::fs::write(&tmp, s).unwrap();
+    std::fs::rename(&tmp, p).unwrap();
+}
+
+fn adbg(run: &str, id: &str, parent: Option<&str>, ty: &str, k: u64) -> String {
+    format!(
+        "{}\n",
+        json!({"spec_version": "0.1", "event_id": id, "run_id": run, "parent_id": parent,
+               "event_type": ty, "ts": format!("2026-02-15T20:31:{:02}.{:03}Z", 5 + k / 1000, k % 1000),
+               "duration_ms": 1, "name": format!("{ty}-{id}"), "payload": {"k": k}, "meta": {}})
+    )
+}
+
+fn run_json(run: &str, status: &str) -> String {
+    json!({"spec_version": "0.1", "run_id": run, "run_name": run, "started_at": "2026-02-15T20:31:05.000Z",
+           "status": status, "counts": {"llm_calls": 0, "tool_calls": 0, "errors": 0}})
+    .to_string()
+}
+
+/// The lines of an AgentDbg run: a root, LLM calls with tool calls under them, the end
+/// (RUN_END completes the root event: it is no event of its own).
+fn agentdbg_lines(run: &str, steps: u64) -> Vec<(String, String)> {
+    let mut out = vec![("a".to_string(), adbg(run, "a", None, "RUN_START", 0))];
+    let mut k = 1;
+    for s in 0..steps {
+        let l = format!("l{s}");
+        out.push((l.clone(), adbg(run, &l, Some("a"), "LLM_CALL", k)));
+        k += 1;
+        for c in 0..3 {
+            let t = format!("t{s}.{c}");
+            out.push((t.clone(), adbg(run, &t, Some(&l), "TOOL_CALL", k)));
+            k += 1;
+        }
+    }
+    out.push(("z".to_string(), adbg(run, "z", Some("a"), "RUN_END", k)));
+    out
+}
+
+#[test]
+fn agentdbg_lifecycle_reaches_the_view_once_in_order_and_follow_keeps_the_last_event() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("r1");
+    std::fs::create_dir(&run).unwrap();
+    replace(&run.join("run.json"), &run_json("r1", "running"));
+    let lines = agentdbg_lines("r1", 8);
+    let written: Vec<String> = lines.iter().map(|(id, _)| id.clone()).filter(|id| id != "z").collect();
+    let mut h = Harness::new(true);
+    h.open(&run);
+    h.pump("the view", |_| {}, |s| s.run.is_some());
+    assert_eq!(h.s.view, View::Run);
+    let r = h.s.run.as_ref().unwrap();
+    assert!(r.live.watched && r.followable(true));
+    assert_eq!(status(r), RunStatus::Running);
+
+    let events = run.join("events.jsonl");
+    let writer = {
+        let (events, run) = (events.clone(), run.clone());
+        std::thread::spawn(move || {
+            for (i, (_, line)) in lines.iter().enumerate() {
+                if i % 5 == 2 {
+                    // one event in two writes: the first half waits for its newline
+                    let (a, b) = line.split_at(line.len() / 2);
+                    append(&events, a);
+                    std::thread::sleep(Duration::from_millis(30));
+                    append(&events, b);
+                } else {
+                    append(&events, line);
+                }
+                std::thread::sleep(Duration::from_millis(15));
+            }
+            replace(&run.join("run.json"), &run_json("r1", "ok"));
+        })
+    };
+    let n = written.len();
+    h.pump("every event", prefix_of(&written), |s| {
+        s.run
+            .as_ref()
+            .is_some_and(|r| r.counts.events == n && status(r) == RunStatus::Ok)
+    });
+    writer.join().unwrap();
+    let r = h.s.run.as_ref().unwrap();
+    assert_eq!(ids(r), written);
+    assert_eq!(row_ids(r), written, "written in tree order: rows in the same order");
+    assert_eq!(r.selected + 1, r.rows.len(), "follow: the last event is selected");
+    assert_eq!(r.counts.tool_calls, 24);
+    assert!(!r.followable(false), "a finished run is not live");
+
+    // Truncated and written again: the view starts over with what is there now.
+    std::fs::write(
+        &events,
+        adbg("r1", "a", None, "RUN_START", 0) + &adbg("r1", "x", Some("a"), "ERROR", 1),
+    )
+    .unwrap();
+    h.pump(
+        "the truncated run",
+        |_| {},
+        |s| {
+            s.run
+                .as_ref()
+                .is_some_and(|r| ids(r) == ["a".to_string(), "x".to_string()])
+        },
+    );
+    assert_eq!(h.s.run.as_ref().unwrap().rows.len(), 2);
+}
+
+#[test]
+fn scrolling_up_pauses_and_counts_new_events_collapsed_and_filter_survive() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("r2");
+    std::fs::create_dir(&run).unwrap();
+    replace(&run.join("run.json"), &run_json("r2", "running"));
+    let lines = agentdbg_lines("r2", 6);
+    let events = run.join("events.jsonl");
+    for (_, l) in &lines[..9] {
+        append(&events, l);
+    }
+    let mut h = Harness::new(false);
+    h.open(&run);
+    h.pump(
+        "the first events",
+        |_| {},
+        |s| s.run.as_ref().is_some_and(|r| r.counts.events == 9),
+    );
+    // Opened without --follow: at the top, not following.
+    let r = h.s.run.as_ref().unwrap();
+    assert_eq!(r.selected, 0);
+    assert!(!r.following());
+    // Collapse the first LLM call (row 1), filter on tool calls.
+    update(&mut h.s, Action::Cmd(Command::Down));
+    update(&mut h.s, Action::Cmd(Command::Collapse));
+    assert_eq!(h.s.run.as_ref().unwrap().rows.len(), 6, "l0's three tools hidden");
+    for (_, l) in &lines[9..13] {
+        append(&events, l);
+    }
+    h.pump(
+        "more events",
+        |_| {},
+        |s| s.run.as_ref().is_some_and(|r| r.counts.events == 13),
+    );
+    let r = h.s.run.as_ref().unwrap();
+    assert_eq!(r.live.unseen, 4, "PAUSED counts what arrived below");
+    assert_eq!(r.rows.len(), 10, "still collapsed: 13 events less l0's three tools");
+    assert_eq!(
+        read(&r.trace).name(r.selected_event().unwrap()),
+        "LLM_CALL-l0",
+        "selection kept"
+    );
+    // G follows again; then new events keep the last one selected.
+    update(&mut h.s, Action::Cmd(Command::Bottom));
+    assert!(h.s.run.as_ref().unwrap().following());
+    assert_eq!(h.s.run.as_ref().unwrap().live.unseen, 0);
+    // A filter keeps working as events arrive: only tool calls of l3 and later are new hits.
+    update(&mut h.s, Action::Cmd(Command::Filter));
+    for c in "kind:tool".chars() {
+        update(&mut h.s, Action::Input(c));
+    }
+    update(&mut h.s, Action::InputSubmit);
+    let before = h.s.run.as_ref().unwrap().filter.count;
+    assert_eq!(before, 9);
+    for (_, l) in &lines[13..] {
+        append(&events, l);
+    }
+    let n = lines.len() - 1;
+    h.pump(
+        "the rest",
+        |_| {},
+        |s| s.run.as_ref().is_some_and(|r| r.counts.events == n),
+    );
+    let r = h.s.run.as_ref().unwrap();
+    assert_eq!(r.filter.count, 18, "every tool call matches, the new ones too");
+    assert!(r.collapsed.iter().any(|&c| c), "collapsed state survived the updates");
+}
+
+fn maida_span(id: &str, parent: Option<&str>, attrs: serde_json::Value, start_ms: u64) -> String {
+    format!(
+        "{}\n",
+        json!({"trace_id": "t1", "span_id": id, "parent_span_id": parent, "name": id,
+               "start_time": format!("2026-01-01T00:00:00.{start_ms:03}Z"),
+               "end_time": format!("2026-01-01T00:00:00.{:03}Z", start_ms + 1), "attributes": attrs,
+               "events": [], "status_code": "OK"})
+    )
+}
+
+fn maida_meta(dir: &Path, status: &str) {
+    let m = json!({"spec_version": "0.2.0", "trace_id": "t1", "run_name": "live-maida", "status": status,
+                   "started_at": "2026-01-01T00:00:00Z", "counts": {"tool_calls": 0}});
+    replace(&dir.join("meta.json"), &m.to_string());
+}
+
+#[test]
+fn maida_lifecycle_children_then_replaced_meta_then_the_root() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("m1");
+    std::fs::create_dir(&run).unwrap();
+    maida_meta(&run, "running");
+    let spans = run.join("spans.jsonl");
+    std::fs::write(&spans, "").unwrap();
+    let mut h = Harness::new(true);
+    h.open(&run);
+    h.pump("the view", |_| {}, |s| s.run.is_some());
+    let children: Vec<String> = (0..6).map(|i| format!("c{i}")).collect();
+    let writer = {
+        let (run, spans, children) = (run.clone(), spans.clone(), children.clone());
+        std::thread::spawn(move || {
+            for (i, c) in children.iter().enumerate() {
+                append(
+                    &spans,
+                    &maida_span(c, Some("root"), json!({"maida.tool_name": c}), 100 + i as u64 * 10),
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            maida_meta(&run, "ok");
+            std::thread::sleep(Duration::from_millis(40));
+            append(&spans, &maida_span("root", None, json!({}), 50));
+        })
+    };
+    let mut written = children.clone();
+    written.push("root".into());
+    h.pump("the root", prefix_of(&written), |s| {
+        s.run
+            .as_ref()
+            .is_some_and(|r| r.counts.events == 7 && status(r) == RunStatus::Ok)
+    });
+    writer.join().unwrap();
+    let r = h.s.run.as_ref().unwrap();
+    assert_eq!(ids(r), written, "arrival order");
+    let mut tree = vec!["root".to_string()];
+    tree.extend(children);
+    assert_eq!(
+        row_ids(r),
+        tree,
+        "the children were adopted by the late root, once each"
+    );
+    assert_eq!(read(&r.trace).meta.name.as_deref(), Some("live-maida"));
+}
+
+fn tree_hash(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p.clone());
+                out.push((p, Vec::new()));
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn follow_mode_on_an_empty_directory_opens_the_first_run_that_appears() {
+    let d = tempfile::tempdir().unwrap();
+    let runs = d.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let mut h = Harness::new(true);
+    h.s.auto_open = true;
+    spawn_watcher(vec![runs.clone()], None, h.tx.clone(), h.sh.clone(), h.opts, true);
+    h.pump("discovery", |_| {}, |s| !s.runs.scanning);
+    assert!(h.s.runs.entries.is_empty());
+    std::thread::sleep(Duration::from_millis(200)); // the watcher arms
+    let run = runs.join("r9");
+    std::fs::create_dir(&run).unwrap();
+    replace(&run.join("run.json"), &run_json("r9", "running"));
+    let lines = agentdbg_lines("r9", 2);
+    for (_, l) in &lines[..4] {
+        append(&run.join("events.jsonl"), l);
+    }
+    h.pump(
+        "the new run, opened",
+        |_| {},
+        |s| s.run.as_ref().is_some_and(|r| r.counts.events == 4),
+    );
+    assert_eq!(h.s.runs.entries.len(), 1);
+    assert_eq!(h.s.runs.entries[0].summary.status, RunStatus::Running);
+    let before = tree_hash(d.path());
+    for (_, l) in &lines[4..] {
+        append(&run.join("events.jsonl"), l);
+    }
+    let after_write = tree_hash(d.path());
+    let n = lines.len() - 1;
+    h.pump(
+        "the rest",
+        |_| {},
+        |s| s.run.as_ref().is_some_and(|r| r.counts.events == n),
+    );
+    // The runs list shows the open run's counts as they grow.
+    assert_eq!(h.s.runs.entries[0].summary.events, Some(n));
+    assert_eq!(
+        tree_hash(d.path()),
+        after_write,
+        "tracetui wrote nothing in the watched directory"
+    );
+    assert_ne!(before, after_write);
+}
