@@ -491,3 +491,33 @@ fn tail_on_an_empty_directory_shows_a_run_as_it_is_written() {
     t.keys(&["q"]);
     t.assert_restored();
 }
+
+/// A panic on a background thread (the run loader, made to panic through TRACETUI_FAULT)
+/// neither kills the explorer nor prints over its screen: the UI says what happened, keeps
+/// working, and quitting restores the terminal.
+#[test]
+fn a_panic_in_a_background_thread_keeps_the_terminal_sane() {
+    need_tmux!();
+    let t = Tmux::start();
+    t.type_text("export TRACETUI_FAULT=loader-panic");
+    t.keys(&["Enter"]);
+    t.launch("sample-traces/runs");
+    let s = t.wait_for("the runs list", |s| s.contains("refund-agent"));
+    assert_eq!(t.var("alternate_on"), "1", "{s}");
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the loader's failure reported in the UI", |s| {
+        s.contains("1 unreadable")
+    });
+    // The UI reports it in its status line; the default hook's "thread '…' panicked" never
+    // reaches the screen.
+    assert!(s.contains("internal error (please report)"), "{s}");
+    assert!(
+        !s.contains("thread '"),
+        "the panic message was printed over the screen:\n{s}"
+    );
+    assert_eq!(t.var("alternate_on"), "1", "still in the explorer\n{s}");
+    t.keys(&["?"]);
+    t.wait_for("help still works", |s| s.contains("help"));
+    t.keys(&["q", "q"]);
+    t.assert_restored();
+}

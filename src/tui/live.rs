@@ -94,6 +94,10 @@ pub fn spawn_loader(job: Job, tx: Sender<Action>, sh: Shared, opts: LiveOptions)
         *sh.followed.lock().unwrap_or_else(|e| e.into_inner()) = Some(path.clone());
         let tx2 = tx.clone();
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // Fault injection for the end-to-end test of a panic on a background thread.
+            if std::env::var_os("TRACETUI_FAULT").is_some_and(|v| v == "loader-panic") {
+                panic!("injected loader panic (TRACETUI_FAULT)");
+            }
             let mut l = Loader::new(job, tx, sh.clone(), opts);
             l.run()
         }));
