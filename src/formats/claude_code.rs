@@ -124,33 +124,6 @@ fn agent_id_of_file(path: &Path) -> Option<String> {
     Some(name.strip_prefix("agent-")?.strip_suffix(".jsonl")?.to_string())
 }
 
-fn inline(p: Payload) -> PayloadRef {
-    if p.is_empty() {
-        PayloadRef::None
-    } else {
-        PayloadRef::Inline(Box::new(p))
-    }
-}
-
-/// The inline payload of an event, made if it has none.
-fn payload_mut(t: &mut Trace, i: u32) -> &mut Payload {
-    let e = t.event_mut(i);
-    if !matches!(e.payload, PayloadRef::Inline(_)) {
-        e.payload = PayloadRef::Inline(Box::default());
-    }
-    match &mut e.payload {
-        PayloadRef::Inline(p) => p,
-        _ => unreachable!("set just above"),
-    }
-}
-
-fn set_extra(p: &mut Payload, key: &str, v: Value) {
-    match p.extra.iter_mut().find(|(k, _)| k == key) {
-        Some(slot) => slot.1 = v,
-        None => p.extra.push((key.to_string(), v)),
-    }
-}
-
 /// Text of a message `content`: the string itself, or the text blocks joined.
 fn content_text(content: Option<&Value>) -> String {
     match content {
@@ -727,7 +700,7 @@ fn user(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, ti: u
         start: r.ts,
         status: Status::Ok,
         origin: r.origin,
-        payload: inline(p),
+        payload: PayloadRef::inline(p),
         ..NewEvent::new(EventKind::Message(Role::User), name)
     });
     let real_prompt = !meta && !compact && {
@@ -787,7 +760,7 @@ fn tool_result(s: &mut Session, r: &Rec, b: &Value, single: bool, sink: &mut Sin
             start: r.ts,
             status: if is_error { Status::Error } else { Status::Ok },
             origin: r.origin,
-            payload: inline(Payload {
+            payload: PayloadRef::inline(Payload {
                 output: structured.cloned().or(content),
                 error,
                 ..Default::default()
@@ -813,19 +786,19 @@ fn tool_result(s: &mut Session, r: &Rec, b: &Value, single: bool, sink: &mut Sin
     if let (Some(a), Some(b)) = (e.start, r.ts) {
         e.duration = Some(b.saturating_sub(a).max(0));
     }
-    let p = payload_mut(t, call);
+    let p = t.payload_mut(call);
     match structured {
         Some(x) => {
             p.output = Some(x.clone());
             if let Some(c) = content.filter(|c| c != x) {
-                set_extra(p, "content", c);
+                p.set_extra("content", c);
             }
         }
         None => p.output = content,
     }
     p.error = error;
     if let Some(k) = str_of(v, "toolDenialKind") {
-        set_extra(p, "denial", Value::String(k.to_string()));
+        p.set_extra("denial", Value::String(k.to_string()));
     }
 }
 
@@ -850,7 +823,7 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, 
             start: r.ts,
             status: Status::Error,
             origin: r.origin,
-            payload: inline(Payload {
+            payload: PayloadRef::inline(Payload {
                 error: Some(ErrorInfo {
                     kind,
                     message: if text.is_empty() { "API error".into() } else { text },
@@ -888,7 +861,7 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, 
                 status: Status::Ok,
                 model,
                 origin: r.origin,
-                payload: inline(p),
+                payload: PayloadRef::inline(p),
                 ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("assistant"))
             });
             if s.llm.len() < 1_000_000 {
@@ -915,15 +888,15 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, 
             total: None,
         };
         e.usage = (!usage.is_empty()).then(|| Box::new(usage));
-        set_extra(payload_mut(t, llm), "usage", u.clone());
+        t.payload_mut(llm).set_extra("usage", u.clone());
     }
     if let Some(sr) = msg.and_then(|m| field(m, "stop_reason")) {
-        set_extra(payload_mut(t, llm), "stop_reason", sr.clone());
+        t.payload_mut(llm).set_extra("stop_reason", sr.clone());
     }
     if v.get("isAbortedMidStream") == Some(&Value::Bool(true)) || field(v, "errorDetails").is_some() {
         t.event_mut(llm).status = Status::Error;
         let details = field(v, "errorDetails").cloned();
-        payload_mut(t, llm).error = Some(ErrorInfo {
+        t.payload_mut(llm).error = Some(ErrorInfo {
             kind: Some("aborted".into()),
             message: "the response was aborted mid-stream".into(),
             details,
@@ -946,7 +919,7 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, 
                 start: r.ts,
                 status,
                 origin: r.origin,
-                payload: inline(p),
+                payload: PayloadRef::inline(p),
                 ..NewEvent::new(kind, name)
             })
         };
@@ -1009,7 +982,7 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, 
                             .and_then(|c| str_of(c, "type"))
                             .is_some_and(|ty| ty.ends_with("_error"));
                         t.event_mut(call).status = if is_error { Status::Error } else { Status::Ok };
-                        payload_mut(t, call).output = b.get("content").cloned();
+                        t.payload_mut(call).output = b.get("content").cloned();
                     }
                     None => {
                         let p = Payload {
@@ -1061,7 +1034,7 @@ fn system(s: &mut Session, r: &mut Rec, sink: &mut Sink, ti: usize) {
             start: r.ts,
             status: Status::Error,
             origin: r.origin,
-            payload: inline(Payload {
+            payload: PayloadRef::inline(Payload {
                 error: Some(info),
                 extra: vec![("record".into(), rest_of(v, &["error"]))],
                 ..Default::default()
@@ -1083,7 +1056,7 @@ fn system(s: &mut Session, r: &mut Rec, sink: &mut Sink, ti: usize) {
         start: r.ts,
         status: Status::Ok,
         origin: r.origin,
-        payload: inline(Payload {
+        payload: PayloadRef::inline(Payload {
             input: field(v, "content").cloned(),
             extra: vec![("record".into(), rest_of(v, &["content", "subtype"]))],
             ..Default::default()

@@ -124,32 +124,6 @@ fn has_responses_parts(v: &Value) -> bool {
     })
 }
 
-fn inline(p: Payload) -> PayloadRef {
-    if p.is_empty() {
-        PayloadRef::None
-    } else {
-        PayloadRef::Inline(Box::new(p))
-    }
-}
-
-fn payload_mut(t: &mut Trace, i: u32) -> &mut Payload {
-    let e = t.event_mut(i);
-    if !matches!(e.payload, PayloadRef::Inline(_)) {
-        e.payload = PayloadRef::Inline(Box::default());
-    }
-    match &mut e.payload {
-        PayloadRef::Inline(p) => p,
-        _ => unreachable!("set just above"),
-    }
-}
-
-fn push_extra(p: &mut Payload, key: &str, v: Value) {
-    match p.extra.iter_mut().find(|(k, _)| k == key) {
-        Some(slot) => slot.1 = v,
-        None => p.extra.push((key.to_string(), v)),
-    }
-}
-
 /// The text of a Responses API message: its text parts joined.
 fn message_text(v: &Value) -> String {
     match v.get("content") {
@@ -420,7 +394,7 @@ impl Parser {
             start: r.ts,
             status: Status::Ok,
             origin: r.origin,
-            payload: inline(Payload {
+            payload: PayloadRef::inline(Payload {
                 input: Some(Value::String(text.to_string())),
                 extra,
                 ..Default::default()
@@ -452,7 +426,7 @@ impl Parser {
             let r2 = t.strings.intern(name);
             t.event_mut(e).name = r2;
             if input.is_some() {
-                payload_mut(t, e).input = input;
+                t.payload_mut(e).input = input;
             }
             return e;
         }
@@ -463,7 +437,7 @@ impl Parser {
             start: r.ts,
             status: Status::Pending,
             origin: r.origin,
-            payload: inline(Payload {
+            payload: PayloadRef::inline(Payload {
                 input,
                 ..Default::default()
             }),
@@ -491,7 +465,7 @@ impl Parser {
         if let (Some(a), Some(b)) = (ev.start, r.ts) {
             ev.duration = Some(b.saturating_sub(a).max(0));
         }
-        let p = payload_mut(t, e);
+        let p = t.payload_mut(e);
         if failed && p.error.is_none() {
             p.error = Some(ErrorInfo {
                 message: match output.as_ref() {
@@ -611,7 +585,7 @@ impl Parser {
                             start: r.ts,
                             status: if failed { Status::Error } else { Status::Ok },
                             origin: r.origin,
-                            payload: inline(Payload {
+                            payload: PayloadRef::inline(Payload {
                                 output,
                                 ..Default::default()
                             }),
@@ -632,7 +606,7 @@ impl Parser {
                     start: r.ts,
                     status: Status::Ok,
                     origin: r.origin,
-                    payload: inline(Payload {
+                    payload: PayloadRef::inline(Payload {
                         input: p.get("content").cloned(),
                         ..Default::default()
                     }),
@@ -646,7 +620,7 @@ impl Parser {
                     start: r.ts,
                     status: Status::Ok,
                     origin: r.origin,
-                    payload: inline(Payload {
+                    payload: PayloadRef::inline(Payload {
                         input: Some(p.clone()),
                         ..Default::default()
                     }),
@@ -710,7 +684,7 @@ impl Parser {
                     ev.duration = Some(b.saturating_sub(a).max(0));
                 }
                 if error.is_some() {
-                    payload_mut(t, e).error = error;
+                    t.payload_mut(e).error = error;
                 }
                 self.aborted_last = t.event(e).status == Status::Error;
                 self.llm_open = false;
@@ -723,7 +697,7 @@ impl Parser {
                     start: r.ts,
                     status: Status::Error,
                     origin: r.origin,
-                    payload: inline(Payload {
+                    payload: PayloadRef::inline(Payload {
                         error: Some(ErrorInfo {
                             kind: field(p, "codex_error_info").map(|c| match c {
                                 Value::String(s) => s.clone(),
@@ -753,7 +727,7 @@ impl Parser {
                         start: r.ts,
                         status: Status::Ok,
                         origin: r.origin,
-                        payload: inline(Payload {
+                        payload: PayloadRef::inline(Payload {
                             input: Some(p.clone()),
                             ..Default::default()
                         }),
@@ -804,7 +778,7 @@ impl Parser {
                     start: r.ts,
                     status: Status::Pending,
                     origin: r.origin,
-                    payload: inline(Payload {
+                    payload: PayloadRef::inline(Payload {
                         input,
                         ..Default::default()
                     }),
@@ -821,7 +795,7 @@ impl Parser {
                 e
             }
         };
-        push_extra(payload_mut(t, e), ty, p.clone());
+        t.payload_mut(e).set_extra(ty, p.clone());
         if begin {
             return;
         }
@@ -914,7 +888,7 @@ impl Parser {
             ev.model = mr;
             ev.name = mr;
         }
-        push_extra(payload_mut(t, l), "usage", delta);
+        t.payload_mut(l).set_extra("usage", delta);
         self.llm_open = false;
     }
 
@@ -1034,7 +1008,7 @@ impl LineParser for Parser {
                         field(payload, "instructions").filter(|x| x.as_str().is_some_and(|s| !s.is_empty()))
                     {
                         let root = self.root;
-                        payload_mut(t, root).input = Some(x.clone());
+                        t.payload_mut(root).input = Some(x.clone());
                     }
                 }
             }
@@ -1060,7 +1034,7 @@ impl LineParser for Parser {
                         .iter()
                         .filter_map(|k| field(payload, k).map(|x| (k.to_string(), x.clone())))
                         .collect();
-                push_extra(payload_mut(t, e), "turn_context", Value::Object(keep));
+                t.payload_mut(e).set_extra("turn_context", Value::Object(keep));
             }
             "response_item" => self.response_item(t, payload, &r),
             "event_msg" => self.event_msg(t, payload, &r),
@@ -1070,7 +1044,7 @@ impl LineParser for Parser {
                     start: r.ts,
                     status: Status::Ok,
                     origin: r.origin,
-                    payload: inline(Payload {
+                    payload: PayloadRef::inline(Payload {
                         input: field(payload, "message").cloned(),
                         ..Default::default()
                     }),

@@ -21,6 +21,14 @@ impl Payload {
     pub fn is_empty(&self) -> bool {
         self.input.is_none() && self.output.is_none() && self.error.is_none() && self.extra.is_empty()
     }
+
+    /// Set an extra field, replacing one of the same name.
+    pub fn set_extra(&mut self, key: &str, v: Value) {
+        match self.extra.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = v,
+            None => self.extra.push((key.to_string(), v)),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -96,6 +104,17 @@ pub enum PayloadRef {
     Inline(Box<Payload>),
     /// On disk at the event's origin(s): the format decodes it when it is shown (DESIGN §4).
     Deferred,
+}
+
+impl PayloadRef {
+    /// Held in memory, or none when there is nothing to hold.
+    pub fn inline(p: Payload) -> PayloadRef {
+        if p.is_empty() {
+            PayloadRef::None
+        } else {
+            PayloadRef::Inline(Box::new(p))
+        }
+    }
 }
 
 /// Payload markers (DESIGN §2): data shown as badges, never errors.

@@ -1,5 +1,5 @@
 use super::event::{Event, EventKind, NO_PARENT, Origin, Status, Usage};
-use super::payload::PayloadRef;
+use super::payload::{Payload, PayloadRef};
 use super::strings::{StrRef, Strings};
 use rustc_hash::{FxHashMap as HashMap, FxHasher};
 use serde::Serialize;
@@ -217,6 +217,19 @@ impl Trace {
     }
     pub fn len(&self) -> usize {
         self.events.len()
+    }
+
+    /// The in-memory payload of an event, made (empty) if it has none: for formats that fill
+    /// an event from several records (a call, then its result).
+    pub fn payload_mut(&mut self, i: u32) -> &mut Payload {
+        let e = &mut self.events[i as usize];
+        if !matches!(e.payload, PayloadRef::Inline(_)) {
+            e.payload = PayloadRef::Inline(Box::default());
+        }
+        match &mut e.payload {
+            PayloadRef::Inline(p) => p,
+            _ => unreachable!("set just above"),
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
