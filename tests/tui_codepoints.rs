@@ -2,16 +2,14 @@
 //! aligned (every row is exactly as wide as the terminal) and nothing raw reaches the
 //! terminal (no control, escape or bidi character in any cell or in the bytes written).
 
-use crossterm::event::KeyEvent;
 use ratatui::Terminal;
 use ratatui::backend::{CrosstermBackend, TestBackend};
 use std::path::Path;
 use tracetui::tui::action::Action;
-use tracetui::tui::keymap::{Key, Keymap};
 use tracetui::tui::render::render;
-use tracetui::tui::state::{Effect, State, View};
+use tracetui::tui::state::State;
 use tracetui::tui::theme::Theme;
-use tracetui::tui::update::{key_action, update};
+use tracetui::tui::update::update;
 use unicode_width::UnicodeWidthStr;
 
 /// One sample per class, with a label so failures say which class broke.
@@ -52,41 +50,12 @@ fn write_run(dir: &Path) -> std::path::PathBuf {
     run
 }
 
-fn press(s: &mut State, keys: &[&str]) {
-    for k in keys {
-        let k = Key::parse(k).unwrap();
-        if let Some(a) = key_action(s, KeyEvent::new(k.code, k.mods)) {
-            update(s, a);
-        }
-    }
-}
+mod common;
+use common::press;
 
 fn opened(run: &Path, size: (u16, u16)) -> State {
-    let mut s = State::new(Keymap::default(), size);
-    s.auto_open = false;
-    let d = tracetui::source::discover(&[run.to_path_buf()], None);
-    for r in &d.runs {
-        update(&mut s, Action::RunsFound(tracetui::tui::entries(r).unwrap()));
-    }
-    update(&mut s, Action::RunsDone);
-    press(&mut s, &["enter"]);
-    let Some(Effect::LoadRun {
-        generation,
-        run,
-        index,
-        id,
-    }) = s.effects.pop()
-    else {
-        panic!("no load")
-    };
-    update(
-        &mut s,
-        Action::RunLoaded {
-            generation,
-            result: tracetui::tui::load_one(&run, index, &id),
-        },
-    );
-    assert_eq!(s.view, View::Run);
+    let mut s = common::listed(&[run.to_path_buf()], size);
+    common::open_selected(&mut s);
     s
 }
 

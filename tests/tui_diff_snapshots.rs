@@ -1,46 +1,22 @@
 //! The diff view rendered with ratatui's TestBackend (side by side, inline, the pair detail,
 //! the runs list with a marked baseline), compared with insta snapshots.
 
-use crossterm::event::KeyEvent;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use std::path::{Path, PathBuf};
 use tracetui::tui::action::Action;
 use tracetui::tui::diffview::{Source, task};
-use tracetui::tui::keymap::{Key, Keymap};
-use tracetui::tui::render::render;
+use tracetui::tui::keymap::Keymap;
 use tracetui::tui::state::{Effect, State, View};
-use tracetui::tui::theme::Theme;
-use tracetui::tui::update::{key_action, update};
+use tracetui::tui::update::update;
+
+mod common;
+use common::press;
+
+fn screen(s: &State) -> String {
+    common::screen(s, s.size.0, s.size.1)
+}
 
 fn path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn screen(s: &State) -> String {
-    let (w, h) = s.size;
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| render(f, s, &Theme::dark())).unwrap();
-    let buf = term.backend().buffer();
-    let mut out = String::new();
-    for y in 0..h {
-        let mut line = String::new();
-        for x in 0..w {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-fn press(s: &mut State, keys: &[&str]) {
-    for k in keys {
-        let k = Key::parse(k).unwrap();
-        if let Some(a) = key_action(s, KeyEvent::new(k.code, k.mods)) {
-            update(s, a);
-        }
-    }
 }
 
 /// Run the pending diff as the app's thread would.

@@ -1,90 +1,35 @@
 //! Every view rendered with ratatui's TestBackend, for agentdbg, agentsnap and openai-chat
 //! traces (fixtures in tests/fixtures/tui/), compared with insta snapshots.
 
-use crossterm::event::KeyEvent;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::path::{Path, PathBuf};
 use tracetui::model::{EventKind, NewEvent, Parent, Status};
 use tracetui::tui::action::Action;
-use tracetui::tui::keymap::{Key, Keymap};
 use tracetui::tui::render::render;
-use tracetui::tui::state::{Effect, Progress, State, View, shared};
+use tracetui::tui::state::{Effect, Progress, State, shared};
 use tracetui::tui::theme::Theme;
-use tracetui::tui::update::{key_action, update};
+use tracetui::tui::update::update;
 
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tui")
-        .join(rel)
-}
-
-fn screen(s: &State, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| render(f, s, &Theme::dark())).unwrap();
-    let buf = term.backend().buffer();
-    let mut out = String::new();
-    for y in 0..h {
-        let mut line = String::new();
-        for x in 0..w {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-fn press(s: &mut State, keys: &[&str]) {
-    for k in keys {
-        let k = Key::parse(k).unwrap();
-        if let Some(a) = key_action(s, KeyEvent::new(k.code, k.mods)) {
-            update(s, a);
-        }
-    }
-}
-
-fn typed(s: &mut State, text: &str) {
-    for c in text.chars() {
-        update(s, Action::Input(c));
-    }
-}
+mod common;
+use common::{press, screen, typed};
 
 /// A state with the runs of these fixture paths listed.
 fn runs(paths: &[&str], size: (u16, u16)) -> State {
-    let mut s = State::new(Keymap::default(), size);
-    s.auto_open = false;
-    let paths: Vec<PathBuf> = paths.iter().map(|p| fixture(p)).collect();
-    let d = tracetui::source::discover(&paths, None);
-    for r in &d.runs {
-        update(&mut s, Action::RunsFound(tracetui::tui::entries(r).unwrap()));
-    }
-    update(&mut s, Action::RunsDone);
-    s
+    common::listed(&paths.iter().map(|p| fixture(p)).collect::<Vec<_>>(), size)
 }
 
 /// A state with one run open, loaded the way the app loads it.
 fn opened(path: &str, size: (u16, u16)) -> State {
     let mut s = runs(&[path], size);
-    press(&mut s, &["enter"]);
-    let Some(Effect::LoadRun {
-        generation,
-        run,
-        index,
-        id,
-    }) = s.effects.pop()
-    else {
-        panic!("no load")
-    };
-    update(
-        &mut s,
-        Action::RunLoaded {
-            generation,
-            result: tracetui::tui::load_one(&run, index, &id),
-        },
-    );
-    assert_eq!(s.view, View::Run);
+    common::open_selected(&mut s);
     s
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tui")
+        .join(rel)
 }
 
 #[test]

@@ -1,0 +1,80 @@
+//! Helpers the explorer's TestBackend tests share: drive the state with keys and read the
+//! rendered screen, the way the app does.
+#![allow(dead_code)] // each test file uses some of them
+
+use crossterm::event::KeyEvent;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::path::PathBuf;
+use tracetui::tui::action::Action;
+use tracetui::tui::keymap::{Key, Keymap};
+use tracetui::tui::render::render;
+use tracetui::tui::state::{Effect, State, View};
+use tracetui::tui::theme::Theme;
+use tracetui::tui::update::{key_action, update};
+
+/// The screen as text, one line a row, trailing blanks cut.
+pub fn screen(s: &State, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| render(f, s, &Theme::dark())).unwrap();
+    let buf = term.backend().buffer();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+pub fn press(s: &mut State, keys: &[&str]) {
+    for k in keys {
+        let k = Key::parse(k).unwrap();
+        if let Some(a) = key_action(s, KeyEvent::new(k.code, k.mods)) {
+            update(s, a);
+        }
+    }
+}
+
+pub fn typed(s: &mut State, text: &str) {
+    for c in text.chars() {
+        update(s, Action::Input(c));
+    }
+}
+
+/// A state with the runs of these paths listed.
+pub fn listed(paths: &[PathBuf], size: (u16, u16)) -> State {
+    let mut s = State::new(Keymap::default(), size);
+    s.auto_open = false;
+    let d = tracetui::source::discover(paths, None);
+    for r in &d.runs {
+        update(&mut s, Action::RunsFound(tracetui::tui::entries(r).unwrap()));
+    }
+    update(&mut s, Action::RunsDone);
+    s
+}
+
+/// Open the selected run, loaded the way the app loads it.
+pub fn open_selected(s: &mut State) {
+    press(s, &["enter"]);
+    let Some(Effect::LoadRun {
+        generation,
+        run,
+        index,
+        id,
+    }) = s.effects.pop()
+    else {
+        panic!("no load")
+    };
+    update(
+        s,
+        Action::RunLoaded {
+            generation,
+            result: tracetui::tui::load_one(&run, index, &id),
+        },
+    );
+    assert_eq!(s.view, View::Run);
+}
