@@ -229,9 +229,10 @@ fn locate(path: &Path) -> (Option<PathBuf>, PathBuf) {
     }
 }
 
-/// The envelope with the payload index read in the same pass (the fast path).
+/// The event envelope. `P` is how much of the payload is read with it: its index fields on
+/// the fast path, or nothing but its raw text for lines whose payload does not fit the index.
 #[derive(Deserialize)]
-struct FastEnvelope<'a> {
+struct Envelope<'a, P> {
     #[serde(borrow, default)]
     event_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -246,32 +247,34 @@ struct FastEnvelope<'a> {
     duration_ms: Option<&'a RawValue>,
     #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    payload: Option<PayloadIndex<'a>>,
+    #[serde(default = "none")]
+    payload: Option<P>,
     /// `ts` parsed, in the parallel half: time parsing is a good share of the in-order work.
     #[serde(skip)]
     start: Option<i64>,
 }
 
-/// The envelope alone, for lines whose payload does not fit the index.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow, default)]
-    event_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    run_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    parent_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    event_type: Cow<'a, str>,
-    #[serde(borrow, default)]
-    ts: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    duration_ms: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    payload: Option<&'a RawValue>,
+fn none<P>() -> Option<P> {
+    None
+}
+
+/// Envelope and payload index in one pass (the fast path).
+type FastEnvelope<'a> = Envelope<'a, PayloadIndex<'a>>;
+
+impl<'a, P> Envelope<'a, P> {
+    fn with_payload<Q>(self, payload: Option<Q>) -> Envelope<'a, Q> {
+        Envelope {
+            event_id: self.event_id,
+            run_id: self.run_id,
+            parent_id: self.parent_id,
+            event_type: self.event_type,
+            ts: self.ts,
+            duration_ms: self.duration_ms,
+            name: self.name,
+            payload,
+            start: raw_ts(self.ts),
+        }
+    }
 }
 
 /// The few payload fields the index needs; everything else is skipped unread.
@@ -539,7 +542,7 @@ impl Parser {
         let env: FastEnvelope = match fast {
             Some(e) => e,
             None => {
-                let Some(env) = sink.parse::<Envelope>(line, loc) else {
+                let Some(env) = sink.parse::<Envelope<&RawValue>>(line, loc) else {
                     return;
                 };
                 let payload = match env.payload {
@@ -552,17 +555,7 @@ impl Parser {
                     },
                     _ => None,
                 };
-                FastEnvelope {
-                    event_id: env.event_id,
-                    run_id: env.run_id,
-                    parent_id: env.parent_id,
-                    event_type: env.event_type,
-                    ts: env.ts,
-                    duration_ms: env.duration_ms,
-                    name: env.name,
-                    payload,
-                    start: raw_ts(env.ts),
-                }
+                env.with_payload(payload)
             }
         };
         let ti = self.trace_for(env.run_id.as_deref().unwrap_or(""), sink);
