@@ -7,6 +7,11 @@ fn tracetui() -> Command {
     Command::cargo_bin("tracetui").unwrap()
 }
 
+/// Run with these arguments, expect this exit code, return stdout.
+fn stdout_of(args: &[&str], code: i32) -> Vec<u8> {
+    tracetui().args(args).assert().code(code).get_output().stdout.clone()
+}
+
 fn json_lines(out: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(out)
         .lines()
@@ -16,13 +21,10 @@ fn json_lines(out: &[u8]) -> Vec<Value> {
 
 #[test]
 fn check_a_clean_run_exits_0_with_counts() {
-    let out = tracetui()
-        .args(["check", "--format", "json", "sample-traces/runs/agentdbg-refund-ok"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(
+        &["check", "--format", "json", "sample-traces/runs/agentdbg-refund-ok"],
+        0,
+    );
     let v = json_lines(&out);
     assert_eq!(v.len(), 1);
     let o = &v[0];
@@ -37,13 +39,7 @@ fn check_a_clean_run_exits_0_with_counts() {
 
 #[test]
 fn check_a_damaged_file_reports_lines_and_still_loads() {
-    let out = tracetui()
-        .args(["check", "--format", "json", "sample-traces/damaged/events.jsonl"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(&["check", "--format", "json", "sample-traces/damaged/events.jsonl"], 1);
     let v = json_lines(&out);
     assert_eq!(v[0]["tool_calls"], 1, "the lines around the bad one loaded");
     assert_eq!(v[0]["llm_calls"], 1);
@@ -92,48 +88,36 @@ fn unreadable_input_and_usage_errors_exit_2() {
 #[test]
 fn format_override_names_the_trace_format() {
     // Read an agentsnap file as agentdbg: it is not, and says so, but nothing crashes.
-    let out = tracetui()
-        .args([
+    let out = stdout_of(
+        &[
             "check",
             "--format",
             "json",
             "--format",
             "agentdbg",
             "sample-traces/diff/booking.snap.json",
-        ])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
+        ],
+        1,
+    );
     let v = json_lines(&out);
     assert!(v[0]["format"].is_null() || v[0]["diagnostics"].as_array().is_some_and(|d| !d.is_empty()));
-    let out = tracetui()
-        .args([
+    let out = stdout_of(
+        &[
             "check",
             "--format",
             "agentsnap",
             "--format",
             "json",
             "sample-traces/diff/booking.snap.json",
-        ])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+        ],
+        0,
+    );
     assert_eq!(json_lines(&out)[0]["format"], "agentsnap");
 }
 
 #[test]
 fn show_prints_the_tree_with_args_results_and_errors() {
-    let out = tracetui()
-        .args(["show", "sample-traces/runs/agentdbg-invoice-error"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(&["show", "sample-traces/runs/agentdbg-invoice-error"], 0);
     let s = String::from_utf8(out).unwrap();
     assert!(s.starts_with("agentdbg invoice-mailer [error]"), "{s}");
     assert!(s.contains("└─ run invoice-mailer [error]"), "{s}");
@@ -146,13 +130,10 @@ fn show_prints_the_tree_with_args_results_and_errors() {
 
 #[test]
 fn show_json_is_the_model() {
-    let out = tracetui()
-        .args(["show", "--format", "json", "sample-traces/runs/agentdbg-refund-ok"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(
+        &["show", "--format", "json", "sample-traces/runs/agentdbg-refund-ok"],
+        0,
+    );
     let v = &json_lines(&out)[0];
     assert_eq!(v["trace"]["status"], "ok");
     let events = v["events"].as_array().unwrap();
@@ -167,13 +148,7 @@ fn show_json_is_the_model() {
 
 #[test]
 fn ls_lists_runs_newest_first() {
-    let out = tracetui()
-        .args(["ls", "sample-traces/runs"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(&["ls", "sample-traces/runs"], 0);
     let s = String::from_utf8(out).unwrap();
     let names: Vec<&str> = s.lines().skip(1).filter_map(|l| l.split_whitespace().nth(1)).collect();
     let pos = |n: &str| {
@@ -185,13 +160,7 @@ fn ls_lists_runs_newest_first() {
     assert!(pos("research-assistant") < pos("invoice-mailer"));
     assert!(pos("invoice-mailer") < pos("refund-agent"));
     assert!(s.contains("running  research-assistant"), "{s}");
-    let out = tracetui()
-        .args(["ls", "--format", "json", "sample-traces/runs"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(&["ls", "--format", "json", "sample-traces/runs"], 0);
     let v = json_lines(&out);
     let running = v.iter().find(|r| r["name"] == "research-assistant").unwrap();
     assert_eq!(running["status"], "running");
@@ -221,13 +190,7 @@ fn hostile_text_is_escaped_in_text_output() {
 
 #[test]
 fn completions_and_man_page() {
-    let out = tracetui()
-        .args(["completions", "bash"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout_of(&["completions", "bash"], 0);
     assert!(String::from_utf8_lossy(&out).contains("tracetui"));
     let out = tracetui().arg("man").assert().code(0).get_output().stdout.clone();
     assert!(String::from_utf8_lossy(&out).contains(".TH"));
