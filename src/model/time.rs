@@ -47,6 +47,56 @@ fn epoch_number(i: i128) -> i64 {
     ns.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
+/// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the shape nearly every trace writes, read without the
+/// general parser (indexing a large file parses a million of them). Anything else, or a value
+/// the general parser might read differently (leap seconds, years outside 1678..=2261), is
+/// None and goes the long way.
+fn fast_utc(s: &[u8]) -> Option<i64> {
+    if s.len() < 20 || s[4] != b'-' || s[7] != b'-' || s[10] != b'T' || s[13] != b':' || s[16] != b':' {
+        return None;
+    }
+    if *s.last()? != b'Z' {
+        return None;
+    }
+    let num = |a: usize, b: usize| -> Option<i64> {
+        s[a..b]
+            .iter()
+            .try_fold(0i64, |n, &c| c.is_ascii_digit().then(|| n * 10 + (c - b'0') as i64))
+    };
+    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hour, min, sec) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    let frac = &s[19..s.len() - 1];
+    let nanos = match frac {
+        [] => 0,
+        [b'.', digits @ ..] if (1..=9).contains(&digits.len()) => {
+            num(20, 20 + digits.len())? * 10i64.pow(9 - digits.len() as u32)
+        }
+        _ => return None,
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1678..=2261).contains(&year)
+        || !(1..=12).contains(&month)
+        || day < 1
+        || day > month_days[month as usize - 1]
+        || hour > 23
+        || min > 59
+        || sec > 59
+    {
+        return None;
+    }
+    // Days from 1970-01-01 (H. Hinnant's days_from_civil).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hour * 3_600 + min * 60 + sec;
+    secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+}
+
 /// For fields documented as integer epoch milliseconds: integers are milliseconds whatever
 /// their size; anything else is parsed as [`parse_timestamp`] would.
 pub fn parse_timestamp_ms(v: &Value) -> Option<i64> {
@@ -61,6 +111,11 @@ pub fn parse_timestamp_str(s: &str) -> Option<i64> {
     if s.is_empty() {
         return None;
     }
+    fast_utc(s.as_bytes()).or_else(|| parse_general(s))
+}
+
+/// Every shape `parse_timestamp_str` reads (of a trimmed, non-empty string).
+fn parse_general(s: &str) -> Option<i64> {
     if s.bytes().all(|b| b.is_ascii_digit()) {
         return s.parse::<i128>().ok().map(epoch_number);
     }
@@ -115,6 +170,57 @@ mod tests {
     use serde_json::json;
 
     const T: i64 = 1_771_187_465_123_000_000; // 2026-02-15T20:31:05.123Z
+
+    fn chrono_ns(s: &str) -> Option<i64> {
+        DateTime::parse_from_rfc3339(s).ok()?.timestamp_nanos_opt()
+    }
+
+    #[test]
+    fn fast_path_agrees_with_chrono() {
+        for s in [
+            "2026-02-15T20:31:05.123Z",
+            "2026-02-15T20:31:05Z",
+            "1970-01-01T00:00:00Z",
+            "1969-12-31T23:59:59.999999999Z",
+            "2000-02-29T12:00:00.5Z",
+            "2024-12-31T23:59:59.000001Z",
+            "1678-01-01T00:00:00Z",
+            "2261-12-31T23:59:59.9Z",
+        ] {
+            assert_eq!(fast_utc(s.as_bytes()), chrono_ns(s), "{s}");
+            assert!(fast_utc(s.as_bytes()).is_some(), "{s}");
+        }
+        // Left to the general parser: all of these are None on the fast path.
+        for s in [
+            "2023-02-29T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-02-15T24:00:00Z",
+            "2026-02-15T23:59:60Z",
+            "2026-02-15T20:31:05.Z",
+            "2026-02-15T20:31:05.1234567890Z",
+            "2026-02-15T20:31:05+00:00",
+            "2026-02-15 20:31:05Z",
+            "2026-02-15T20:31:05.12a Z",
+            "+2026-02-15T20:31:05Z",
+        ] {
+            assert_eq!(fast_utc(s.as_bytes()), None, "{s}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_path_agrees_with_chrono_everywhere(
+            y in 1600i64..2300, mo in 0i64..14, d in 0i64..33, h in 0i64..25, mi in 0i64..61,
+            sec in 0i64..61, frac in proptest::option::of("[0-9]{1,10}"),
+        ) {
+            let f = frac.map(|f| format!(".{f}")).unwrap_or_default();
+            let s = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{f}Z");
+            if let Some(ns) = fast_utc(s.as_bytes()) {
+                proptest::prop_assert_eq!(Some(ns), chrono_ns(&s), "{}", s);
+            }
+            proptest::prop_assert_eq!(parse_timestamp_str(&s), parse_general(&s), "{}", s);
+        }
+    }
 
     #[test]
     fn all_shapes_parse_to_the_same_instant() {
