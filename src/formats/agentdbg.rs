@@ -6,13 +6,12 @@
 //! payload fields the index needs are read, and the payload itself stays on disk until shown.
 
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
+use super::skim::{Raw, Skim};
 use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded_owned, lenient_u64, read_json_file, stem};
 use crate::model::*;
 use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub struct AgentDbg;
@@ -231,7 +230,7 @@ fn locate(path: &Path) -> (Option<PathBuf>, PathBuf) {
 
 /// The event envelope. `P` is how much of the payload is read with it: its index fields on
 /// the fast path, or nothing but its raw text for lines whose payload does not fit the index.
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug, PartialEq)]
 struct Envelope<'a, P> {
     #[serde(borrow, default)]
     event_id: Option<Cow<'a, str>>,
@@ -242,16 +241,19 @@ struct Envelope<'a, P> {
     #[serde(borrow)]
     event_type: Cow<'a, str>,
     #[serde(borrow, default)]
-    ts: Option<&'a RawValue>,
+    ts: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    duration_ms: Option<&'a RawValue>,
+    duration_ms: Option<Raw<'a>>,
     #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
     #[serde(default = "none")]
     payload: Option<P>,
-    /// `ts` parsed, in the parallel half: time parsing is a good share of the in-order work.
+    /// `ts` and `duration_ms` read in the parallel half: number and time parsing are a good
+    /// share of the in-order work otherwise.
     #[serde(skip)]
     start: Option<i64>,
+    #[serde(skip)]
+    duration: Option<i64>,
 }
 
 fn none<P>() -> Option<P> {
@@ -272,13 +274,21 @@ impl<'a, P> Envelope<'a, P> {
             duration_ms: self.duration_ms,
             name: self.name,
             payload,
-            start: raw_ts(self.ts),
+            start: None,
+            duration: None,
         }
+    }
+
+    /// Fill in the fields read from the raw ones (the pure part, done in parallel). In place:
+    /// an envelope is a few hundred bytes and moving it showed in profiles.
+    fn derive(&mut self) {
+        self.start = raw_ts(self.ts);
+        self.duration = raw_u64(self.duration_ms).map(|ms| (ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000);
     }
 }
 
 /// The few payload fields the index needs; everything else is skipped unread.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Debug, PartialEq)]
 struct PayloadIndex<'a> {
     #[serde(borrow, default)]
     tool_name: Option<Cow<'a, str>>,
@@ -291,27 +301,30 @@ struct PayloadIndex<'a> {
     #[serde(borrow, default)]
     error_type: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    usage: Option<&'a RawValue>,
+    usage: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
+    error: Option<Raw<'a>>,
+    /// `usage` read (in the parallel half).
+    #[serde(skip)]
+    tokens: Option<Usage>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Debug, PartialEq)]
 struct UsageIndex<'a> {
     #[serde(borrow, default)]
-    prompt_tokens: Option<&'a RawValue>,
+    prompt_tokens: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    completion_tokens: Option<&'a RawValue>,
+    completion_tokens: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    total_tokens: Option<&'a RawValue>,
+    total_tokens: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    input_tokens: Option<&'a RawValue>,
+    input_tokens: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    output_tokens: Option<&'a RawValue>,
+    output_tokens: Option<Raw<'a>>,
 }
 
-fn raw_u64(r: Option<&RawValue>) -> Option<u64> {
-    let s = r?.get();
+fn raw_u64(r: Option<Raw>) -> Option<u64> {
+    let s = r?.0;
     s.parse::<u64>().ok().or_else(|| {
         s.parse::<f64>()
             .ok()
@@ -320,8 +333,8 @@ fn raw_u64(r: Option<&RawValue>) -> Option<u64> {
     })
 }
 
-fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
-    let s = r?.get();
+fn raw_ts(r: Option<Raw>) -> Option<i64> {
+    let s = r?.0;
     if let Some(inner) = s.strip_prefix('"').and_then(|x| x.strip_suffix('"'))
         && !inner.contains('\\')
     {
@@ -333,7 +346,7 @@ fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
 /// The AgentDbg line parser: one trace per `run_id` (a single file may hold several runs).
 pub struct Parser {
     /// run_id → index into `states` (and into the sink's traces).
-    runs: HashMap<String, usize>,
+    runs: rustc_hash::FxHashMap<String, usize>,
     states: Vec<RunState>,
     /// Metadata from run.json, applied to the trace of its run (or the only one).
     run_json: Option<PathBuf>,
@@ -352,7 +365,7 @@ struct RunState {
 impl Parser {
     pub fn new(run_json: Option<&Path>) -> Parser {
         Parser {
-            runs: HashMap::new(),
+            runs: Default::default(),
             states: Vec::new(),
             run_json: run_json.map(Path::to_path_buf),
             run_json_stamp: None,
@@ -470,17 +483,133 @@ impl Parser {
     }
 }
 
-/// The pure half of reading a line: safe to run on many lines at once.
+/// The pure half of reading a line: safe to run on many lines at once. The skimmer reads
+/// nearly every line; what it is unsure of, serde_json reads (same result, or None and the
+/// slow path reports why).
 fn parse_fast(line: &[u8]) -> Option<FastEnvelope<'_>> {
-    let mut e = serde_json::from_slice::<FastEnvelope>(line).ok()?;
-    e.start = raw_ts(e.ts);
+    let mut e = skim(line).or_else(|| serde_json::from_slice::<FastEnvelope>(line).ok())?;
+    if let Some(p) = e.payload.as_mut() {
+        p.tokens = read_usage(p.usage);
+    }
+    e.derive();
     Some(e)
+}
+
+fn read_usage(raw: Option<Raw>) -> Option<Usage> {
+    let raw = raw?.0;
+    let u = skim_usage(raw.as_bytes()).or_else(|| serde_json::from_str::<UsageIndex>(raw).ok())?;
+    Some(Usage {
+        input: raw_u64(u.prompt_tokens).or(raw_u64(u.input_tokens)),
+        output: raw_u64(u.completion_tokens).or(raw_u64(u.output_tokens)),
+        total: raw_u64(u.total_tokens),
+    })
+}
+
+/// The envelope as serde_json would read it into `FastEnvelope`, by the skimmer; None when
+/// the skimmer leaves the line to serde_json (see `skim`'s contract).
+fn skim(line: &[u8]) -> Option<FastEnvelope<'_>> {
+    let mut k = Skim::new(line);
+    let mut e = FastEnvelope {
+        event_id: None,
+        run_id: None,
+        parent_id: None,
+        event_type: Cow::Borrowed(""),
+        ts: None,
+        duration_ms: None,
+        name: None,
+        payload: None,
+        start: None,
+        duration: None,
+    };
+    let mut seen = 0u32;
+    // serde rejects a field given twice.
+    let mut first = |bit: u32| {
+        let new = seen & (1 << bit) == 0;
+        seen |= 1 << bit;
+        new.then_some(())
+    };
+    k.object(|k, key| {
+        match key {
+            b"event_id" => (first(0)?, e.event_id = borrowed(k.opt_str()?)),
+            b"run_id" => (first(1)?, e.run_id = borrowed(k.opt_str()?)),
+            b"parent_id" => (first(2)?, e.parent_id = borrowed(k.opt_str()?)),
+            b"event_type" => (first(3)?, e.event_type = Cow::Borrowed(k.opt_str()??)),
+            b"ts" => (first(4)?, e.ts = k.raw()?),
+            b"duration_ms" => (first(5)?, e.duration_ms = k.raw()?),
+            b"name" => (first(6)?, e.name = borrowed(k.opt_str()?)),
+            b"payload" => (
+                first(7)?,
+                e.payload = if k.is_null_next() {
+                    k.skip()?;
+                    None
+                } else {
+                    Some(skim_payload(k)?)
+                },
+            ),
+            _ => ((), k.skip()?),
+        };
+        Some(())
+    })?;
+    // event_type is the one field without a default.
+    (k.at_end() && seen & (1 << 3) != 0).then_some(e)
+}
+
+/// `UsageIndex` as serde_json reads it, by the skimmer (None: left to serde_json).
+fn skim_usage(raw: &[u8]) -> Option<UsageIndex<'_>> {
+    let mut k = Skim::new(raw);
+    let mut u = UsageIndex::default();
+    let mut seen = 0u32;
+    let mut first = |bit: u32| {
+        let new = seen & (1 << bit) == 0;
+        seen |= 1 << bit;
+        new.then_some(())
+    };
+    k.object(|k, key| {
+        match key {
+            b"prompt_tokens" => (first(0)?, u.prompt_tokens = k.raw()?),
+            b"completion_tokens" => (first(1)?, u.completion_tokens = k.raw()?),
+            b"total_tokens" => (first(2)?, u.total_tokens = k.raw()?),
+            b"input_tokens" => (first(3)?, u.input_tokens = k.raw()?),
+            b"output_tokens" => (first(4)?, u.output_tokens = k.raw()?),
+            _ => ((), k.skip()?),
+        };
+        Some(())
+    })?;
+    k.at_end().then_some(u)
+}
+
+fn borrowed(s: Option<&str>) -> Option<Cow<'_, str>> {
+    s.map(Cow::Borrowed)
+}
+
+fn skim_payload<'a>(k: &mut Skim<'a>) -> Option<PayloadIndex<'a>> {
+    let mut p = PayloadIndex::default();
+    let mut seen = 0u32;
+    let mut first = |bit: u32| {
+        let new = seen & (1 << bit) == 0;
+        seen |= 1 << bit;
+        new.then_some(())
+    };
+    k.object(|k, key| {
+        match key {
+            b"tool_name" => (first(0)?, p.tool_name = borrowed(k.opt_str()?)),
+            b"model" => (first(1)?, p.model = borrowed(k.opt_str()?)),
+            b"status" => (first(2)?, p.status = borrowed(k.opt_str()?)),
+            b"run_name" => (first(3)?, p.run_name = borrowed(k.opt_str()?)),
+            b"error_type" => (first(4)?, p.error_type = borrowed(k.opt_str()?)),
+            b"usage" => (first(5)?, p.usage = k.raw()?),
+            b"error" => (first(6)?, p.error = k.raw()?),
+            _ => ((), k.skip()?),
+        };
+        Some(())
+    })?;
+    Some(p)
 }
 
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
         let fast = parse_fast(line);
-        self.apply(fast, line, loc, sink);
+        self.apply(fast.as_ref(), line, loc, sink);
     }
 
     fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
@@ -505,8 +634,9 @@ impl LineParser for Parser {
             let part = parts[k];
             let (_, parsed_next) = rayon::join(
                 || {
-                    for (p, (l, loc)) in current.into_iter().zip(part) {
-                        self.apply(p, l, *loc, sink);
+                    // By reference: an envelope is a few hundred bytes, moving it cost ~5%.
+                    for (p, (l, loc)) in current.iter().zip(part) {
+                        self.apply(p.as_ref(), l, *loc, sink);
                     }
                 },
                 || next.map(parse_all),
@@ -536,18 +666,22 @@ impl LineParser for Parser {
 impl Parser {
     /// The in-order half: add the event of one line (read again slowly, with a diagnostic,
     /// when the fast parse failed).
-    fn apply(&mut self, fast: Option<FastEnvelope<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+    fn apply(&mut self, fast: Option<&FastEnvelope<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
         // One pass reads envelope and payload index; a payload of unexpected shape is read
         // again on its own so that the event still loads (with a diagnostic).
-        let env: FastEnvelope = match fast {
+        let mut slow;
+        let env: &FastEnvelope = match fast {
             Some(e) => e,
             None => {
-                let Some(env) = sink.parse::<Envelope<&RawValue>>(line, loc) else {
+                let Some(env) = sink.parse::<Envelope<Raw>>(line, loc) else {
                     return;
                 };
                 let payload = match env.payload {
-                    Some(raw) if raw.get() != "null" => match serde_json::from_str(raw.get()) {
-                        Ok(p) => Some(p),
+                    Some(raw) => match serde_json::from_str::<PayloadIndex>(raw.0) {
+                        Ok(mut p) => {
+                            p.tokens = read_usage(p.usage);
+                            Some(p)
+                        }
                         Err(e) => {
                             sink.error(loc.line, format!("payload: {}", super::jsonl::json_error(&e)));
                             None
@@ -555,13 +689,16 @@ impl Parser {
                     },
                     _ => None,
                 };
-                env.with_payload(payload)
+                slow = env.with_payload(payload);
+                slow.derive();
+                &slow
             }
         };
         let ti = self.trace_for(env.run_id.as_deref().unwrap_or(""), sink);
-        let p = env.payload.unwrap_or_default();
+        let no_payload = PayloadIndex::default();
+        let p = env.payload.as_ref().unwrap_or(&no_payload);
         let start = env.start;
-        let duration = raw_u64(env.duration_ms).map(|ms| (ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000);
+        let duration = env.duration;
         let origin = loc.origin(self.events_file);
         let ok_or_error = |s: &Option<Cow<str>>| match s.as_deref() {
             Some("error") => Status::Error,
@@ -636,19 +773,12 @@ impl Parser {
                 if env_name.is_empty() {
                     ev.name = ev.model.unwrap_or("llm");
                 }
-                ev.status = if p.error.is_some_and(|e| e.get() != "null") {
+                ev.status = if p.error.is_some() {
                     Status::Error
                 } else {
                     ok_or_error(&p.status)
                 };
-                ev.usage = p
-                    .usage
-                    .and_then(|u| serde_json::from_str::<UsageIndex>(u.get()).ok())
-                    .map(|u| Usage {
-                        input: raw_u64(u.prompt_tokens).or(raw_u64(u.input_tokens)),
-                        output: raw_u64(u.completion_tokens).or(raw_u64(u.output_tokens)),
-                        total: raw_u64(u.total_tokens),
-                    });
+                ev.usage = p.tokens;
                 t.add(ev);
             }
             "TOOL_CALL" => {
@@ -656,7 +786,7 @@ impl Parser {
                 if let Some(n) = p.tool_name.as_deref().filter(|s| !s.is_empty()) {
                     ev.name = n;
                 }
-                ev.status = if p.error.is_some_and(|e| e.get() != "null") {
+                ev.status = if p.error.is_some() {
                     Status::Error
                 } else {
                     ok_or_error(&p.status)
@@ -699,7 +829,161 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::io::Write;
+
+    /// The skimmer's contract: what it reads, serde_json reads the same. Ok(true): skimmed.
+    fn skim_agrees(line: &[u8]) -> Result<bool, String> {
+        let text = || String::from_utf8_lossy(line).into_owned();
+        let Some(fast) = skim(line) else { return Ok(false) };
+        let slow = serde_json::from_slice::<FastEnvelope>(line)
+            .map_err(|e| format!("skimmed a line serde rejects ({e}): {}", text()))?;
+        if fast != slow {
+            return Err(format!("skim {fast:?} != serde {slow:?}: {}", text()));
+        }
+        if let Some(u) = fast.payload.as_ref().and_then(|p| p.usage)
+            && let Some(by_skim) = skim_usage(u.0.as_bytes())
+        {
+            let by_serde = serde_json::from_str::<UsageIndex>(u.0).ok();
+            if Some(&by_skim) != by_serde.as_ref() {
+                return Err(format!("usage: skim {by_skim:?} != serde {by_serde:?}: {}", text()));
+            }
+        }
+        Ok(true)
+    }
+
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|f| serde_json::to_string(&f).unwrap()),
+            "[0-9eE.+-]{1,6}",
+            ".{0,12}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+            "[a-z\\\\\"\u{1}\t é✓]{0,90}".prop_map(|s| format!("\"{s}\"")),
+            Just("\"2026-02-15T20:31:05.123Z\"".to_string()),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        scalar().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((key(), inner), 0..4).prop_map(|kv| {
+                    let f: Vec<String> = kv.into_iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+                    format!("{{{}}}", f.join(", "))
+                }),
+            ]
+        })
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "event_id",
+                "run_id",
+                "parent_id",
+                "event_type",
+                "ts",
+                "duration_ms",
+                "name",
+                "payload",
+                "tool_name",
+                "model",
+                "status",
+                "run_name",
+                "error_type",
+                "usage",
+                "error",
+                "prompt_tokens",
+                "total_tokens",
+                "meta",
+                "event\\u005fid",
+            ])
+            .prop_map(str::to_string),
+            "[a-z_]{1,8}",
+        ]
+    }
+
+    /// Envelope-shaped records: known and unknown keys (repeated sometimes), values of every
+    /// type, payloads of every shape; then a byte or two changed.
+    fn record() -> impl Strategy<Value = Vec<u8>> {
+        let field = (
+            key(),
+            prop_oneof![3 => value(), 1 => prop::collection::vec((key(), value()), 0..6).prop_map(|kv| {
+                let f: Vec<String> = kv.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                format!("{{{}}}", f.join(","))
+            })],
+        );
+        let base = (
+            prop::collection::vec(field, 0..10),
+            prop::sample::select(vec!["LLM_CALL", "TOOL_CALL", "ERROR", "X"]),
+        )
+            .prop_map(|(fields, ty)| {
+                let mut f: Vec<String> = fields.into_iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+                f.push(format!("\"event_type\": \"{ty}\""));
+                format!("{{{}}}", f.join(", ")).into_bytes()
+            });
+        let edit = (any::<prop::sample::Index>(), any::<u8>(), 0..3u8);
+        let edits = prop_oneof![2 => Just(Vec::new()), 1 => prop::collection::vec(edit, 1..3)];
+        (base, edits).prop_map(|(mut b, edits)| {
+            for (at, byte, op) in edits {
+                let i = at.index(b.len() + 1);
+                match op {
+                    0 if i < b.len() => b[i] = byte,
+                    1 if i < b.len() => {
+                        b.remove(i);
+                    }
+                    _ => b.insert(i, byte),
+                }
+            }
+            b
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn skimmer_never_disagrees_with_serde(line in record()) {
+            skim_agrees(&line).map_err(TestCaseError::fail)?;
+        }
+
+        #[test]
+        fn skimmer_on_arbitrary_bytes(line in prop::collection::vec(any::<u8>(), 0..300)) {
+            skim_agrees(&line).map_err(TestCaseError::fail)?;
+        }
+    }
+
+    #[test]
+    fn the_differential_test_is_not_vacuous() {
+        // Enough generated records skim (and so are compared) for the property to mean something.
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let mut skimmed = 0;
+        for _ in 0..1000 {
+            let line = record().new_tree(&mut runner).unwrap().current();
+            skimmed += skim_agrees(&line).unwrap() as u32;
+        }
+        assert!(skimmed > 100, "only {skimmed} of 1000 generated records skimmed");
+    }
+
+    #[test]
+    fn skimmer_reads_the_common_lines() {
+        // The fast path must be the path: every line of the AgentDbg samples skims.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/runs");
+        let mut lines = 0;
+        for run in std::fs::read_dir(&dir).unwrap().flatten() {
+            let Ok(text) = std::fs::read(run.path().join(EVENTS)) else {
+                continue;
+            };
+            for l in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                lines += 1;
+                assert_eq!(skim_agrees(l), Ok(true), "{}", String::from_utf8_lossy(l));
+            }
+        }
+        assert!(lines >= 10, "{lines}");
+    }
 
     fn ev(id: &str, parent: Option<&str>, ty: &str, name: &str, payload: &str, ts_ms: u64) -> String {
         let p = parent.map(|p| format!("\"{p}\"")).unwrap_or("null".into());

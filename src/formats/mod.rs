@@ -3,6 +3,7 @@
 
 pub mod jsonl;
 mod probe;
+pub mod skim;
 mod util;
 
 pub mod agentdbg;
