@@ -74,6 +74,7 @@ pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output) -> std::io::Result<O
                         Output::Text => write_text(t, out)?,
                     }
                 }
+                super::drop_in_background(loaded);
             }
             Err(e) => {
                 let _ = r;
