@@ -63,7 +63,7 @@ impl<'t> PayloadReader<'t> {
             return None;
         }
         let mut raws = Vec::with_capacity(2);
-        for o in std::iter::once(ev.origin).chain(ev.origin2) {
+        for o in std::iter::once(ev.origin).chain(ev.origin2.as_deref().copied()) {
             match self.read(o) {
                 Ok(b) => raws.push(b),
                 Err(e) => return Some(Err(e)),

@@ -755,7 +755,7 @@ impl Parser {
                     rs.ended = true;
                     let e = t.event_mut(r);
                     e.status = ok_or_error(&p.status);
-                    e.origin2 = Some(origin);
+                    e.origin2 = Some(Box::new(origin));
                     if let (Some(s0), Some(s1)) = (e.start, start) {
                         e.duration = Some(s1.saturating_sub(s0).max(0));
                     }

@@ -584,7 +584,7 @@ impl Parser {
                     Some(r) => {
                         let e = t.event_mut(r);
                         e.status = status;
-                        e.origin2 = Some(origin);
+                        e.origin2 = Some(Box::new(origin));
                         if let (Some(s0), Some(s1)) = (e.start, start) {
                             e.duration = Some(s1.saturating_sub(s0).max(0));
                         }
@@ -847,7 +847,7 @@ impl Parser {
                     let result_origin = ev.origin;
                     let end = ev.start;
                     ev.origin = origin;
-                    ev.origin2 = Some(result_origin);
+                    ev.origin2 = Some(Box::new(result_origin));
                     ev.start = ts;
                     ev.duration = match (ts, end) {
                         (Some(a), Some(b)) => Some(b.saturating_sub(a).max(0)),
@@ -879,7 +879,7 @@ impl Parser {
         match joined {
             Some(e) if t.event(e).status == Status::Pending => {
                 let ev = t.event_mut(e);
-                ev.origin2 = Some(origin);
+                ev.origin2 = Some(Box::new(origin));
                 ev.status = result_status;
                 if let (Some(a), Some(b)) = (ev.start, ts) {
                     ev.duration = Some(b.saturating_sub(a).max(0));
@@ -1158,7 +1158,7 @@ mod tests {
         assert_eq!(t.counts().tool_calls, 4);
         let c1 = t.event(t.find("c1").unwrap());
         assert_eq!(
-            (c1.status, c1.origin.line, c1.origin2.map(|o| o.line)),
+            (c1.status, c1.origin.line, c1.origin2.as_ref().map(|o| o.line)),
             (Status::Ok, 1, Some(2))
         );
         assert_eq!(c1.duration, Some(1_000_000_000));
@@ -1197,7 +1197,7 @@ mod tests {
         assert_eq!(t.len(), 1);
         let e = t.event(0);
         assert_eq!((t.name(0), e.status), ("t", Status::Ok));
-        assert_eq!((e.origin.line, e.origin2.map(|o| o.line)), (2, Some(1)));
+        assert_eq!((e.origin.line, e.origin2.as_ref().map(|o| o.line)), (2, Some(1)));
         assert_eq!(e.duration, Some(2_000_000_000));
         let pl = payload(t, e);
         assert_eq!((pl.input, pl.output), (Some(json!({"a": 1})), Some(json!("r"))));

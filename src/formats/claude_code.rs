@@ -782,7 +782,7 @@ fn tool_result(s: &mut Session, r: &Rec, b: &Value, single: bool, sink: &mut Sin
     }
     let e = t.event_mut(call);
     e.status = if is_error { Status::Error } else { Status::Ok };
-    e.origin2 = Some(r.origin);
+    e.origin2 = Some(Box::new(r.origin));
     if let (Some(a), Some(b)) = (e.start, r.ts) {
         e.duration = Some(b.saturating_sub(a).max(0));
     }
@@ -876,7 +876,7 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, 
         e.duration = Some(b.saturating_sub(a).max(0).max(e.duration.unwrap_or(0)));
     }
     if r.origin.line != e.origin.line {
-        e.origin2 = Some(r.origin);
+        e.origin2 = Some(Box::new(r.origin));
     }
     if let Some(u) = msg.and_then(|m| m.get("usage")).filter(|u| u.is_object()) {
         let n = |k: &str| super::lenient_u64(u.get(k));

@@ -460,7 +460,7 @@ impl Parser {
         let ev = t.event_mut(e);
         ev.status = if failed { Status::Error } else { Status::Ok };
         if ev.origin.line != r.origin.line {
-            ev.origin2 = Some(r.origin);
+            ev.origin2 = Some(Box::new(r.origin));
         }
         if let (Some(a), Some(b)) = (ev.start, r.ts) {
             ev.duration = Some(b.saturating_sub(a).max(0));
@@ -677,7 +677,7 @@ impl Parser {
                 if ev.status != Status::Error {
                     ev.status = if error.is_some() { Status::Error } else { Status::Ok };
                 }
-                ev.origin2 = Some(r.origin);
+                ev.origin2 = Some(Box::new(r.origin));
                 if let Some(ms) = lenient_u64(p.get("duration_ms")) {
                     ev.duration = Some((ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000);
                 } else if let (Some(a), Some(b)) = (ev.start, r.ts) {
@@ -878,7 +878,7 @@ impl Parser {
             ev.duration = Some(b.saturating_sub(a).max(0));
         }
         if ev.origin2.is_none() && ev.origin.line != r.origin.line {
-            ev.origin2 = Some(r.origin);
+            ev.origin2 = Some(Box::new(r.origin));
         }
         if ev.model.is_empty()
             && let Some(m) = model.as_deref()

@@ -192,7 +192,7 @@ pub fn payload(trace: &Trace, ev: &Event) -> Payload {
                 return Payload::default();
             };
             let mut raws = Vec::new();
-            for o in std::iter::once(ev.origin).chain(ev.origin2) {
+            for o in std::iter::once(ev.origin).chain(ev.origin2.as_deref().copied()) {
                 match read_origin(trace, o) {
                     Ok(b) => raws.push(b),
                     Err(e) => {

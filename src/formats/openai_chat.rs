@@ -486,7 +486,7 @@ fn add_messages(t: &mut Trace, msgs: &[Value], parent: Option<u32>, origin: Orig
                 let failed = obj.get("error").filter(|e| !e.is_null());
                 let e = t.event_mut(call.event);
                 e.status = if failed.is_some() { Status::Error } else { Status::Ok };
-                e.origin2 = Some(origin);
+                e.origin2 = Some(Box::new(origin));
                 if let PayloadRef::Inline(p) = &mut e.payload {
                     p.output = content_of(m);
                     p.error = failed.and_then(ErrorInfo::from_value);

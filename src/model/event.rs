@@ -146,7 +146,8 @@ pub struct Event {
     pub payload: PayloadRef,
     pub origin: Origin,
     /// A second record merged into this event (a tool result line joined to its call).
-    pub origin2: Option<Origin>,
+    /// Boxed: few events have one, and this keeps every event 24 bytes smaller (1M events: 24 MB).
+    pub origin2: Option<Box<Origin>>,
 }
 
 impl Event {

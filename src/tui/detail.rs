@@ -310,7 +310,7 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         src.push_str(&format!(":{}", e.origin.line));
     }
     // A second record (a tool result joined to its call) in a line-oriented file.
-    if let Some(o2) = e.origin2.filter(|o| o.line > 0) {
+    if let Some(o2) = e.origin2.as_deref().copied().filter(|o| o.line > 0) {
         src.push_str(&format!(" + {}:{}", sanitize::line(&file_name(t, o2.file)), o2.line));
     }
     l.push(Tok::Text, src);
@@ -406,6 +406,8 @@ fn raw_section(t: &Trace, i: u32, d: &mut Doc) {
     // The whole document is shown once, however many of its records the event joins.
     origins.extend(
         e.origin2
+            .as_deref()
+            .copied()
             .filter(|o2| !(o2.len == 0 && o2.file == e.origin.file && e.origin.len == 0)),
     );
     for o in origins {
