@@ -606,6 +606,9 @@ fn skim_payload<'a>(k: &mut Skim<'a>) -> Option<PayloadIndex<'a>> {
     Some(p)
 }
 
+/// How many events ahead the id index is prefetched while adding.
+const PREFETCH: usize = 8;
+
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
         let fast = parse_fast(line);
@@ -635,7 +638,13 @@ impl LineParser for Parser {
             let (_, parsed_next) = rayon::join(
                 || {
                     // By reference: an envelope is a few hundred bytes, moving it cost ~5%.
-                    for (p, (l, loc)) in current.iter().zip(part) {
+                    for (k, (p, (l, loc))) in current.iter().zip(part).enumerate() {
+                        if let Some(Some(ahead)) = current.get(k + PREFETCH)
+                            && let (Some(id), Some(t)) =
+                                (ahead.event_id.as_deref(), sink.current.and_then(|i| sink.traces.get(i)))
+                        {
+                            t.prefetch_id(id);
+                        }
                         self.apply(p.as_ref(), l, *loc, sink);
                     }
                 },
