@@ -629,7 +629,14 @@ impl LineParser for Parser {
         // Parsing is most of the work and needs no state; adding events must keep file order.
         // Pipeline: while one part's events are added, the next part is parsed on the other
         // cores (DESIGN §4: both cores in use).
-        let parts: Vec<&[(&[u8], LineLoc)]> = batch.chunks(1024).collect();
+        // A small batch (the explorer reads 1 MiB slices) is cut in four so that it pipelines
+        // too; larger parts cost less to hand out.
+        let part = if batch.len() > 1024 {
+            1024
+        } else {
+            (batch.len() / 4).max(128)
+        };
+        let parts: Vec<&[(&[u8], LineLoc)]> = batch.chunks(part).collect();
         let mut ready = parse_all(parts[0]);
         for k in 0..parts.len() {
             let next = parts.get(k + 1).copied();
