@@ -113,6 +113,12 @@ fn drain(rx: &Receiver<Action>) -> Vec<Action> {
 }
 
 const TICK: Duration = Duration::from_millis(100);
+/// The input wait while background work may report (a run opening or loading, runs being
+/// found, a live run): one frame, so that what it sends is drawn as it arrives rather than at
+/// the next tick (the first screen of a large run came 200 ms late).
+const BACKGROUND_WAIT: Duration = Duration::from_millis(16);
+/// How long a frame waits for a moment when the trace is free before it waits for the lock.
+const FRAME_PATIENCE: Duration = Duration::from_millis(10);
 
 fn event_loop(
     g: &mut terminal::Guard,
@@ -125,19 +131,36 @@ fn event_loop(
 ) -> anyhow::Result<()> {
     let mut dirty = true;
     let mut last_tick = Instant::now();
+    let mut last_report = Instant::now();
+    let mut dirty_since: Option<Instant> = None;
     loop {
         // A loader holding the trace for a slice delays the frame, not the loop: input is
         // still read, and the frame is drawn on the next turn.
+        // A loader that reads slice after slice leaves the lock free only for moments: past
+        // FRAME_PATIENCE the frame waits for it (one slice, a millisecond or two).
         let busy = s
             .run
             .as_ref()
             .is_some_and(|r| matches!(r.trace.try_read(), Err(std::sync::TryLockError::WouldBlock)));
-        if dirty && !busy {
+        let overdue = dirty_since.is_some_and(|t| t.elapsed() >= FRAME_PATIENCE);
+        if dirty && busy && overdue {
+            live.shared.frame_waiting.store(true, Ordering::Release);
+        }
+        if dirty && (!busy || overdue) {
             g.term.draw(|f| render(f, s, theme))?;
             dirty = false;
+            live.shared.frame_waiting.store(false, Ordering::Release);
         }
+        dirty_since = if dirty {
+            dirty_since.or(Some(Instant::now()))
+        } else {
+            None
+        };
+        let expecting = s.loading.is_some() || s.runs.scanning || s.follow || last_report.elapsed() < TICK * 10;
         let wait = if dirty {
             Duration::from_millis(2)
+        } else if expecting {
+            BACKGROUND_WAIT.min(TICK.saturating_sub(last_tick.elapsed()))
         } else {
             TICK.saturating_sub(last_tick.elapsed())
         };
@@ -166,6 +189,7 @@ fn event_loop(
         for a in drain(rx) {
             update(s, a);
             dirty = true;
+            last_report = Instant::now();
         }
         if let Some(p) = terminal::take_background_panic() {
             s.loading = None;

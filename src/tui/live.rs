@@ -42,6 +42,21 @@ pub struct Shared {
     pub wanted: Arc<AtomicU64>,
     /// The source a loader follows: the watcher leaves its summaries to that loader.
     pub followed: Arc<Mutex<Option<PathBuf>>>,
+    /// Set by the view when a frame waits for the trace a loader holds; the loader lets it
+    /// in between two slices (reading slice after slice, it would otherwise hold the lock
+    /// nearly all the time, and a lock does not promise a waiting reader its turn).
+    pub frame_waiting: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Shared {
+    /// Between two slices: if a frame waits, give it the trace (bounded, so that a view that
+    /// went away cannot stall a load).
+    pub fn let_frame_in(&self) {
+        let t0 = Instant::now();
+        while self.frame_waiting.load(Ordering::Acquire) && t0.elapsed() < Duration::from_millis(20) {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
 }
 
 /// Bytes read per slice while holding the trace's write lock: a millisecond or two of
@@ -250,6 +265,7 @@ impl Loader {
                 }
                 r
             };
+            self.sh.let_frame_in();
             let p = match polled {
                 Ok(p) => p,
                 Err(e) => {
