@@ -1,11 +1,11 @@
 //! Wake-ups for the tail: file-system notifications (notify, debounced) on the watched
 //! directory, with a polling fallback for file systems where notify sees nothing.
 
-use notify::RecursiveMode;
-use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why the tail woke up.
 #[derive(Debug, PartialEq, Eq)]
@@ -17,13 +17,24 @@ pub enum Wake {
 }
 
 pub struct Watch {
-    rx: Option<Receiver<DebounceEventResult>>,
-    _debouncer: Option<Debouncer<notify::RecommendedWatcher>>,
+    rx: Option<Receiver<Vec<PathBuf>>>,
+    _watcher: Option<RecommendedWatcher>,
     poll: Duration,
 }
 
 /// Debounce window: short, so that a line written shows up well under 50 ms later.
 const DEBOUNCE: Duration = Duration::from_millis(15);
+
+/// Whether an event can mean new content. Opening and reading a file are events too (inotify
+/// reports them): our own reads must not wake us, or every read causes another, and a
+/// directory of 2,000 runs was summarized twice at start.
+fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
 
 impl Watch {
     /// Watch `root` (recursively). `poll_only` skips notify entirely (`--poll MS`); without it
@@ -32,12 +43,19 @@ impl Watch {
         if poll_only || !root.exists() {
             return Watch {
                 rx: None,
-                _debouncer: None,
+                _watcher: None,
                 poll,
             };
         }
         let (tx, rx) = channel();
-        let deb = new_debouncer(DEBOUNCE, tx).ok().and_then(|mut d| {
+        let handler = move |res: notify::Result<notify::Event>| {
+            if let Ok(e) = res
+                && is_change(&e.kind)
+            {
+                let _ = tx.send(e.paths);
+            }
+        };
+        let deb = notify::recommended_watcher(handler).ok().and_then(|mut d| {
             let mode = if root.is_dir() {
                 RecursiveMode::Recursive
             } else {
@@ -49,18 +67,18 @@ impl Watch {
             } else {
                 root.parent()?.to_path_buf()
             };
-            d.watcher().watch(&target, mode).ok()?;
+            d.watch(&target, mode).ok()?;
             Some(d)
         });
         match deb {
             Some(d) => Watch {
                 rx: Some(rx),
-                _debouncer: Some(d),
+                _watcher: Some(d),
                 poll,
             },
             None => Watch {
                 rx: None,
-                _debouncer: None,
+                _watcher: None,
                 poll,
             },
         }
@@ -77,16 +95,15 @@ impl Watch {
             return Wake::Tick;
         };
         match rx.recv_timeout(self.poll) {
-            Ok(Ok(events)) => {
-                let mut paths: Vec<PathBuf> = events
-                    .into_iter()
-                    .map(|e| e.path)
-                    .filter(|p| p.extension().is_none_or(|x| x != "tmp"))
-                    .collect();
-                // Gather whatever else is already queued: one read serves many writes.
-                while let Ok(Ok(more)) = rx.try_recv() {
-                    paths.extend(more.into_iter().map(|e| e.path));
+            Ok(first) => {
+                // Debounce: what else arrives within the window is one wake-up (a writer's
+                // burst, a file written in two parts).
+                let mut paths = first;
+                let until = Instant::now() + DEBOUNCE;
+                while let Ok(more) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                    paths.extend(more);
                 }
+                paths.retain(|p| p.extension().is_none_or(|x| x != "tmp"));
                 paths.sort();
                 paths.dedup();
                 if paths.is_empty() {
@@ -95,11 +112,33 @@ impl Watch {
                     Wake::Changed(paths)
                 }
             }
-            Ok(Err(_)) | Err(RecvTimeoutError::Timeout) => Wake::Tick,
+            Err(RecvTimeoutError::Timeout) => Wake::Tick,
             Err(RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(self.poll);
                 Wake::Tick
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_is_not_a_change_and_writing_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("events.jsonl");
+        std::fs::write(&f, b"{}\n").unwrap();
+        let w = Watch::new(dir.path(), Duration::from_millis(300), false);
+        assert!(w.is_notifying());
+        // Our own reads (open, read, close) must not wake the watcher: each wake reads again.
+        for _ in 0..3 {
+            std::fs::read(&f).unwrap();
+        }
+        assert_eq!(w.next(), Wake::Tick);
+        use std::io::Write;
+        std::fs::OpenOptions::new().append(true).open(&f).unwrap().write_all(b"{}\n").unwrap();
+        assert_eq!(w.next(), Wake::Changed(vec![f.clone()]));
     }
 }
