@@ -476,6 +476,8 @@ impl Watcher {
         use rayon::prelude::*;
         let found: Vec<(RunRef, Result<Vec<RunEntry>, String>)> =
             new.into_par_iter().map(|r| (r.clone(), entries(&r))).collect();
+        // One message for the whole scan: the view merges and sorts once, not once a run.
+        let mut all = Vec::new();
         for (r, res) in found {
             self.known.insert(r.path.clone());
             match res {
@@ -486,7 +488,7 @@ impl Watcher {
                     {
                         self.running.insert(r.path.clone(), (r.clone(), Some(Instant::now())));
                     }
-                    let _ = self.tx.send(Action::RunsFound(list));
+                    all.extend(list);
                 }
                 Err(e) => {
                     // A run caught as it is created (no events yet): try again later.
@@ -496,6 +498,9 @@ impl Watcher {
                     }
                 }
             }
+        }
+        if !all.is_empty() {
+            let _ = self.tx.send(Action::RunsFound(all));
         }
     }
 
@@ -513,9 +518,13 @@ impl Watcher {
             let mut rescan = last_scan.elapsed() >= if w.is_notifying() { RESCAN } else { opts.poll };
             if let Wake::Changed(paths) = &wake {
                 for p in paths {
-                    match self.known.iter().find(|k| p.starts_with(k)) {
+                    // By the path's ancestors: a scan of every known run for every event was
+                    // most of the explorer's start on a directory of 2,000 runs.
+                    match p.ancestors().find_map(|a| self.known.get(a)) {
                         None => rescan = true,
                         Some(k) => {
+                            let k = k.clone();
+                            let k = &k;
                             // A finished run written again (resumed, replaced): follow it again.
                             if !self.running.contains_key(k)
                                 && let Some(r) = self.run_ref(k)

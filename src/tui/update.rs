@@ -176,15 +176,18 @@ pub fn update(s: &mut State, a: Action) {
 /// run's counts and status change as it is written. Returns whether a run was added.
 fn merge_entries(s: &mut State, list: Vec<RunEntry>) -> bool {
     let mut added = false;
+    let mut at: std::collections::HashMap<(std::path::PathBuf, usize), usize> = s
+        .runs
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, x)| ((x.run.path.clone(), x.index), i))
+        .collect();
     for e in list {
-        match s
-            .runs
-            .entries
-            .iter_mut()
-            .find(|x| x.run.path == e.run.path && x.index == e.index)
-        {
-            Some(x) => x.summary = e.summary,
+        match at.get(&(e.run.path.clone(), e.index)) {
+            Some(&i) => s.runs.entries[i].summary = e.summary,
             None => {
+                at.insert((e.run.path.clone(), e.index), s.runs.entries.len());
                 s.runs.entries.push(e);
                 added = true;
             }
