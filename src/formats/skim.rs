@@ -2,16 +2,18 @@
 //! record, hands the caller the few fields it asks for as borrowed text, and skips everything
 //! else without building values.
 //!
-//! Why not serde_json alone: on a 2 GB AgentDbg file most of the bytes are long payload strings
-//! that the index never reads. serde_json scans them eight bytes at a time and checks the UTF-8
-//! of every borrowed string; this finds string ends with memchr and checks UTF-8 only where
-//! serde_json would.
+//! Why not serde_json alone (DESIGN §4 says typed serde_json): on a 2 GB AgentDbg file most
+//! bytes are payload strings the index never reads. serde_json scans them eight bytes at a time
+//! and checks the UTF-8 of every borrowed string; this classifies each 64-byte block once
+//! (AVX2 when the CPU has it, SSE2 otherwise) and checks UTF-8 only where serde_json would.
+//! Measured on 100k generated events, one core: typed serde_json 176 ms, this 127 ms; the whole
+//! `check` of 1M events went from 3.15 s to about 1.6 s with the other changes of that work.
 //!
 //! Contract: the skimmer is never more lenient than serde_json. Whenever it is unsure (an
-//! escape in a field it returns, a control byte anywhere, deep nesting, a duplicate field,
-//! anything malformed) it answers `None`, and the caller parses the line with serde_json,
-//! which gives the same result or the diagnostic. `tests` and the agentdbg proptests check
-//! this against serde_json on arbitrary and mutated records.
+//! escape in a field it returns, a tab or other control byte, deep nesting, a duplicate
+//! field, anything malformed) it answers `None`, and the caller parses the line with
+//! serde_json, which gives the same result or the diagnostic. The tests here, the agentdbg
+//! proptests (field by field) and `fuzz/fuzz_targets/skim.rs` check this against serde_json.
 
 use serde::{Deserialize, Deserializer};
 
