@@ -138,7 +138,12 @@ mod tests {
         }
         assert_eq!(w.next(), Wake::Tick);
         use std::io::Write;
-        std::fs::OpenOptions::new().append(true).open(&f).unwrap().write_all(b"{}\n").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&f)
+            .unwrap()
+            .write_all(b"{}\n")
+            .unwrap();
         assert_eq!(w.next(), Wake::Changed(vec![f.clone()]));
     }
 }
