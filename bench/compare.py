@@ -96,6 +96,7 @@ def main():
     else:
         print("jq: not installed")
     table(f"Index one {size / 1e9:.2f} GB AgentDbg run ({a.events} events)", rows, rows[0]["median"])
+    print("\n(Peak RSS has a floor of this script's own size: a child starts with its parent's.)")
 
     run_jsons = [os.path.join(many, d, "run.json") for d in sorted(os.listdir(many)) if not d.startswith(".")]
     rows = [
