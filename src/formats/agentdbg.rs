@@ -6,7 +6,7 @@
 //! payload fields the index needs are read, and the payload itself stays on disk until shown.
 
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
-use super::skim::{Raw, Skim};
+use super::skim::{Raw, Seen, Skim};
 use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded_owned, lenient_u64, read_json_file, stem};
 use crate::model::*;
 use serde::Deserialize;
@@ -521,24 +521,18 @@ fn skim(line: &[u8]) -> Option<FastEnvelope<'_>> {
         start: None,
         duration: None,
     };
-    let mut seen = 0u32;
-    // serde rejects a field given twice.
-    let mut first = |bit: u32| {
-        let new = seen & (1 << bit) == 0;
-        seen |= 1 << bit;
-        new.then_some(())
-    };
+    let mut seen = Seen::default();
     k.object(|k, key| {
         match key {
-            b"event_id" => (first(0)?, e.event_id = borrowed(k.opt_str()?)),
-            b"run_id" => (first(1)?, e.run_id = borrowed(k.opt_str()?)),
-            b"parent_id" => (first(2)?, e.parent_id = borrowed(k.opt_str()?)),
-            b"event_type" => (first(3)?, e.event_type = Cow::Borrowed(k.opt_str()??)),
-            b"ts" => (first(4)?, e.ts = k.raw()?),
-            b"duration_ms" => (first(5)?, e.duration_ms = k.raw()?),
-            b"name" => (first(6)?, e.name = borrowed(k.opt_str()?)),
+            b"event_id" => (seen.first(0)?, e.event_id = borrowed(k.opt_str()?)),
+            b"run_id" => (seen.first(1)?, e.run_id = borrowed(k.opt_str()?)),
+            b"parent_id" => (seen.first(2)?, e.parent_id = borrowed(k.opt_str()?)),
+            b"event_type" => (seen.first(3)?, e.event_type = Cow::Borrowed(k.opt_str()??)),
+            b"ts" => (seen.first(4)?, e.ts = k.raw()?),
+            b"duration_ms" => (seen.first(5)?, e.duration_ms = k.raw()?),
+            b"name" => (seen.first(6)?, e.name = borrowed(k.opt_str()?)),
             b"payload" => (
-                first(7)?,
+                seen.first(7)?,
                 e.payload = if k.is_null_next() {
                     k.skip()?;
                     None
@@ -551,26 +545,21 @@ fn skim(line: &[u8]) -> Option<FastEnvelope<'_>> {
         Some(())
     })?;
     // event_type is the one field without a default.
-    (k.at_end() && seen & (1 << 3) != 0).then_some(e)
+    (k.at_end() && seen.has(3)).then_some(e)
 }
 
 /// `UsageIndex` as serde_json reads it, by the skimmer (None: left to serde_json).
 fn skim_usage(raw: &[u8]) -> Option<UsageIndex<'_>> {
     let mut k = Skim::new(raw);
     let mut u = UsageIndex::default();
-    let mut seen = 0u32;
-    let mut first = |bit: u32| {
-        let new = seen & (1 << bit) == 0;
-        seen |= 1 << bit;
-        new.then_some(())
-    };
+    let mut seen = Seen::default();
     k.object(|k, key| {
         match key {
-            b"prompt_tokens" => (first(0)?, u.prompt_tokens = k.raw()?),
-            b"completion_tokens" => (first(1)?, u.completion_tokens = k.raw()?),
-            b"total_tokens" => (first(2)?, u.total_tokens = k.raw()?),
-            b"input_tokens" => (first(3)?, u.input_tokens = k.raw()?),
-            b"output_tokens" => (first(4)?, u.output_tokens = k.raw()?),
+            b"prompt_tokens" => (seen.first(0)?, u.prompt_tokens = k.raw()?),
+            b"completion_tokens" => (seen.first(1)?, u.completion_tokens = k.raw()?),
+            b"total_tokens" => (seen.first(2)?, u.total_tokens = k.raw()?),
+            b"input_tokens" => (seen.first(3)?, u.input_tokens = k.raw()?),
+            b"output_tokens" => (seen.first(4)?, u.output_tokens = k.raw()?),
             _ => ((), k.skip()?),
         };
         Some(())
@@ -584,21 +573,16 @@ fn borrowed(s: Option<&str>) -> Option<Cow<'_, str>> {
 
 fn skim_payload<'a>(k: &mut Skim<'a>) -> Option<PayloadIndex<'a>> {
     let mut p = PayloadIndex::default();
-    let mut seen = 0u32;
-    let mut first = |bit: u32| {
-        let new = seen & (1 << bit) == 0;
-        seen |= 1 << bit;
-        new.then_some(())
-    };
+    let mut seen = Seen::default();
     k.object(|k, key| {
         match key {
-            b"tool_name" => (first(0)?, p.tool_name = borrowed(k.opt_str()?)),
-            b"model" => (first(1)?, p.model = borrowed(k.opt_str()?)),
-            b"status" => (first(2)?, p.status = borrowed(k.opt_str()?)),
-            b"run_name" => (first(3)?, p.run_name = borrowed(k.opt_str()?)),
-            b"error_type" => (first(4)?, p.error_type = borrowed(k.opt_str()?)),
-            b"usage" => (first(5)?, p.usage = k.raw()?),
-            b"error" => (first(6)?, p.error = k.raw()?),
+            b"tool_name" => (seen.first(0)?, p.tool_name = borrowed(k.opt_str()?)),
+            b"model" => (seen.first(1)?, p.model = borrowed(k.opt_str()?)),
+            b"status" => (seen.first(2)?, p.status = borrowed(k.opt_str()?)),
+            b"run_name" => (seen.first(3)?, p.run_name = borrowed(k.opt_str()?)),
+            b"error_type" => (seen.first(4)?, p.error_type = borrowed(k.opt_str()?)),
+            b"usage" => (seen.first(5)?, p.usage = k.raw()?),
+            b"error" => (seen.first(6)?, p.error = k.raw()?),
             _ => ((), k.skip()?),
         };
         Some(())

@@ -417,6 +417,23 @@ fn block_mask(b: &[u8; 64]) -> u64 {
     mask
 }
 
+/// The fields of a typed struct already read: serde rejects a field given twice, so the
+/// skimmer must too (`first(n)` is None the second time).
+#[derive(Default)]
+pub struct Seen(u64);
+
+impl Seen {
+    pub fn first(&mut self, field: u32) -> Option<()> {
+        let new = self.0 & (1 << field) == 0;
+        self.0 |= 1 << field;
+        new.then_some(())
+    }
+
+    pub fn has(&self, field: u32) -> bool {
+        self.0 & (1 << field) != 0
+    }
+}
+
 /// A value's raw JSON text, borrowed from the record: what serde_json's `RawValue` holds, in a
 /// type the skimmer can make too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
