@@ -267,6 +267,18 @@ impl Parser {
         self.turns.last().map_or(self.root, |t| t.event)
     }
 
+    /// An event of one record, under the current parent, its payload kept inline.
+    fn add_here(&self, t: &mut Trace, r: &Rec, kind: EventKind, name: &str, status: Status, payload: Payload) -> u32 {
+        t.add(NewEvent {
+            parent: Parent::Index(self.parent()),
+            start: r.ts,
+            status,
+            origin: r.origin,
+            payload: PayloadRef::inline(payload),
+            ..NewEvent::new(kind, name)
+        })
+    }
+
     fn start_turn(&mut self, t: &mut Trace, id: Option<&str>, ts: Option<i64>, origin: Origin) -> usize {
         let n = self.turns.len() + 1;
         let first_prompt = self.loose_prompts.first().map(|&p| t.event(p).start);
@@ -580,17 +592,17 @@ impl Parser {
                             Some(r.line),
                             format!("{x} for call_id {call_id:?} matches no open call; shown on its own"),
                         ));
-                        t.add(NewEvent {
-                            parent: Parent::Index(self.parent()),
-                            start: r.ts,
-                            status: if failed { Status::Error } else { Status::Ok },
-                            origin: r.origin,
-                            payload: PayloadRef::inline(Payload {
+                        self.add_here(
+                            t,
+                            r,
+                            EventKind::Message(Role::Tool),
+                            x,
+                            if failed { Status::Error } else { Status::Ok },
+                            Payload {
                                 output,
                                 ..Default::default()
-                            }),
-                            ..NewEvent::new(EventKind::Message(Role::Tool), x)
-                        });
+                            },
+                        );
                     }
                 }
             }
@@ -601,31 +613,31 @@ impl Parser {
                     str_of(p, "author").unwrap_or("?"),
                     str_of(p, "recipient").unwrap_or("?")
                 );
-                t.add(NewEvent {
-                    parent: Parent::Index(self.parent()),
-                    start: r.ts,
-                    status: Status::Ok,
-                    origin: r.origin,
-                    payload: PayloadRef::inline(Payload {
+                self.add_here(
+                    t,
+                    r,
+                    EventKind::Message(Role::Other),
+                    &who,
+                    Status::Ok,
+                    Payload {
                         input: p.get("content").cloned(),
                         ..Default::default()
-                    }),
-                    ..NewEvent::new(EventKind::Message(Role::Other), &who)
-                });
+                    },
+                );
             }
             _ => {
                 let name = if ty.is_empty() { "response item" } else { ty };
-                t.add(NewEvent {
-                    parent: Parent::Index(self.parent()),
-                    start: r.ts,
-                    status: Status::Ok,
-                    origin: r.origin,
-                    payload: PayloadRef::inline(Payload {
+                self.add_here(
+                    t,
+                    r,
+                    EventKind::Other,
+                    name,
+                    Status::Ok,
+                    Payload {
                         input: Some(p.clone()),
                         ..Default::default()
-                    }),
-                    ..NewEvent::new(EventKind::Other, name)
-                });
+                    },
+                );
             }
         }
     }
@@ -692,12 +704,13 @@ impl Parser {
             "token_count" => self.token_count(t, p, r),
             "error" | "stream_error" => {
                 self.errored_last = ty == "error";
-                t.add(NewEvent {
-                    parent: Parent::Index(self.parent()),
-                    start: r.ts,
-                    status: Status::Error,
-                    origin: r.origin,
-                    payload: PayloadRef::inline(Payload {
+                self.add_here(
+                    t,
+                    r,
+                    EventKind::Error,
+                    ty,
+                    Status::Error,
+                    Payload {
                         error: Some(ErrorInfo {
                             kind: field(p, "codex_error_info").map(|c| match c {
                                 Value::String(s) => s.clone(),
@@ -707,9 +720,8 @@ impl Parser {
                             ..Default::default()
                         }),
                         ..Default::default()
-                    }),
-                    ..NewEvent::new(EventKind::Error, ty)
-                });
+                    },
+                );
             }
             "thread_name_updated" => {
                 if let Some(n) = str_of(p, "thread_name").filter(|s| !s.trim().is_empty()) {
@@ -722,24 +734,16 @@ impl Parser {
                 if let Some(id) = call_id {
                     self.call_event(t, ty, id, p, r);
                 } else if SHOWN_EVENTS.contains(&ty) {
-                    t.add(NewEvent {
-                        parent: Parent::Index(self.parent()),
-                        start: r.ts,
-                        status: Status::Ok,
-                        origin: r.origin,
-                        payload: PayloadRef::inline(Payload {
-                            input: Some(p.clone()),
-                            ..Default::default()
-                        }),
-                        ..NewEvent::new(
-                            if ty == "context_compacted" {
-                                EventKind::State
-                            } else {
-                                EventKind::Other
-                            },
-                            ty,
-                        )
-                    });
+                    let kind = if ty == "context_compacted" {
+                        EventKind::State
+                    } else {
+                        EventKind::Other
+                    };
+                    let input = Payload {
+                        input: Some(p.clone()),
+                        ..Default::default()
+                    };
+                    self.add_here(t, r, kind, ty, Status::Ok, input);
                 }
             }
         }
@@ -1039,17 +1043,17 @@ impl LineParser for Parser {
             "response_item" => self.response_item(t, payload, &r),
             "event_msg" => self.event_msg(t, payload, &r),
             "compacted" => {
-                t.add(NewEvent {
-                    parent: Parent::Index(self.parent()),
-                    start: r.ts,
-                    status: Status::Ok,
-                    origin: r.origin,
-                    payload: PayloadRef::inline(Payload {
+                self.add_here(
+                    t,
+                    &r,
+                    EventKind::State,
+                    "compacted",
+                    Status::Ok,
+                    Payload {
                         input: field(payload, "message").cloned(),
                         ..Default::default()
-                    }),
-                    ..NewEvent::new(EventKind::State, "compacted")
-                });
+                    },
+                );
             }
             other if QUIET_TYPES.contains(&other) => {}
             other => {
