@@ -453,34 +453,6 @@ impl Parser {
         self.states.push(RunState::default());
         idx
     }
-
-    /// Status and counts from what the events say; run.json's status is provisional while
-    /// it says running (DESIGN §6).
-    pub fn settle(&mut self, sink: &mut Sink) {
-        for (i, rs) in self.states.iter().enumerate() {
-            let t = &mut sink.traces[i];
-            let from_events = match rs.root {
-                Some(r) if rs.ended => match t.events[r as usize].status {
-                    Status::Error => RunStatus::Error,
-                    _ => RunStatus::Ok,
-                },
-                _ => RunStatus::Running,
-            };
-            // run.json is rewritten at the end, RUN_END is appended: the events have the last word.
-            t.meta.status = match rs.meta_status {
-                _ if rs.ended => from_events,
-                Some(s @ (RunStatus::Ok | RunStatus::Error)) => s,
-                _ => from_events,
-            };
-            if let Some(r) = rs.root {
-                let e = &t.events[r as usize];
-                t.meta.start = t.meta.start.or(e.start);
-                if rs.ended {
-                    t.meta.end = t.meta.end.or(e.end());
-                }
-            }
-        }
-    }
 }
 
 /// The pure half of reading a line: safe to run on many lines at once. The skimmer reads
@@ -655,10 +627,31 @@ impl LineParser for Parser {
         self.read_run_json(&rj, sink);
     }
 
-    fn flush(&mut self, sink: &mut Sink) {
-        self.settle(sink);
-        for t in &mut sink.traces {
-            t.finalize();
+    /// Status and counts from what the events say; run.json's status is provisional while
+    /// it says running (DESIGN §6).
+    fn settle(&mut self, sink: &mut Sink) {
+        for (i, rs) in self.states.iter().enumerate() {
+            let t = &mut sink.traces[i];
+            let from_events = match rs.root {
+                Some(r) if rs.ended => match t.events[r as usize].status {
+                    Status::Error => RunStatus::Error,
+                    _ => RunStatus::Ok,
+                },
+                _ => RunStatus::Running,
+            };
+            // run.json is rewritten at the end, RUN_END is appended: the events have the last word.
+            t.meta.status = match rs.meta_status {
+                _ if rs.ended => from_events,
+                Some(s @ (RunStatus::Ok | RunStatus::Error)) => s,
+                _ => from_events,
+            };
+            if let Some(r) = rs.root {
+                let e = &t.events[r as usize];
+                t.meta.start = t.meta.start.or(e.start);
+                if rs.ended {
+                    t.meta.end = t.meta.end.or(e.end());
+                }
+            }
         }
     }
 }

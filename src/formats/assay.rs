@@ -919,29 +919,6 @@ impl Parser {
             }
         }
     }
-
-    /// Statuses as far as the file goes now (may be called many times while it grows).
-    fn settle(&mut self, sink: &mut Sink) {
-        for (i, st) in self.states.iter().enumerate() {
-            let t = &mut sink.traces[i];
-            t.meta.status = match st.shape {
-                Shape::Calls => {
-                    let mut s = RunStatus::Ok;
-                    for e in &t.events {
-                        match e.status {
-                            Status::Error => s = RunStatus::Error,
-                            Status::Pending if s != RunStatus::Error => s = RunStatus::Running,
-                            _ => {}
-                        }
-                    }
-                    s
-                }
-                _ if !st.ended => RunStatus::Running,
-                _ if st.failed => RunStatus::Error,
-                _ => RunStatus::Ok,
-            };
-        }
-    }
 }
 
 /// A warning on a trace built here, bounded as the sink bounds its own (hostile input).
@@ -994,10 +971,26 @@ impl LineParser for Parser {
         }
     }
 
-    fn flush(&mut self, sink: &mut Sink) {
-        self.settle(sink);
-        for t in &mut sink.traces {
-            t.finalize();
+    /// Statuses as far as the file goes now (may be called many times while it grows).
+    fn settle(&mut self, sink: &mut Sink) {
+        for (i, st) in self.states.iter().enumerate() {
+            let t = &mut sink.traces[i];
+            t.meta.status = match st.shape {
+                Shape::Calls => {
+                    let mut s = RunStatus::Ok;
+                    for e in &t.events {
+                        match e.status {
+                            Status::Error => s = RunStatus::Error,
+                            Status::Pending if s != RunStatus::Error => s = RunStatus::Running,
+                            _ => {}
+                        }
+                    }
+                    s
+                }
+                _ if !st.ended => RunStatus::Running,
+                _ if st.failed => RunStatus::Error,
+                _ => RunStatus::Ok,
+            };
         }
     }
 }

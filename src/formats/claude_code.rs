@@ -392,7 +392,7 @@ impl Parser {
     }
 
     /// Settle what the records so far say: run status, name, times.
-    fn settle(&mut self, sink: &mut Sink) {
+    fn settle_run(&mut self, sink: &mut Sink) {
         let (Some(t), Some(root)) = (sink.traces.first_mut(), self.s.root) else {
             return;
         };
@@ -494,14 +494,11 @@ impl LineParser for Parser {
         record(&mut self.s, &mut self.main, line, loc, sink);
     }
 
-    fn flush(&mut self, sink: &mut Sink) {
+    fn settle(&mut self, sink: &mut Sink) {
         if self.s.root.is_some() {
             self.read_subagents(sink);
             self.match_subagents(sink);
-            self.settle(sink);
-        }
-        for t in &mut sink.traces {
-            t.finalize();
+            self.settle_run(sink);
         }
     }
 }

@@ -895,68 +895,6 @@ impl Parser {
         t.payload_mut(l).set_extra("usage", delta);
         self.llm_open = false;
     }
-
-    fn settle(&mut self, sink: &mut Sink) {
-        let Some(ti) = self.ti else { return };
-        let t = &mut sink.traces[ti];
-        let pending = t
-            .events
-            .iter()
-            .any(|e| e.kind == EventKind::ToolCall && e.status == Status::Pending);
-        let last_turn = self.turns.last();
-        // A rollout has no end marker of its own: an open turn or an unanswered call means
-        // the session is running (or stopped there); a finished last turn decides otherwise.
-        let status = if self.aborted_last && last_turn.is_some_and(|x| x.closed) {
-            RunStatus::Error
-        } else if pending || last_turn.is_some_and(|x| !x.closed && x.has_task) {
-            RunStatus::Running
-        } else if self.errored_last {
-            RunStatus::Error
-        } else if last_turn.is_some_and(|x| x.closed) || self.llm.is_some() {
-            RunStatus::Ok
-        } else {
-            RunStatus::Unknown
-        };
-        t.meta.status = status;
-        t.meta.model = self.model.clone();
-        let (lo, hi) = {
-            let mut lo: Option<i64> = None;
-            let mut hi: Option<i64> = None;
-            for e in &t.events {
-                if let Some(s) = e.start {
-                    lo = Some(lo.map_or(s, |x| x.min(s)));
-                    let end = e.end().unwrap_or(s);
-                    hi = Some(hi.map_or(end, |x| x.max(end)));
-                }
-            }
-            (lo, hi)
-        };
-        t.meta.start = t.meta.start.or(lo);
-        let start = t.meta.start.or(lo);
-        let root = t.event_mut(self.root);
-        root.start = start;
-        if let (Some(a), Some(b)) = (root.start, hi) {
-            root.duration = Some(b.saturating_sub(a).max(0));
-        }
-        root.status = match status {
-            RunStatus::Running => Status::Pending,
-            RunStatus::Ok => Status::Ok,
-            RunStatus::Error => Status::Error,
-            RunStatus::Unknown => Status::Unknown,
-        };
-        // Turns without their task events end when the next one starts.
-        let n = self.turns.len();
-        for (i, turn) in self.turns.iter().enumerate() {
-            let e = t.event(turn.event);
-            if !turn.has_task && e.status == Status::Pending && (i + 1 < n || status != RunStatus::Running) {
-                t.event_mut(turn.event).status = Status::Ok;
-            }
-        }
-        if let Some(name) = t.meta.name.clone() {
-            let r = t.strings.intern(&name);
-            t.event_mut(self.root).name = r;
-        }
-    }
 }
 
 struct Rec {
@@ -1071,10 +1009,65 @@ impl LineParser for Parser {
         }
     }
 
-    fn flush(&mut self, sink: &mut Sink) {
-        self.settle(sink);
-        for t in &mut sink.traces {
-            t.finalize();
+    fn settle(&mut self, sink: &mut Sink) {
+        let Some(ti) = self.ti else { return };
+        let t = &mut sink.traces[ti];
+        let pending = t
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::ToolCall && e.status == Status::Pending);
+        let last_turn = self.turns.last();
+        // A rollout has no end marker of its own: an open turn or an unanswered call means
+        // the session is running (or stopped there); a finished last turn decides otherwise.
+        let status = if self.aborted_last && last_turn.is_some_and(|x| x.closed) {
+            RunStatus::Error
+        } else if pending || last_turn.is_some_and(|x| !x.closed && x.has_task) {
+            RunStatus::Running
+        } else if self.errored_last {
+            RunStatus::Error
+        } else if last_turn.is_some_and(|x| x.closed) || self.llm.is_some() {
+            RunStatus::Ok
+        } else {
+            RunStatus::Unknown
+        };
+        t.meta.status = status;
+        t.meta.model = self.model.clone();
+        let (lo, hi) = {
+            let mut lo: Option<i64> = None;
+            let mut hi: Option<i64> = None;
+            for e in &t.events {
+                if let Some(s) = e.start {
+                    lo = Some(lo.map_or(s, |x| x.min(s)));
+                    let end = e.end().unwrap_or(s);
+                    hi = Some(hi.map_or(end, |x| x.max(end)));
+                }
+            }
+            (lo, hi)
+        };
+        t.meta.start = t.meta.start.or(lo);
+        let start = t.meta.start.or(lo);
+        let root = t.event_mut(self.root);
+        root.start = start;
+        if let (Some(a), Some(b)) = (root.start, hi) {
+            root.duration = Some(b.saturating_sub(a).max(0));
+        }
+        root.status = match status {
+            RunStatus::Running => Status::Pending,
+            RunStatus::Ok => Status::Ok,
+            RunStatus::Error => Status::Error,
+            RunStatus::Unknown => Status::Unknown,
+        };
+        // Turns without their task events end when the next one starts.
+        let n = self.turns.len();
+        for (i, turn) in self.turns.iter().enumerate() {
+            let e = t.event(turn.event);
+            if !turn.has_task && e.status == Status::Pending && (i + 1 < n || status != RunStatus::Running) {
+                t.event_mut(turn.event).status = Status::Ok;
+            }
+        }
+        if let Some(name) = t.meta.name.clone() {
+            let r = t.strings.intern(&name);
+            t.event_mut(self.root).name = r;
         }
     }
 }

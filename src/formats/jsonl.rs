@@ -36,9 +36,12 @@ impl LineLoc {
 pub trait LineParser: Send {
     /// One complete, non-blank line (no newline).
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink);
-    /// The reader reached the end of what is there now: settle provisional state (sort the
-    /// tree, mark open runs). May be called many times while a file grows.
+    /// The end of what is there now: settle what is provisional (the status of runs still
+    /// open, times taken from metadata). May be called many times while a file grows.
+    fn settle(&mut self, _sink: &mut Sink) {}
+    /// The reader reached the end of what is there now: settle, then sort the tree.
     fn flush(&mut self, sink: &mut Sink) {
+        self.settle(sink);
         for t in &mut sink.traces {
             t.finalize();
         }

@@ -398,40 +398,6 @@ impl Parser {
             obj.get("status").and_then(Value::as_str).unwrap_or(""),
         ));
     }
-
-    /// Derive run status and times from the root span and meta.json, as they stand now.
-    fn settle(&mut self, sink: &mut Sink) {
-        for (i, rs) in self.states.iter().enumerate() {
-            let Some(t) = sink.traces.get_mut(i) else { continue };
-            let root = rs.root.map(|r| {
-                let e = &t.events[r as usize];
-                (e.status, e.start, e.end())
-            });
-            let root_done = root.is_some_and(|(s, _, _)| s != Status::Pending);
-            t.meta.status = match (rs.meta_status, root) {
-                (Some(RunStatus::Error), _) => RunStatus::Error,
-                (_, Some((status, _, _))) if root_done => {
-                    if status == Status::Error {
-                        RunStatus::Error
-                    } else {
-                        RunStatus::Ok
-                    }
-                }
-                (_, Some(_)) => RunStatus::Running,
-                // No root span yet: meta.json says what it says ("running" is provisional).
-                (Some(s), None) => s,
-                (None, None) if t.events.is_empty() => RunStatus::Unknown,
-                // The root is written last: a run without one is still going.
-                (None, None) => RunStatus::Running,
-            };
-            if let Some((_, start, end)) = root {
-                t.meta.start = t.meta.start.or(start);
-                if root_done {
-                    t.meta.end = t.meta.end.or(end);
-                }
-            }
-        }
-    }
 }
 
 impl LineParser for Parser {
@@ -592,10 +558,37 @@ impl LineParser for Parser {
         self.read_meta(&m, sink);
     }
 
-    fn flush(&mut self, sink: &mut Sink) {
-        self.settle(sink);
-        for t in &mut sink.traces {
-            t.finalize();
+    /// Derive run status and times from the root span and meta.json, as they stand now.
+    fn settle(&mut self, sink: &mut Sink) {
+        for (i, rs) in self.states.iter().enumerate() {
+            let Some(t) = sink.traces.get_mut(i) else { continue };
+            let root = rs.root.map(|r| {
+                let e = &t.events[r as usize];
+                (e.status, e.start, e.end())
+            });
+            let root_done = root.is_some_and(|(s, _, _)| s != Status::Pending);
+            t.meta.status = match (rs.meta_status, root) {
+                (Some(RunStatus::Error), _) => RunStatus::Error,
+                (_, Some((status, _, _))) if root_done => {
+                    if status == Status::Error {
+                        RunStatus::Error
+                    } else {
+                        RunStatus::Ok
+                    }
+                }
+                (_, Some(_)) => RunStatus::Running,
+                // No root span yet: meta.json says what it says ("running" is provisional).
+                (Some(s), None) => s,
+                (None, None) if t.events.is_empty() => RunStatus::Unknown,
+                // The root is written last: a run without one is still going.
+                (None, None) => RunStatus::Running,
+            };
+            if let Some((_, start, end)) = root {
+                t.meta.start = t.meta.start.or(start);
+                if root_done {
+                    t.meta.end = t.meta.end.or(end);
+                }
+            }
         }
     }
 }
