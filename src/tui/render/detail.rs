@@ -45,13 +45,9 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
         title.push_str("· nowrap ");
     }
     let total = d.doc.lines.len();
-    block(Line::from(title), focused, th)
-        .title_bottom(Line::from(format!(" {}/{total} ", d.cursor + 1)).right_aligned())
-        .render(area, buf);
-    let inner = layout::inner(area);
-    if inner.height == 0 || inner.width == 0 {
+    let Some(inner) = document_frame(buf, area, title, focused, d.cursor, total, th) else {
         return;
-    }
+    };
     let needles: Vec<&str> = r
         .filter
         .query
@@ -87,4 +83,22 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
             y += 1;
         }
     }
+}
+
+/// The frame of a document pane (an event's detail, a diff pair): title, `line/lines` at the
+/// bottom; the inside, unless there is no room.
+pub(super) fn document_frame(
+    buf: &mut Buffer,
+    area: Rect,
+    title: String,
+    focused: bool,
+    cursor: usize,
+    total: usize,
+    th: &Theme,
+) -> Option<Rect> {
+    block(Line::from(title), focused, th)
+        .title_bottom(Line::from(format!(" {}/{total} ", cursor + 1)).right_aligned())
+        .render(area, buf);
+    let inner = layout::inner(area);
+    (inner.height > 0 && inner.width > 0).then_some(inner)
 }

@@ -346,13 +346,9 @@ fn pair(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) {
         title.push_str("· nowrap ");
     }
     let total = p.doc.lines.len();
-    block(Line::from(title), true, th)
-        .title_bottom(Line::from(format!(" {}/{total} ", p.cursor + 1)).right_aligned())
-        .render(area, buf);
-    let inner = layout::inner(area);
-    if inner.height == 0 || inner.width == 0 {
+    let Some(inner) = super::detail::document_frame(buf, area, title, true, p.cursor, total, th) else {
         return;
-    }
+    };
     let bottom = inner.y + inner.height;
     let mut y = inner.y;
     for i in p.offset..total {
