@@ -21,6 +21,29 @@ impl Metric {
         let b = self.baseline?;
         (b != 0).then(|| self.delta().map(|d| d as f64 * 100.0 / b as f64))?
     }
+
+    /// A value of this metric as shown: `-` when unknown, durations in their unit.
+    pub fn value_text(&self, x: Option<i64>) -> String {
+        match x {
+            None => "-".to_string(),
+            Some(x) if self.name == "duration" => crate::model::format_duration(x),
+            Some(x) => x.to_string(),
+        }
+    }
+
+    /// The change as shown, `+1 (+50.0%)`; `None` when a side is unknown, `±0` when equal.
+    pub fn delta_text(&self) -> Option<String> {
+        let d = self.delta()?;
+        if d == 0 {
+            return Some("±0".to_string());
+        }
+        let sign = if d > 0 { "+" } else { "-" };
+        let mag = self.value_text(Some(d.abs()));
+        Some(match self.pct() {
+            Some(p) => format!("{sign}{mag} ({p:+.1}%)"),
+            None => format!("{sign}{mag}"),
+        })
+    }
 }
 
 /// Metric names; `duration` values are nanoseconds.
@@ -73,5 +96,15 @@ mod tests {
             current: Some(3),
         };
         assert_eq!((u.delta(), u.pct()), (None, None));
+        assert_eq!(m.delta_text().as_deref(), Some("+1 (+25.0%)"));
+        assert_eq!(z.delta_text().as_deref(), Some("+3"));
+        assert_eq!((u.delta_text(), u.value_text(u.baseline)), (None, "-".to_string()));
+        let d = Metric {
+            name: "duration",
+            baseline: Some(2_000_000_000),
+            current: Some(1_000_000_000),
+        };
+        assert_eq!(d.delta_text().as_deref(), Some("-1.00s (-50.0%)"));
+        assert_eq!(Metric { current: Some(4), ..m }.delta_text().as_deref(), Some("±0"));
     }
 }

@@ -7,7 +7,7 @@
 use crate::cli::Output;
 use crate::diff::{Diff, Op, PathChange, Row, Verdict};
 use crate::formats::Format;
-use crate::model::{Trace, format_duration};
+use crate::model::Trace;
 use crate::report::short;
 use crate::sanitize;
 use serde_json::{Value, json};
@@ -305,33 +305,12 @@ fn paths(list: &[PathChange], out: &mut dyn Write, paint: &Paint) -> std::io::Re
 }
 
 fn metric_line(m: &crate::diff::Metric) -> String {
-    let dur = m.name == "duration";
-    let val = |x: Option<i64>| match x {
-        None => "-".to_string(),
-        Some(x) if dur => format_duration(x),
-        Some(x) => x.to_string(),
-    };
-    let delta = match m.delta() {
-        None => String::new(),
-        Some(0) => "  ±0".to_string(),
-        Some(d) => {
-            let sign = if d > 0 { "+" } else { "-" };
-            let mag = if dur {
-                format_duration(d.abs())
-            } else {
-                d.abs().to_string()
-            };
-            match m.pct() {
-                Some(p) => format!("  {sign}{mag} ({p:+.1}%)"),
-                None => format!("  {sign}{mag}"),
-            }
-        }
-    };
+    let delta = m.delta_text().map(|d| format!("  {d}")).unwrap_or_default();
     format!(
         "{:<11} {} → {}{}",
         m.name.replace('_', " "),
-        val(m.baseline),
-        val(m.current),
+        m.value_text(m.baseline),
+        m.value_text(m.current),
         delta
     )
 }

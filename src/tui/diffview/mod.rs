@@ -11,7 +11,7 @@ pub use task::Source;
 use super::detail::{self, Doc, Line, Tok};
 use super::theme::Role;
 use crate::diff::{Diff, Op, PathChange, Row, Verdict};
-use crate::model::{EventKind, Trace, format_duration};
+use crate::model::{EventKind, Trace};
 use crate::report::short;
 use crate::sanitize;
 use std::sync::Arc;
@@ -430,29 +430,12 @@ pub fn op_role(op: Op) -> Role {
 
 /// `tool calls 2 → 3 +1 (+50.0%)`: (name, values, delta) pieces.
 pub fn metric_text(m: &crate::diff::Metric) -> (String, String, Option<String>) {
-    let dur = m.name == "duration";
-    let val = |x: Option<i64>| match x {
-        None => "-".to_string(),
-        Some(x) if dur => format_duration(x),
-        Some(x) => x.to_string(),
-    };
     let name = match m.name {
         "llm_calls" => "LLM calls".to_string(),
         n => n.replace('_', " "),
     };
-    let delta = m.delta().filter(|d| *d != 0).map(|d| {
-        let sign = if d > 0 { "+" } else { "-" };
-        let mag = if dur {
-            format_duration(d.abs())
-        } else {
-            d.abs().to_string()
-        };
-        match m.pct() {
-            Some(p) => format!("{sign}{mag} ({p:+.1}%)"),
-            None => format!("{sign}{mag}"),
-        }
-    });
-    (name, format!("{} → {}", val(m.baseline), val(m.current)), delta)
+    let values = format!("{} → {}", m.value_text(m.baseline), m.value_text(m.current));
+    (name, values, m.delta_text().filter(|d| d != "±0"))
 }
 
 /// The header above the rows: verdict and row counts, metric deltas (flowed into as many
