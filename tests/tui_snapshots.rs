@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use tracetui::model::{EventKind, NewEvent, Parent, Status};
 use tracetui::tui::action::Action;
 use tracetui::tui::render::render;
-use tracetui::tui::state::{Effect, Progress, State, shared};
+use tracetui::tui::state::{Progress, State, shared};
 use tracetui::tui::theme::Theme;
 use tracetui::tui::update::update;
 
@@ -161,17 +161,8 @@ fn no_color_theme_renders_without_colours() {
 fn live_opened(path: &str, size: (u16, u16), follow: bool, loading: Option<Progress>) -> State {
     let mut s = runs(&[path], size);
     s.follow = follow;
-    press(&mut s, &["enter"]);
-    let Some(Effect::LoadRun {
-        generation,
-        run,
-        index,
-        id,
-    }) = s.effects.pop()
-    else {
-        panic!("no load")
-    };
-    let trace = tracetui::tui::load_one(&run, index, &id).unwrap();
+    let (generation, trace) = common::enter_and_load(&mut s);
+    let trace = trace.unwrap();
     update(
         &mut s,
         Action::RunUpdate {

@@ -57,8 +57,8 @@ pub fn listed(paths: &[PathBuf], size: (u16, u16)) -> State {
     s
 }
 
-/// Open the selected run, loaded the way the app loads it.
-pub fn open_selected(s: &mut State) {
+/// Enter on the selected run, and load it as the app's loader would: (generation, result).
+pub fn enter_and_load(s: &mut State) -> (u64, Result<Box<tracetui::model::Trace>, String>) {
     press(s, &["enter"]);
     let Some(Effect::LoadRun {
         generation,
@@ -69,12 +69,12 @@ pub fn open_selected(s: &mut State) {
     else {
         panic!("no load")
     };
-    update(
-        s,
-        Action::RunLoaded {
-            generation,
-            result: tracetui::tui::load_one(&run, index, &id),
-        },
-    );
+    (generation, tracetui::tui::load_one(&run, index, &id))
+}
+
+/// Open the selected run, loaded the way the app loads it.
+pub fn open_selected(s: &mut State) {
+    let (generation, result) = enter_and_load(s);
+    update(s, Action::RunLoaded { generation, result });
     assert_eq!(s.view, View::Run);
 }
