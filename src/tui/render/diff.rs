@@ -139,14 +139,7 @@ fn side_by_side(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &T
     for (row, i) in (v.offset..d.len()).take(body.height as usize).enumerate() {
         let y = body.y + row as u16;
         let selected = i == v.selected;
-        let base = if selected {
-            th.style(Role::Selection)
-        } else {
-            Style::default()
-        };
-        if selected {
-            buf.set_style(Rect { y, height: 1, ..body }, base);
-        }
+        let base = row_base(buf, body, y, selected, th);
         let op = d.op(i);
         put(
             buf,
@@ -260,14 +253,7 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
         match *line {
             InlineLine::Head(_) => {
                 let selected = i == v.selected;
-                let base = if selected {
-                    th.style(Role::Selection)
-                } else {
-                    Style::default()
-                };
-                if selected {
-                    buf.set_style(Rect { y, height: 1, ..body }, base);
-                }
+                let base = row_base(buf, body, y, selected, th);
                 let role = match op {
                     Op::Same => Role::Text,
                     op => op_role(op),
@@ -334,6 +320,16 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
             }
         }
     }
+}
+
+/// The style a row starts from: the selection's, painted across the row, or none.
+fn row_base(buf: &mut Buffer, body: Rect, y: u16, selected: bool, th: &Theme) -> Style {
+    if !selected {
+        return Style::default();
+    }
+    let base = th.style(Role::Selection);
+    buf.set_style(Rect { y, height: 1, ..body }, base);
+    base
 }
 
 fn pair(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) {
