@@ -138,11 +138,7 @@ impl Format for AgentDbg {
             let mut v: Value = match serde_json::from_slice(bytes) {
                 Ok(v) => v,
                 Err(e) => {
-                    out.error = Some(ErrorInfo {
-                        kind: Some("unreadable".into()),
-                        message: format!("cannot decode the record: {e}"),
-                        ..Default::default()
-                    });
+                    out.error = Some(ErrorInfo::unreadable(&e));
                     return out;
                 }
             };
@@ -1336,11 +1332,7 @@ mod tests {
             let v: Value = match serde_json::from_slice(bytes) {
                 Ok(v) => v,
                 Err(e) => {
-                    out.error = Some(ErrorInfo {
-                        kind: Some("unreadable".into()),
-                        message: format!("cannot decode the record: {e}"),
-                        ..Default::default()
-                    });
+                    out.error = Some(ErrorInfo::unreadable(&e));
                     return out;
                 }
             };

@@ -96,11 +96,7 @@ impl Format for Assay {
             let v: Value = match serde_json::from_slice(bytes) {
                 Ok(v) => v,
                 Err(e) => {
-                    out.error = Some(ErrorInfo {
-                        kind: Some("unreadable".into()),
-                        message: format!("cannot decode the record: {e}"),
-                        ..Default::default()
-                    });
+                    out.error = Some(ErrorInfo::unreadable(&e));
                     return out;
                 }
             };

@@ -43,6 +43,15 @@ pub struct ErrorInfo {
 }
 
 impl ErrorInfo {
+    /// A record whose payload was left on disk could not be decoded when it was shown.
+    pub fn unreadable(e: &serde_json::Error) -> ErrorInfo {
+        ErrorInfo {
+            kind: Some("unreadable".into()),
+            message: format!("cannot decode the record: {e}"),
+            ..Default::default()
+        }
+    }
+
     /// Read the error shapes formats use: `null`, a string, `{error_type|type|name, message, stack}`.
     pub fn from_value(v: &Value) -> Option<ErrorInfo> {
         match v {
