@@ -1002,9 +1002,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/assay")
-            .join(name)
+        crate::formats::testing::fixture("assay", name)
     }
 
     fn load(name: &str) -> Vec<Trace> {

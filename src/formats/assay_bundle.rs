@@ -528,9 +528,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/assay-bundle")
-            .join(name)
+        crate::formats::testing::fixture("assay-bundle", name)
     }
 
     /// A .tar.gz with the given members, in order.

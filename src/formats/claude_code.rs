@@ -1065,19 +1065,11 @@ fn system(s: &mut Session, r: &mut Rec, sink: &mut Sink, ti: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testing::outline as names;
     use std::io::Write;
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/claude-code")
-            .join(name)
-    }
-
-    fn names(t: &Trace) -> Vec<String> {
-        t.walk()
-            .iter()
-            .map(|&(i, d)| format!("{}{} {}", "  ".repeat(d), t.event(i).kind.as_str(), t.name(i)))
-            .collect()
+        crate::formats::testing::fixture("claude-code", name)
     }
 
     /// Events below `i`.

@@ -1075,20 +1075,12 @@ impl LineParser for Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testing::outline as tree;
     use std::io::Write;
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/codex")
-            .join(name)
-    }
-
-    fn tree(t: &Trace) -> Vec<String> {
-        t.walk()
-            .iter()
-            .map(|&(i, d)| format!("{}{} {}", "  ".repeat(d), t.event(i).kind.as_str(), t.name(i)))
-            .collect()
+        crate::formats::testing::fixture("codex", name)
     }
 
     #[test]

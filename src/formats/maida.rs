@@ -821,9 +821,7 @@ mod tests {
     use std::io::Write;
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/maida")
-            .join(name)
+        crate::formats::testing::fixture("maida", name)
     }
 
     fn load(name: &str) -> Trace {

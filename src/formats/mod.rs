@@ -4,6 +4,8 @@
 pub mod jsonl;
 mod probe;
 pub mod skim;
+#[cfg(test)]
+mod testing;
 mod util;
 
 pub mod agentdbg;

@@ -594,9 +594,7 @@ mod tests {
     use std::io::Write;
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/openai-chat")
-            .join(name)
+        crate::formats::testing::fixture("openai-chat", name)
     }
 
     fn load(name: &str) -> Vec<Trace> {

@@ -592,9 +592,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/otlp")
-            .join(name)
+        crate::formats::testing::fixture("otlp", name)
     }
 
     fn tree(t: &Trace) -> Vec<String> {
