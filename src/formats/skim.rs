@@ -47,6 +47,7 @@ pub enum Scalar<'a> {
 }
 
 impl<'a> Skim<'a> {
+    /// A skimmer at the start of one record (no newline in it).
     pub fn new(s: &'a [u8]) -> Skim<'a> {
         Skim {
             s,
