@@ -558,6 +558,35 @@ fn skim_payload<'a>(k: &mut Skim<'a>) -> Option<PayloadIndex<'a>> {
     Some(p)
 }
 
+/// Cut a batch into parts for the parse/add pipeline. Adding a part overlaps with parsing the
+/// next, but the last part is added alone: so parts shrink towards the end, each about a
+/// third of the one before (adding costs about a third of parsing), and the serial tail is a
+/// few dozen lines. The first part is parsed on every core and takes what is left over.
+fn pipeline_parts<T>(batch: &[T]) -> Vec<&[T]> {
+    const FULL: usize = 1024;
+    const LAST: usize = 32;
+    let mut sizes = Vec::new();
+    let (mut left, mut size) = (batch.len(), LAST);
+    while left > 0 {
+        let n = size.min(left);
+        sizes.push(n);
+        left -= n;
+        size = (size * 3).min(FULL);
+    }
+    // The first part (last pushed) takes the remainder; merge a small one into its neighbour.
+    if sizes.len() > 1 && sizes[sizes.len() - 1] < LAST {
+        let r = sizes.pop().unwrap_or(0);
+        *sizes.last_mut().expect("two or more") += r;
+    }
+    let mut parts = Vec::with_capacity(sizes.len());
+    let mut at = 0;
+    for n in sizes.into_iter().rev() {
+        parts.push(&batch[at..at + n]);
+        at += n;
+    }
+    parts
+}
+
 /// How many events ahead the id index is prefetched while adding.
 const PREFETCH: usize = 8;
 
@@ -583,12 +612,7 @@ impl LineParser for Parser {
         // cores (DESIGN §4: both cores in use).
         // A small batch (the explorer reads 1 MiB slices) is cut in four so that it pipelines
         // too; larger parts cost less to hand out.
-        let part = if batch.len() > 1024 {
-            1024
-        } else {
-            (batch.len() / 4).max(128)
-        };
-        let parts: Vec<&[(&[u8], LineLoc)]> = batch.chunks(part).collect();
+        let parts = pipeline_parts(batch);
         let mut ready = parse_all(parts[0]);
         for k in 0..parts.len() {
             let next = parts.get(k + 1).copied();
@@ -820,6 +844,24 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::io::Write;
+
+    #[test]
+    fn pipeline_parts_cover_the_batch_in_order_and_shrink_towards_the_end() {
+        for n in [1usize, 31, 32, 33, 100, 256, 1000, 2100, 10_000] {
+            let batch: Vec<usize> = (0..n).collect();
+            let parts = pipeline_parts(&batch);
+            let joined: Vec<usize> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+            assert_eq!(joined, batch, "n = {n}");
+            assert!(parts.iter().all(|p| !p.is_empty()), "n = {n}");
+            let last = parts.last().expect("one part or more").len();
+            assert!(last <= 2 * 32 || parts.len() == 1, "n = {n}: a last part of {last}");
+            // After the first part, sizes never grow: adding one overlaps parsing the next.
+            for w in parts[1..].windows(2) {
+                assert!(w[0].len() >= w[1].len(), "n = {n}: {} then {}", w[0].len(), w[1].len());
+            }
+            assert!(parts[1..].iter().all(|p| p.len() <= 1024), "n = {n}");
+        }
+    }
 
     /// The skimmer's contract: what it reads, serde_json reads the same. Ok(true): skimmed.
     fn skim_agrees(line: &[u8]) -> Result<bool, String> {

@@ -231,7 +231,7 @@ impl JsonlReader {
         self.read_from(&mut f, parser, sink)
     }
 
-    pub fn read_from<R: Read + Seek>(
+    pub fn read_from<R: Read + Seek + Send>(
         &mut self,
         f: &mut R,
         parser: &mut dyn LineParser,
@@ -239,17 +239,18 @@ impl JsonlReader {
     ) -> Result<u64, LoadError> {
         f.seek(SeekFrom::Start(self.offset))
             .map_err(|e| LoadError::io(&self.path, e))?;
-        self.read_stream(f, parser, sink)
+        self.read_limited(f, parser, sink, u64::MAX)
     }
 
-    /// Read a stream (standard input, a decompressed member) to its end.
+    /// Read a stream (a decompressed member) to its end, on this thread.
     pub fn read_stream<R: Read>(
         &mut self,
         f: &mut R,
         parser: &mut dyn LineParser,
         sink: &mut Sink,
     ) -> Result<u64, LoadError> {
-        self.read_limited(f, parser, sink, u64::MAX)
+        self.read_serial(f, parser, sink, u64::MAX, false)
+            .map(|(total, _)| total)
     }
 
     /// Read at most `max` bytes from the current offset (a progressive load reads a large
@@ -261,20 +262,37 @@ impl JsonlReader {
         self.read_limited(&mut f, parser, sink, max)
     }
 
-    fn read_limited<R: Read>(
+    /// Chunks are read on this thread until one comes back full: a small file, or the few
+    /// lines a live tail finds, end here; a large one goes on overlapped.
+    fn read_limited<R: Read + Send>(
         &mut self,
         f: &mut R,
         parser: &mut dyn LineParser,
         sink: &mut Sink,
         max: u64,
     ) -> Result<u64, LoadError> {
+        match self.read_serial(f, parser, sink, max, true)? {
+            (total, true) => self.read_overlapped(f, parser, sink, max, total),
+            (total, false) => Ok(total),
+        }
+    }
+
+    /// Read and consume chunks on this thread; with `until_full`, stop after the first full
+    /// chunk when more is wanted (true in the answer).
+    fn read_serial<R: Read>(
+        &mut self,
+        f: &mut R,
+        parser: &mut dyn LineParser,
+        sink: &mut Sink,
+        max: u64,
+        until_full: bool,
+    ) -> Result<(u64, bool), LoadError> {
         if self.buf.len() != CHUNK {
             self.buf = vec![0; CHUNK];
         }
-        // Chunks are read on this thread until one comes back full: a small file, or the few
-        // lines a live tail finds, end here.
         let mut buf = std::mem::take(&mut self.buf);
         let mut total = 0u64;
+        let mut more = false;
         while total < max {
             let n = match self.read_chunk(f, &mut buf, max - total) {
                 Ok(0) => break,
@@ -286,12 +304,13 @@ impl JsonlReader {
             };
             self.consume(&buf[..n], parser, sink);
             total += n as u64;
-            if n == CHUNK && total < max {
-                return self.read_overlapped(f, parser, sink, max, total, buf);
+            if until_full && n == CHUNK && total < max {
+                more = true;
+                break;
             }
         }
         self.buf = buf;
-        Ok(total)
+        Ok((total, more))
     }
 
     /// One read of at most a chunk (and at most `left` bytes); 0 at the end.
@@ -299,58 +318,48 @@ impl JsonlReader {
         read_retrying(f, buf, left).map_err(|e| LoadError::io(&self.path, e))
     }
 
-    /// A large read: this thread reads the next chunk while another cuts and parses the last
-    /// one (the read, a copy out of the page cache, was about 15% of the CPU of a load).
-    fn read_overlapped<R: Read>(
+    /// A large read: the next chunk is read while the last one is cut and parsed, all on the
+    /// rayon pool. The read is the stealable half of a join, so the core that is idle while
+    /// a chunk is cut into lines picks it up. A reader thread of its own (as before) made a
+    /// third and fourth runnable thread on two cores: the scheduler queued them behind a
+    /// parsing thread for about a millisecond at a time while the other core idled (22% of
+    /// one core, by `perf sched`).
+    fn read_overlapped<R: Read + Send>(
         &mut self,
         f: &mut R,
         parser: &mut dyn LineParser,
         sink: &mut Sink,
         max: u64,
         mut total: u64,
-        buf: Vec<u8>,
     ) -> Result<u64, LoadError> {
-        use std::sync::mpsc::{channel, sync_channel};
-        let (full_tx, full_rx) = sync_channel::<(Vec<u8>, usize)>(1);
-        let (empty_tx, empty_rx) = channel::<Vec<u8>>();
-        let _ = empty_tx.send(buf);
-        let _ = empty_tx.send(vec![0; CHUNK]);
         let path = self.path.clone();
-        let (result, spare) = std::thread::scope(|scope| {
-            let this = &mut *self;
-            let worker = scope.spawn(move || {
-                for (b, n) in full_rx {
-                    this.consume(&b[..n], parser, sink);
-                    if empty_tx.send(b).is_err() {
-                        break;
-                    }
-                }
-            });
-            let mut result = Ok(());
-            while total < max {
-                let Ok(mut b) = empty_rx.recv() else { break };
-                match read_retrying(f, &mut b, max - total) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        total += n as u64;
-                        if full_tx.send((b, n)).is_err() {
-                            break;
+        let mut cur = vec![0; CHUNK];
+        let mut next = std::mem::take(&mut self.buf);
+        rayon::scope(|_| {
+            let mut n = match read_retrying(f, &mut cur, max - total) {
+                Ok(n) => n,
+                Err(e) => return Err(LoadError::io(&path, e)),
+            };
+            while n > 0 {
+                total += n as u64;
+                let left = max - total;
+                let (_, read) = rayon::join(
+                    || self.consume(&cur[..n], parser, sink),
+                    || {
+                        if left > 0 {
+                            read_retrying(f, &mut next, left)
+                        } else {
+                            Ok(0)
                         }
-                    }
-                    Err(e) => {
-                        result = Err(LoadError::io(&path, e));
-                        break;
-                    }
-                }
+                    },
+                );
+                n = read.map_err(|e| LoadError::io(&path, e))?;
+                std::mem::swap(&mut cur, &mut next);
             }
-            drop(full_tx);
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
-            }
-            (result, empty_rx.try_iter().next())
-        });
-        self.buf = spare.unwrap_or_default();
-        result.map(|()| total)
+            Ok(())
+        })?;
+        self.buf = cur;
+        Ok(total)
     }
 
     fn consume(&mut self, chunk: &[u8], parser: &mut dyn LineParser, sink: &mut Sink) {
@@ -723,7 +732,9 @@ mod tests {
         let mut r = JsonlReader::new(Path::new("x"));
         let mut p = Collect(Vec::new());
         let mut s = Sink::new(Path::new("x"));
-        let read = r.read_stream(&mut Cursor::new(&data[..]), &mut p, &mut s).unwrap();
+        let read = r
+            .read_limited(&mut Cursor::new(&data[..]), &mut p, &mut s, u64::MAX)
+            .unwrap();
         assert_eq!(read, data.len() as u64);
         let got: Vec<_> = p.0.into_iter().map(|(l, loc)| (l, loc.line, loc.offset)).collect();
         assert_eq!(got.len(), want.len());
