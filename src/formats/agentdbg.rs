@@ -623,10 +623,12 @@ impl LineParser for Parser {
                     // By reference: an envelope is a few hundred bytes, moving it cost ~5%.
                     for (k, (p, (l, loc))) in current.iter().zip(part).enumerate() {
                         if let Some(Some(ahead)) = current.get(k + PREFETCH)
-                            && let (Some(id), Some(t)) =
-                                (ahead.event_id.as_deref(), sink.current.and_then(|i| sink.traces.get(i)))
+                            && let Some(t) = sink.current.and_then(|i| sink.traces.get(i))
                         {
-                            t.prefetch_id(id);
+                            // Its own slot (to add it) and its parent's (to find it).
+                            for id in [&ahead.event_id, &ahead.parent_id].into_iter().flatten() {
+                                t.prefetch_id(id);
+                            }
                         }
                         self.apply(p.as_ref(), l, *loc, sink);
                     }
