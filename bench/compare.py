@@ -7,8 +7,9 @@ Usage (from the repository root, after `cargo build --release`):
 Generates, once, into an ignored directory (default target/bench-data/scale):
   - one AgentDbg run of --events events (1M events is about 2 GB) with ../shared/bench/gen_traces.py
   - a directory of --runs runs of 200 events each
-Then runs each command --repeat times (after one warm-up run: warm cache) and prints a table of
-medians, peak RSS and ratios against `cat` of the same bytes. Tools that are not installed
+Then runs each command --repeat times (after one warm-up run each: warm cache), the commands
+taking turns round by round, and prints a table of medians, peak RSS and ratios against `cat`
+of the same bytes, and tracetui's time as a share of lnav's. Tools that are not installed
 are listed as such. Stdlib only; peak RSS per process comes from wait4().
 """
 import argparse, os, shutil, statistics, subprocess, sys, time
@@ -39,17 +40,25 @@ def run_once(cmd):
     return dt, ru.ru_maxrss / 1024.0, p.returncode, ru.ru_utime + ru.ru_stime
 
 
-def measure(name, cmd, repeat):
-    run_once(cmd)  # warm the cache
-    times, rss, codes, cpu = [], [], set(), []
-    for _ in range(repeat):
-        t, m, c, u = run_once(cmd)
-        times.append(t)
-        rss.append(m)
-        codes.add(c)
-        cpu.append(u)
-    return {"name": name, "median": statistics.median(times), "min": min(times), "rss": max(rss), "codes": codes,
-            "cpu": statistics.median(cpu)}
+def measure(cmds):
+    """Rows of medians for [(name, cmd, repeat)]. Each command runs once to warm the cache,
+    then the commands take turns, round by round: on a shared machine the load drifts over
+    minutes, and one tool measured in a quiet minute and another in a busy one would skew
+    the ratios."""
+    for _, cmd, _ in cmds:
+        run_once(cmd)
+    runs = {name: [] for name, _, _ in cmds}
+    for i in range(max(r for _, _, r in cmds)):
+        for name, cmd, repeat in cmds:
+            if i < repeat:
+                runs[name].append(run_once(cmd))
+    rows = []
+    for name, _, _ in cmds:
+        times = [t for t, _, _, _ in runs[name]]
+        rows.append({"name": name, "median": statistics.median(times), "min": min(times),
+                     "rss": max(m for _, m, _, _ in runs[name]), "codes": {c for _, _, c, _ in runs[name]},
+                     "cpu": statistics.median(u for _, _, _, u in runs[name])})
+    return rows
 
 
 def table(title, rows, base):
@@ -83,28 +92,33 @@ def main():
     size = os.path.getsize(events)
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; file {size / 1e9:.2f} GB, {a.events} events")
 
-    rows = [measure("cat", ["cat", events], a.repeat), measure("wc -l", ["wc", "-l", events], a.repeat)]
-    rows.append(measure("tracetui check (full index)", [tt, "check", run_dir], a.repeat))
+    cmds = [("cat", ["cat", events], a.repeat), ("wc -l", ["wc", "-l", events], a.repeat),
+            ("tracetui check (full index)", [tt, "check", run_dir], a.repeat)]
     if shutil.which("lnav"):
         # headless: open and index the file, move to its end, quit (without a command, -n
         # prints the whole view, which is not indexing).
-        rows.append(measure("lnav -n (index, go to end)", ["lnav", "-n", "-c", ":goto 100%", events], a.repeat))
+        cmds.append(("lnav -n (index, go to end)", ["lnav", "-n", "-c", ":goto 100%", events], a.repeat))
     else:
         print("lnav: not installed (apt-get install lnav)")
     if shutil.which("jq"):
-        rows.append(measure("jq empty", ["jq", "empty", events], max(1, min(a.repeat, 2))))
+        cmds.append(("jq empty", ["jq", "empty", events], max(1, min(a.repeat, 2))))
     else:
         print("jq: not installed")
+    rows = measure(cmds)
     table(f"Index one {size / 1e9:.2f} GB AgentDbg run ({a.events} events)", rows, rows[0]["median"])
+    by = {r["name"]: r["median"] for r in rows}
+    if "lnav -n (index, go to end)" in by:
+        share = by["tracetui check (full index)"] / by["lnav -n (index, go to end)"]
+        print(f"\ntracetui check / lnav: {share:.2f} of lnav's time (budget: at most 0.50)")
     print("\n(Peak RSS has a floor of this script's own size: a child starts with its parent's.)")
 
     run_jsons = [os.path.join(many, d, "run.json") for d in sorted(os.listdir(many)) if not d.startswith(".")]
-    rows = [
-        measure("cat */run.json", "cat " + os.path.join(many, "*", "run.json") + " > /dev/null", a.repeat),
-        measure("ls -l", ["ls", "-l", many], a.repeat),
-        measure(f"tracetui ls ({len(run_jsons)} runs)", [tt, "ls", many], a.repeat),
-        measure("tracetui ls --format json", [tt, "ls", "--format", "json", many], a.repeat),
-    ]
+    rows = measure([
+        ("cat */run.json", "cat " + os.path.join(many, "*", "run.json") + " > /dev/null", a.repeat),
+        ("ls -l", ["ls", "-l", many], a.repeat),
+        (f"tracetui ls ({len(run_jsons)} runs)", [tt, "ls", many], a.repeat),
+        ("tracetui ls --format json", [tt, "ls", "--format", "json", many], a.repeat),
+    ])
     table(f"List a directory of {len(run_jsons)} runs", rows, rows[0]["median"])
 
 
