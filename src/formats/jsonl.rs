@@ -717,7 +717,7 @@ mod tests {
 
     #[test]
     fn a_large_read_overlapped_with_parsing_delivers_every_line_once_in_order() {
-        // Over three chunks, so that the reader thread takes over; lines of varied length
+        // Over three chunks, so that the overlapped read (on the rayon pool) takes over; lines of varied length
         // cross the chunk boundaries.
         let mut data = Vec::new();
         let mut want = Vec::new();
