@@ -1032,18 +1032,7 @@ impl LineParser for Parser {
         };
         t.meta.status = status;
         t.meta.model = self.model.clone();
-        let (lo, hi) = {
-            let mut lo: Option<i64> = None;
-            let mut hi: Option<i64> = None;
-            for e in &t.events {
-                if let Some(s) = e.start {
-                    lo = Some(lo.map_or(s, |x| x.min(s)));
-                    let end = e.end().unwrap_or(s);
-                    hi = Some(hi.map_or(end, |x| x.max(end)));
-                }
-            }
-            (lo, hi)
-        };
+        let (lo, hi) = t.events_span();
         t.meta.start = t.meta.start.or(lo);
         let start = t.meta.start.or(lo);
         let root = t.event_mut(self.root);

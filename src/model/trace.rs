@@ -581,20 +581,24 @@ impl Trace {
 
     /// Start and end of the run: metadata where it has them, else the events' extent.
     pub fn time_span(&self) -> (Option<i64>, Option<i64>) {
-        let mut lo = self.meta.start;
-        let mut hi = self.meta.end;
-        if lo.is_none() || hi.is_none() {
-            let mut elo: Option<i64> = None;
-            let mut ehi: Option<i64> = None;
-            for e in &self.events {
-                if let Some(s) = e.start {
-                    elo = Some(elo.map_or(s, |x| x.min(s)));
-                    let end = e.end().unwrap_or(s);
-                    ehi = Some(ehi.map_or(end, |x| x.max(end)));
-                }
+        let (lo, hi) = (self.meta.start, self.meta.end);
+        if lo.is_some() && hi.is_some() {
+            return (lo, hi);
+        }
+        let (elo, ehi) = self.events_span();
+        (lo.or(elo), hi.or(ehi))
+    }
+
+    /// The earliest start and latest end of the events that have a start.
+    pub fn events_span(&self) -> (Option<i64>, Option<i64>) {
+        let mut lo: Option<i64> = None;
+        let mut hi: Option<i64> = None;
+        for e in &self.events {
+            if let Some(s) = e.start {
+                lo = Some(lo.map_or(s, |x| x.min(s)));
+                let end = e.end().unwrap_or(s);
+                hi = Some(hi.map_or(end, |x| x.max(end)));
             }
-            lo = lo.or(elo);
-            hi = hi.or(ehi);
         }
         (lo, hi)
     }
