@@ -5,6 +5,7 @@
 //! Built for size (DESIGN §4): the envelope is parsed typed with borrowed strings, only the
 //! payload fields the index needs are read, and the payload itself stays on disk until shown.
 
+use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
 use super::skim::{Raw, Seen, Skim};
 use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded_owned, lenient_u64, read_json_file, stem};
@@ -227,7 +228,7 @@ fn locate(path: &Path) -> (Option<PathBuf>, PathBuf) {
 /// The event envelope. `P` is how much of the payload is read with it: its index fields on
 /// the fast path, or nothing but its raw text for lines whose payload does not fit the index.
 #[derive(Deserialize, Debug, PartialEq)]
-struct Envelope<'a, P> {
+pub(crate) struct Envelope<'a, P> {
     #[serde(borrow, default)]
     event_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -257,7 +258,7 @@ fn none<P>() -> Option<P> {
 }
 
 /// Envelope and payload index in one pass (the fast path).
-type FastEnvelope<'a> = Envelope<'a, PayloadIndex<'a>>;
+pub(crate) type FastEnvelope<'a> = Envelope<'a, PayloadIndex<'a>>;
 
 impl<'a, P> Envelope<'a, P> {
     fn blank() -> Self {
@@ -300,7 +301,7 @@ impl<'a, P> Envelope<'a, P> {
 
 /// The few payload fields the index needs; everything else is skipped unread.
 #[derive(Deserialize, Default, Debug, PartialEq)]
-struct PayloadIndex<'a> {
+pub(crate) struct PayloadIndex<'a> {
     #[serde(borrow, default)]
     tool_name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -466,18 +467,8 @@ impl Parser {
     }
 }
 
-/// The pure half of reading a line: safe to run on many lines at once. The skimmer reads
-/// nearly every line; what it is unsure of, serde_json reads (same result, or None and the
-/// slow path reports why).
-fn parse_fast(line: &[u8]) -> Option<FastEnvelope<'_>> {
-    let mut slot = None;
-    parse_fast_into(line, &mut slot);
-    slot
-}
-
-/// `parse_fast` in place: an envelope is a few hundred bytes, and returning it by value
-/// through the skimmer, the parse and rayon's collect copied it three times a line (4% of a
-/// load's CPU in `memmove`).
+/// The pure half of reading a line (the engine's skim): the skimmer reads nearly every line;
+/// what it is unsure of, serde_json reads (same result, or None and the slow path reports why).
 fn parse_fast_into<'a>(line: &'a [u8], slot: &mut Option<FastEnvelope<'a>>) {
     if skim_into(line, slot.insert(FastEnvelope::blank())).is_none() {
         *slot = serde_json::from_slice::<FastEnvelope>(line).ok();
@@ -578,91 +569,13 @@ fn skim_payload<'a>(k: &mut Skim<'a>, p: &mut PayloadIndex<'a>) -> Option<()> {
     Some(())
 }
 
-/// Cut a batch into parts for the parse/add pipeline. Adding a part overlaps with parsing the
-/// next, but the last part is added alone: so parts shrink towards the end, each about a
-/// third of the one before (adding costs about a third of parsing), and the serial tail is a
-/// few dozen lines. The first part is parsed on every core and takes what is left over.
-fn pipeline_parts<T>(batch: &[T]) -> Vec<&[T]> {
-    const FULL: usize = 1024;
-    const LAST: usize = 32;
-    let mut sizes = Vec::new();
-    let (mut left, mut size) = (batch.len(), LAST);
-    while left > 0 {
-        let n = size.min(left);
-        sizes.push(n);
-        left -= n;
-        size = (size * 3).min(FULL);
-    }
-    // The first part (last pushed) takes the remainder; merge a small one into its neighbour.
-    if sizes.len() > 1 && sizes[sizes.len() - 1] < LAST {
-        let r = sizes.pop().unwrap_or(0);
-        *sizes.last_mut().expect("two or more") += r;
-    }
-    let mut parts = Vec::with_capacity(sizes.len());
-    let mut at = 0;
-    for n in sizes.into_iter().rev() {
-        parts.push(&batch[at..at + n]);
-        at += n;
-    }
-    parts
-}
-
-/// How many events ahead the id index is prefetched while adding.
-const PREFETCH: usize = 8;
-
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        let fast = parse_fast(line);
-        self.apply(fast.as_ref(), line, loc, sink);
+        engine::one(self, line, loc, sink);
     }
 
     fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
-        use rayon::prelude::*;
-        fn parse_all<'a>(part: &[(&'a [u8], LineLoc)]) -> Vec<Option<FastEnvelope<'a>>> {
-            let mut out = Vec::with_capacity(part.len());
-            out.resize_with(part.len(), || None);
-            out.par_iter_mut()
-                .zip(part)
-                .with_min_len(64)
-                .for_each(|(slot, (l, _))| parse_fast_into(l, slot));
-            out
-        }
-        if batch.len() < 256 {
-            for (l, loc) in batch {
-                self.line(l, *loc, sink);
-            }
-            return;
-        }
-        // Parsing is most of the work and needs no state; adding events must keep file order.
-        // Pipeline: while one part's events are added, the next part is parsed on the other
-        // cores (DESIGN §4: both cores in use).
-        // A small batch (the explorer reads 1 MiB slices) is cut in four so that it pipelines
-        // too; larger parts cost less to hand out.
-        let parts = pipeline_parts(batch);
-        let mut ready = parse_all(parts[0]);
-        for k in 0..parts.len() {
-            let next = parts.get(k + 1).copied();
-            let current = std::mem::take(&mut ready);
-            let part = parts[k];
-            let (_, parsed_next) = rayon::join(
-                || {
-                    // By reference: an envelope is a few hundred bytes, moving it cost ~5%.
-                    for (k, (p, (l, loc))) in current.iter().zip(part).enumerate() {
-                        if let Some(Some(ahead)) = current.get(k + PREFETCH)
-                            && let Some(t) = sink.current.and_then(|i| sink.traces.get(i))
-                        {
-                            // Its own slot (to add it) and its parent's (to find it).
-                            for id in [&ahead.event_id, &ahead.parent_id].into_iter().flatten() {
-                                t.prefetch_id(id);
-                            }
-                        }
-                        self.apply(p.as_ref(), l, *loc, sink);
-                    }
-                },
-                || next.map(parse_all),
-            );
-            ready = parsed_next.unwrap_or_default();
-        }
+        engine::batch(self, batch, sink);
     }
 
     fn refresh(&mut self, sink: &mut Sink) {
@@ -699,6 +612,27 @@ impl LineParser for Parser {
                 if rs.ended {
                     t.meta.end = t.meta.end.or(e.end());
                 }
+            }
+        }
+    }
+}
+
+impl Records for Parser {
+    type Rec<'a> = FastEnvelope<'a>;
+
+    fn skim<'a>(line: &'a [u8], slot: &mut Option<FastEnvelope<'a>>) {
+        parse_fast_into(line, slot);
+    }
+
+    fn apply(&mut self, rec: Option<&FastEnvelope<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        Parser::apply(self, rec, line, loc, sink);
+    }
+
+    fn prefetch(&self, ahead: &FastEnvelope<'_>, sink: &Sink) {
+        if let Some(t) = sink.current.and_then(|i| sink.traces.get(i)) {
+            // Its own slot (to add it) and its parent's (to find it).
+            for id in [&ahead.event_id, &ahead.parent_id].into_iter().flatten() {
+                t.prefetch_id(id);
             }
         }
     }
@@ -872,24 +806,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::io::Write;
-
-    #[test]
-    fn pipeline_parts_cover_the_batch_in_order_and_shrink_towards_the_end() {
-        for n in [1usize, 31, 32, 33, 100, 256, 1000, 2100, 10_000] {
-            let batch: Vec<usize> = (0..n).collect();
-            let parts = pipeline_parts(&batch);
-            let joined: Vec<usize> = parts.iter().flat_map(|p| p.iter().copied()).collect();
-            assert_eq!(joined, batch, "n = {n}");
-            assert!(parts.iter().all(|p| !p.is_empty()), "n = {n}");
-            let last = parts.last().expect("one part or more").len();
-            assert!(last <= 2 * 32 || parts.len() == 1, "n = {n}: a last part of {last}");
-            // After the first part, sizes never grow: adding one overlaps parsing the next.
-            for w in parts[1..].windows(2) {
-                assert!(w[0].len() >= w[1].len(), "n = {n}: {} then {}", w[0].len(), w[1].len());
-            }
-            assert!(parts[1..].iter().all(|p| p.len() <= 1024), "n = {n}");
-        }
-    }
 
     /// The skimmer's contract: what it reads, serde_json reads the same. Ok(true): skimmed.
     fn skim_agrees(line: &[u8]) -> Result<bool, String> {

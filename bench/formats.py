@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Load benchmark for every format: tracetui check against the floor, wc -l and lnav, in one run.
+
+Usage (from the repository root, after `cargo build --release`):
+    python3 bench/formats.py [--only agentdbg,maida] [--events 1000000] [--repeat 5] [--no-lnav]
+
+Each format has a deterministic generator `bench/gen/<format>.py OUT --events N` that writes
+files that mimic the format's real ones and prints one JSON line: {"load": PATH to give
+tracetui, "files": [the data files], "format": the --format id}. Data goes once into the
+ignored target/bench-data/formats/<format>-<N>/.
+
+The floor is bench/floor.c: read(2) into a 1 MiB buffer and count newlines (`cat >/dev/null`
+may copy nothing). Each command runs once to warm the cache, then the commands take turns,
+round by round (the load of a shared machine drifts). Medians; peak RSS from wait4().
+"""
+import argparse, glob, json, os, shutil, statistics, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GEN_DIR = os.path.join(ROOT, "bench", "gen")
+
+
+def run_once(cmd):
+    """(seconds, peak RSS in MB, exit code, CPU seconds), output discarded."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    return time.perf_counter() - t0, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime
+
+
+def measure(cmds, repeat):
+    for _, cmd in cmds:
+        run_once(cmd)
+    runs = {name: [] for name, _ in cmds}
+    for _ in range(repeat):
+        for name, cmd in cmds:
+            runs[name].append(run_once(cmd))
+    out = {}
+    for name, _ in cmds:
+        r = runs[name]
+        out[name] = {"median": statistics.median(t for t, _, _, _ in r), "min": min(t for t, _, _, _ in r),
+                     "rss": max(m for _, m, _, _ in r), "cpu": statistics.median(c for _, _, _, c in r),
+                     "codes": sorted({c for _, _, c, _ in r})}
+    return out
+
+
+def floor_binary():
+    out = os.path.join(ROOT, "target", "bench-floor")
+    src = os.path.join(ROOT, "bench", "floor.c")
+    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
+        subprocess.run(["cc", "-O2", "-o", out, src], check=True)
+    return out
+
+
+def generate(fmt, events, data):
+    out = os.path.join(data, f"{fmt}-{events}")
+    done = os.path.join(out, ".done.json")
+    if not os.path.exists(done):
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        print(f"generating {fmt}, {events} events, into {out} (once)...", file=sys.stderr)
+        p = subprocess.run([sys.executable, os.path.join(GEN_DIR, fmt + ".py"), os.path.join(out, "data"),
+                            "--events", str(events)], check=True, stdout=subprocess.PIPE, text=True)
+        with open(done, "w") as f:
+            f.write(p.stdout.strip().splitlines()[-1])
+    with open(done) as f:
+        return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", help="comma-separated formats (default: every generator in bench/gen)")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--data", default=os.path.join(ROOT, "target", "bench-data", "formats"))
+    ap.add_argument("--no-lnav", action="store_true")
+    ap.add_argument("--json", help="also write the figures to this file")
+    a = ap.parse_args()
+    tt = os.environ.get("TRACETUI") or os.path.join(ROOT, "target", "release", "tracetui")
+    if not os.path.exists(tt):
+        sys.exit("formats.py: build first: cargo build --release")
+    fmts = a.only.split(",") if a.only else sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(GEN_DIR, "*.py")))
+    floor = floor_binary()
+    lnav = None if a.no_lnav else shutil.which("lnav")
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {a.events} events a format; "
+          f"median of {a.repeat}, commands in turns; lnav: {'yes' if lnav else 'not installed'}")
+    print("\n| format | size | floor | wc -l | check | x floor | peak RSS | CPU | lnav | x lnav | exit |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    figures = {}
+    for fmt in fmts:
+        g = generate(fmt, a.events, a.data)
+        size = sum(os.path.getsize(f) for f in g["files"])
+        cmds = [("floor", [floor] + g["files"]), ("wc", ["wc", "-l"] + g["files"]),
+                ("check", [tt, "check", "--format", g["format"], g["load"]])]
+        if lnav and len(g["files"]) == 1:
+            cmds.append(("lnav", [lnav, "-n", "-c", ":goto 100%", g["files"][0]]))
+        m = measure(cmds, a.repeat)
+        c = m["check"]
+        ln = m.get("lnav")
+        figures[fmt] = {"size": size, **{k: v for k, v in m.items()}}
+        print(f"| {fmt} | {size / 1e9:.2f} GB | {m['floor']['median']:.3f} s | {m['wc']['median']:.3f} s | "
+              f"{c['median']:.3f} s | {c['median'] / m['floor']['median']:.1f} | {c['rss']:.0f} MB | {c['cpu']:.2f} s | "
+              + (f"{ln['median']:.3f} s | {c['median'] / ln['median']:.2f} |" if ln else "– | – |")
+              + f" {','.join(map(str, c['codes']))} |", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(figures, f, indent=1)
+    print("\n(exit: tracetui check's exit codes; 1 means diagnostics were found. Peak RSS has a floor of"
+          " this script's own size.)")
+
+
+if __name__ == "__main__":
+    main()
