@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod diff;
 pub mod formats;
+pub mod json;
 pub mod model;
 pub mod report;
 pub mod sanitize;

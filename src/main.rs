@@ -70,7 +70,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     Ok(l) => report::show::run(&l.traces, &mut out, o)?,
                     Err(e) => {
                         eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {e}")));
-                        code = 2;
+                        // The README's rule, as `check` follows it: a known format in which
+                        // nothing loaded is diagnostics (1); unreadable or no trace at all, 2.
+                        let c = match e {
+                            tracetui::formats::LoadError::Invalid { .. } => 1,
+                            _ => 2,
+                        };
+                        code = code.max(c);
                     }
                 }
             }
@@ -80,7 +86,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let (o, forced) = formats(&fmt)?;
             let d = source::discover(std::slice::from_ref(&dir), forced);
             let failed = report::ls::run(&d, &mut out, o)?;
-            if failed > 0 && d.runs.is_empty() { 2 } else { 0 }
+            // Runs that could not be listed are unreadable input, also beside others that were.
+            if failed > 0 { 2 } else { 0 }
         }
         Some(Command::Tail {
             path,

@@ -62,7 +62,7 @@ fn check_a_file_that_is_no_trace_names_it_and_the_formats_tried() {
         .args(["check", "--format", "json"])
         .arg(&p)
         .assert()
-        .code(1)
+        .code(2)
         .get_output()
         .stdout
         .clone();
@@ -219,4 +219,33 @@ fn dash_reads_standard_input() {
         .stdout
         .clone();
     assert!(String::from_utf8_lossy(&out).contains("tool search_restaurants [ok]"));
+}
+
+#[test]
+fn exit_codes_follow_the_readme_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.json");
+    std::fs::write(&notes, r#"{"hello": "world"}"#).unwrap();
+    // Not a trace at all: 2, in check and in show alike.
+    tracetui().arg("check").arg(&notes).assert().code(2);
+    tracetui().arg("show").arg(&notes).assert().code(2);
+    // A runs directory where one run cannot be read: ls lists the other and exits 2.
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(runs.join("good")).unwrap();
+    std::fs::write(
+        runs.join("good/events.jsonl"),
+        r#"{"event_id":"e1","run_id":"r1","event_type":"RUN_START","ts":"2026-02-15T20:31:05Z","payload":{}}"#
+            .to_string()
+            + "\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(runs.join("broken")).unwrap();
+    std::fs::write(runs.join("broken/run.json"), "{\"run_id\": ").unwrap();
+    let out = tracetui().arg("ls").arg(&runs).assert().code(2).get_output().clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("r1"), "the readable run is listed: {stdout}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("broken"),
+        "the other is named"
+    );
 }

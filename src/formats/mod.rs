@@ -119,8 +119,10 @@ pub struct Summary {
     pub id: String,
     pub name: Option<String>,
     pub format: &'static str,
+    #[serde(serialize_with = "crate::json::serialize_path")]
     pub path: PathBuf,
     pub status: crate::model::RunStatus,
+    #[serde(serialize_with = "crate::json::serialize_ts")]
     pub start: Option<i64>,
     pub duration: Option<i64>,
     pub events: Option<usize>,

@@ -13,15 +13,19 @@ pub struct Outcome {
     pub traces: usize,
     pub error_diagnostics: usize,
     pub not_traces: usize,
+    /// Sources of a known format in which nothing loaded (every record was bad).
+    pub invalid: usize,
     pub unreadable: usize,
 }
 
 impl Outcome {
-    /// 0 clean, 1 diagnostics or non-traces, 2 unreadable input.
+    /// The README's rule, as `show` and `ls` follow it too: 0 clean; 1 diagnostics (a source
+    /// of a known format in which nothing loaded is one); 2 input that cannot be read or is
+    /// not a trace at all.
     pub fn exit_code(&self) -> i32 {
-        if self.unreadable > 0 {
+        if self.unreadable > 0 || self.not_traces > 0 {
             2
-        } else if self.error_diagnostics > 0 || self.not_traces > 0 {
+        } else if self.error_diagnostics > 0 || self.invalid > 0 {
             1
         } else {
             0
@@ -29,14 +33,15 @@ impl Outcome {
     }
 }
 
-fn diag_json(d: &Diagnostic) -> Value {
-    json!({"line": d.line, "severity": d.severity, "message": d.message})
+pub(crate) fn diag_json(d: &Diagnostic) -> Value {
+    let mut v = json!({"line": d.line, "severity": d.severity, "message": d.message});
+    crate::json::put_path(&mut v, "path", &d.path);
+    v
 }
 
 pub fn trace_json(t: &Trace) -> Value {
     let c = t.counts();
-    json!({
-        "path": t.meta.source.display().to_string(),
+    let mut v = json!({
         "format": t.meta.format,
         "trace": t.meta.id,
         "name": t.meta.name,
@@ -47,7 +52,9 @@ pub fn trace_json(t: &Trace) -> Value {
         "errors": c.errors,
         "tokens": c.tokens,
         "diagnostics": t.diagnostics.iter().map(diag_json).collect::<Vec<_>>(),
-    })
+    });
+    crate::json::put_path(&mut v, "path", &t.meta.source);
+    v
 }
 
 fn error_json(e: &LoadError) -> Value {
@@ -55,7 +62,9 @@ fn error_json(e: &LoadError) -> Value {
         LoadError::Io { path, .. } | LoadError::NotATrace { path, .. } => (path.clone(), Vec::new()),
         LoadError::Invalid { path, diagnostics, .. } => (path.clone(), diagnostics.iter().map(diag_json).collect()),
     };
-    json!({"path": path.display().to_string(), "format": null, "error": e.to_string(), "diagnostics": diags})
+    let mut v = json!({"format": null, "error": e.to_string(), "diagnostics": diags});
+    crate::json::put_path(&mut v, "path", &path);
+    v
 }
 
 pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output) -> std::io::Result<Outcome> {
@@ -70,7 +79,7 @@ pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output) -> std::io::Result<O
                     o.traces += 1;
                     o.error_diagnostics += t.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
                     match fmt {
-                        Output::Json => writeln!(out, "{}", trace_json(t))?,
+                        Output::Json => crate::json::write_line(out, &trace_json(t))?,
                         Output::Text => write_text(t, out)?,
                     }
                 }
@@ -88,10 +97,11 @@ pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output) -> std::io::Result<O
 fn report_error(e: &LoadError, out: &mut dyn Write, fmt: Output, o: &mut Outcome) -> std::io::Result<()> {
     match e {
         LoadError::Io { .. } => o.unreadable += 1,
-        _ => o.not_traces += 1,
+        LoadError::NotATrace { .. } => o.not_traces += 1,
+        LoadError::Invalid { .. } => o.invalid += 1,
     }
     match fmt {
-        Output::Json => writeln!(out, "{}", error_json(e)),
+        Output::Json => crate::json::write_line(out, &error_json(e)),
         Output::Text => {
             writeln!(out, "{}", crate::sanitize::line(&format!("error: {e}")))?;
             if let LoadError::Invalid { diagnostics, .. } = e {
@@ -108,15 +118,15 @@ fn write_text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
     let c = t.counts();
     let name = t.meta.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
     let line = format!(
-        "{}: {} trace {}{}: {} events, {} tool calls, {} LLM calls, {} errors, status {}",
+        "{}: {} trace {}{}: {}, {}, {}, {}, status {}",
         t.meta.source.display(),
         t.meta.format,
         t.meta.id,
         name,
-        c.events,
-        c.tool_calls,
-        c.llm_calls,
-        c.errors,
+        super::count(c.events, "event"),
+        super::count(c.tool_calls, "tool call"),
+        super::count(c.llm_calls, "LLM call"),
+        super::count(c.errors, "error"),
         t.meta.status.as_str()
     );
     writeln!(out, "{}", crate::sanitize::line(&line))?;
@@ -125,7 +135,11 @@ fn write_text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "  {}", crate::sanitize::line(&d.to_string()))?;
     }
     if t.diagnostics.len() > shown {
-        writeln!(out, "  ... and {} more diagnostics", t.diagnostics.len() - shown)?;
+        writeln!(
+            out,
+            "  ... and {} more",
+            super::count(t.diagnostics.len() - shown, "diagnostic")
+        )?;
     }
     Ok(())
 }

@@ -96,7 +96,7 @@ pub fn fail_on(list: &[String]) -> Result<Vec<Verdict>, String> {
 
 pub fn write(d: &Diff, a: &Trace, b: &Trace, out: &mut dyn Write, fmt: Output, color: bool) -> std::io::Result<()> {
     match fmt {
-        Output::Json => writeln!(out, "{}", to_json(d, a, b)),
+        Output::Json => crate::json::write_line(out, &to_json(d, a, b)),
         Output::Text => text(d, a, b, out, &Paint(color)),
     }
 }
@@ -145,12 +145,13 @@ pub fn to_json(d: &Diff, a: &Trace, b: &Trace) -> Value {
         })
     }));
     let side = |t: &Trace| {
-        json!({
-            "source": t.meta.source.display().to_string(),
+        let mut v = json!({
             "format": t.meta.format,
             "id": t.meta.id,
             "name": t.meta.name,
-        })
+        });
+        crate::json::put_path(&mut v, "source", &t.meta.source);
+        v
     };
     json!({
         "verdict": d.verdict,

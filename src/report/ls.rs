@@ -37,7 +37,11 @@ pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output) -> std::io::Result<u
     match fmt {
         Output::Json => {
             for r in &rows {
-                writeln!(out, "{}", serde_json::to_string(r).expect("summary serializes"))?;
+                let mut v = serde_json::to_value(r).unwrap_or_default();
+                if r.path.to_str().is_none() {
+                    v["path_lossy"] = serde_json::Value::Bool(true);
+                }
+                crate::json::write_line(out, &v)?;
             }
         }
         Output::Text => {

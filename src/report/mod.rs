@@ -18,6 +18,15 @@ pub fn short(v: &Value, max: usize) -> String {
     cut(&crate::sanitize::line(&s), max)
 }
 
+/// `1 error`, `2 errors`: a count with its noun (regular plurals).
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Cut to `max` characters with an ellipsis.
 pub fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {

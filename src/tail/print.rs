@@ -83,10 +83,10 @@ fn line(fmt: Output, t: &Trace, i: u32, out: &mut dyn Write) -> std::io::Result<
                 "kind": e.kind.as_str(),
                 "name": t.name(i),
                 "status": e.status,
-                "ts": e.start.map(format_ts),
+                "ts": e.start.map(crate::json::ts),
                 "line": (e.origin.line > 0).then_some(e.origin.line),
             });
-            writeln!(out, "{v}")
+            crate::json::write_line(out, &v)
         }
         Output::Text => {
             let ts = e.start.map(format_ts).unwrap_or_else(|| "-".into());
