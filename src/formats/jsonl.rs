@@ -526,6 +526,10 @@ pub struct Follow {
     /// rename, no longer matches them.
     ino: Option<u64>,
     tail_sig: Vec<u8>,
+    /// The first bytes of the file: lines of equal length end alike, so a file truncated and
+    /// rewritten past its old length in place can keep its last bytes; its first line (an id,
+    /// a time) rarely survives.
+    head_sig: Vec<u8>,
     len: Option<u64>,
     /// With `keep_replaced`: the sink a restart replaced, for a caller that still shows it.
     keep: bool,
@@ -556,6 +560,7 @@ impl Follow {
             restarted: false,
             ino: None,
             tail_sig: Vec::new(),
+            head_sig: Vec::new(),
             len: None,
             keep: false,
             replaced: None,
@@ -563,9 +568,16 @@ impl Follow {
     }
 
     fn read_sig(&self) -> Vec<u8> {
-        use std::io::{Read, Seek, SeekFrom};
         let off = self.reader.offset();
-        let start = off.saturating_sub(SIG);
+        self.read_range(off.saturating_sub(SIG), off)
+    }
+
+    fn read_head(&self) -> Vec<u8> {
+        self.read_range(0, self.reader.offset().min(SIG))
+    }
+
+    fn read_range(&self, start: u64, off: u64) -> Vec<u8> {
+        use std::io::{Read, Seek, SeekFrom};
         let mut buf = Vec::new();
         if let Ok(mut f) = super::open_regular(&self.path)
             && f.seek(SeekFrom::Start(start)).is_ok()
@@ -586,7 +598,7 @@ impl Follow {
                 return true;
             }
         }
-        self.reader.offset() > 0 && self.read_sig() != self.tail_sig
+        self.reader.offset() > 0 && (self.read_sig() != self.tail_sig || self.read_head() != self.head_sig)
     }
 
     pub fn path(&self) -> &Path {
@@ -626,6 +638,8 @@ impl Follow {
         if meta.as_ref().is_some_and(|m| self.changed_under_us(m)) {
             // Truncated or replaced: start over.
             self.reader.reset();
+            self.head_sig.clear();
+            self.tail_sig.clear();
             self.parser = (self.make)();
             let old = std::mem::replace(&mut self.sink, Sink::new(&self.path));
             if self.keep {
@@ -644,6 +658,9 @@ impl Follow {
             self.reader.read_some(self.parser.as_mut(), &mut self.sink, max_bytes)?;
             if self.reader.offset() != before || self.tail_sig.is_empty() {
                 self.tail_sig = self.read_sig();
+                if self.head_sig.len() < SIG as usize {
+                    self.head_sig = self.read_head();
+                }
             }
         }
         self.len = len;

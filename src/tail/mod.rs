@@ -50,6 +50,9 @@ pub struct Change {
     pub trace: usize,
     /// The source was read again from the start (truncated or replaced).
     pub restarted: bool,
+    /// A whole document was read again after it changed: the trace was rebuilt, and the
+    /// events that were there before are there again.
+    pub reloaded: bool,
 }
 
 /// Follows everything under a root path.
@@ -113,10 +116,11 @@ impl Tailer {
                 }
             }
             match poll_one(s) {
-                Ok(c) => changes.extend(c.into_iter().map(|(trace, restarted)| Change {
+                Ok(c) => changes.extend(c.into_iter().map(|(trace, restarted, reloaded)| Change {
                     source: i,
                     trace,
                     restarted,
+                    reloaded,
                 })),
                 Err(e) => {
                     if self.errors.len() < 100 {
@@ -208,11 +212,12 @@ fn stamp(p: &Path) -> Option<(u64, Option<SystemTime>)> {
     std::fs::metadata(p).ok().map(|m| (m.len(), m.modified().ok()))
 }
 
-fn poll_one(s: &mut Tracked) -> Result<Vec<(usize, bool)>, LoadError> {
+/// (trace, restarted, reloaded) of each trace that changed.
+fn poll_one(s: &mut Tracked) -> Result<Vec<(usize, bool, bool)>, LoadError> {
     match &mut s.state {
         State::Lines(f) => {
             let p = f.poll()?;
-            Ok(p.touched.into_iter().map(|t| (t, p.restarted)).collect())
+            Ok(p.touched.into_iter().map(|t| (t, p.restarted, false)).collect())
         }
         State::Whole { traces, stamp: st } => {
             let now = stamp(&s.run.path);
@@ -223,7 +228,7 @@ fn poll_one(s: &mut Tracked) -> Result<Vec<(usize, bool)>, LoadError> {
             match formats::load(&s.run.path, Some(s.run.format)) {
                 Ok(l) => {
                     *traces = l.traces;
-                    Ok((0..traces.len()).map(|t| (t, true)).collect())
+                    Ok((0..traces.len()).map(|t| (t, false, true)).collect())
                 }
                 // A document caught half-written: try again on its next change.
                 Err(_) => Ok(Vec::new()),
@@ -258,7 +263,8 @@ mod tests {
             vec![Change {
                 source: 0,
                 trace: 0,
-                restarted: false
+                restarted: false,
+                reloaded: false,
             }]
         );
         assert_eq!(t.sources[0].traces()[0].len(), 1);

@@ -2,7 +2,7 @@
 
 use super::{Change, Tailer};
 use crate::cli::Output;
-use crate::model::{NO_PARENT, Trace, format_ts};
+use crate::model::{NO_PARENT, RunStatus, Trace, format_ts};
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -11,6 +11,8 @@ use std::io::Write;
 struct Seen {
     count: usize,
     ids: HashSet<String>,
+    /// The run's end was printed (or it had ended before tail started).
+    ended: bool,
 }
 
 pub struct Printer {
@@ -31,37 +33,92 @@ impl Printer {
         for (si, ti, trace) in t.traces() {
             let s = self.seen.entry((si, ti)).or_default();
             s.count = trace.len();
+            s.ended = matches!(trace.meta.status, RunStatus::Ok | RunStatus::Error);
             s.ids
                 .extend((0..trace.len() as u32).map(|i| trace.str(trace.event(i).source_id).to_string()));
         }
     }
 
-    /// Print the events that are new in the changed traces. Returns how many were printed.
+    /// Print the events that are new in the changed traces, and a line for each run that
+    /// ended. Returns how many lines were printed.
     pub fn print(&mut self, t: &Tailer, changes: &[Change], out: &mut dyn Write) -> std::io::Result<usize> {
+        // A file truncated or replaced was read again from the start, every trace of it
+        // rebuilt: what was printed for it no longer says where the new events begin. Reset
+        // once per source, before any of its traces prints (a poll reports them all).
+        let mut reset: Vec<usize> = changes.iter().filter(|c| c.restarted).map(|c| c.source).collect();
+        reset.dedup();
+        self.seen.retain(|(s, _), _| !reset.contains(s));
         let mut n = 0;
         for c in changes {
             let Some(trace) = t.sources.get(c.source).and_then(|s| s.traces().get(c.trace)) else {
                 continue;
             };
             let seen = self.seen.entry((c.source, c.trace)).or_default();
-            // After a restart the trace was rebuilt: events already printed (by id) are not
-            // printed again.
-            let from = if c.restarted { 0 } else { seen.count.min(trace.len()) };
+            // A whole document read again: events already printed (by id, or by place when
+            // they have none) are not printed again.
+            let from = if c.reloaded { 0 } else { seen.count.min(trace.len()) };
             for i in from..trace.len() {
                 let e = trace.event(i as u32);
                 let id = trace.str(e.source_id);
                 if !id.is_empty() && !seen.ids.insert(id.to_string()) {
                     continue;
                 }
-                if c.restarted && id.is_empty() && i < seen.count {
+                if c.reloaded && id.is_empty() && i < seen.count {
                     continue;
                 }
                 line(self.fmt, trace, i as u32, out)?;
                 n += 1;
             }
-            seen.count = seen.count.max(trace.len());
+            seen.count = if c.reloaded {
+                seen.count.max(trace.len())
+            } else {
+                trace.len()
+            };
+            let ended = matches!(trace.meta.status, RunStatus::Ok | RunStatus::Error);
+            if ended && !seen.ended {
+                end_line(self.fmt, trace, out)?;
+                n += 1;
+            }
+            seen.ended = ended;
         }
         Ok(n)
+    }
+}
+
+/// The line that says a run ended: its status and counts.
+fn end_line(fmt: Output, t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
+    let c = t.counts();
+    let (_, end) = t.time_span();
+    match fmt {
+        Output::Json => {
+            let v = json!({
+                "run": t.meta.id,
+                "run_name": t.meta.name,
+                "format": t.meta.format,
+                "kind": "run_end",
+                "status": t.meta.status,
+                "ts": end.map(crate::json::ts),
+                "events": c.events,
+                "tool_calls": c.tool_calls,
+                "llm_calls": c.llm_calls,
+                "errors": c.errors,
+                "tokens": c.tokens,
+            });
+            crate::json::write_line(out, &v)
+        }
+        Output::Text => {
+            let ts = end.map(format_ts).unwrap_or_else(|| "-".into());
+            let run = t.meta.name.as_deref().unwrap_or(&t.meta.id);
+            let line = format!(
+                "{ts}  {run}  run ended [{}] · {}, {}, {}, {}",
+                t.meta.status.as_str(),
+                crate::report::count(c.events, "event"),
+                crate::report::count(c.tool_calls, "tool call"),
+                crate::report::count(c.llm_calls, "LLM call"),
+                crate::report::count(c.errors, "error"),
+            );
+            writeln!(out, "{}", crate::sanitize::line(&line))
+        }
     }
 }
 
