@@ -48,8 +48,10 @@ fn live_options(poll: Option<u64>) -> tracetui::tui::LiveOptions {
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    // Not `stdout.lock()` for the whole run: the explorer's terminal restore (from a signal
+    // thread) must never wait for a lock this thread holds. Report output is buffered here
+    // and written in large blocks all the same.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
     let code = match cli.command {
         Some(Command::Check { paths, fmt }) => {
             let (o, forced) = formats(&fmt)?;

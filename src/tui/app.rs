@@ -172,6 +172,14 @@ fn event_loop(
             loop {
                 taken += 1;
                 let action = match event::read()? {
+                    // Raw mode turns Ctrl-Z into a key: stop as the shell's Ctrl-Z would.
+                    Event::Key(k)
+                        if k.code == crossterm::event::KeyCode::Char('z')
+                            && k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) =>
+                    {
+                        terminal::stop_self();
+                        None
+                    }
                     Event::Key(k) => key_action(s, k),
                     Event::Mouse(m) => mouse_action(m),
                     Event::Resize(w, h) => Some(Action::Resize(w, h)),
@@ -190,6 +198,11 @@ fn event_loop(
             update(s, a);
             dirty = true;
             last_report = Instant::now();
+        }
+        if terminal::take_resumed() {
+            // Back from Ctrl-Z: the shell drew over the screen.
+            g.term.clear()?;
+            dirty = true;
         }
         if let Some(p) = terminal::take_background_panic() {
             s.loading = None;

@@ -1,17 +1,29 @@
 //! Terminal lifecycle. The terminal is restored however the program ends: on quit, on an
 //! error (the guard's drop), on a panic of the UI thread (the hook restores before the message
-//! prints), and on SIGTERM / SIGHUP / SIGINT (a flag the event loop checks, then a normal exit).
+//! prints), and on SIGTERM / SIGHUP / SIGINT / SIGQUIT / SIGUSR1 / SIGUSR2 / SIGALRM (a flag
+//! the event loop checks, then a normal exit). SIGTSTP (Ctrl-Z) restores the terminal and
+//! stops; on SIGCONT the explorer takes the terminal back and draws again.
+//!
+//! Restoring takes no lock the UI thread can hold: the escape sequences go to the terminal by
+//! `write(2)` on file descriptor 1 (not through `Stdout`, whose lock `main` or a frame may
+//! hold), and the terminal mode saved at entry is put back by `tcsetattr`. A stuck event loop
+//! therefore cannot keep a signal from restoring the terminal and ending the process.
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
-use std::io::{BufWriter, Stdout, Write};
+use std::io::{BufWriter, Stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Set when the explorer took the terminal back after a stop: the next frame redraws all.
+static RESUMED: AtomicBool = AtomicBool::new(false);
+/// The terminal's mode before raw mode: (file descriptor, termios), saved once at entry.
+#[cfg(unix)]
+static SAVED_MODE: OnceLock<(i32, libc::termios)> = OnceLock::new();
 static UI_THREAD: OnceLock<std::thread::ThreadId> = OnceLock::new();
 /// The message of the last panic on a background thread (reported through the UI instead of
 /// being printed over the screen).
@@ -36,6 +48,8 @@ impl Drop for Guard {
 pub fn enter() -> std::io::Result<Guard> {
     let _ = UI_THREAD.set(std::thread::current().id());
     install_panic_hook();
+    #[cfg(unix)]
+    save_mode();
     enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
     let mut out = std::io::stdout();
@@ -64,10 +78,127 @@ pub fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
     }
-    let mut out = std::io::stdout();
-    let _ = execute!(out, DisableMouseCapture, LeaveAlternateScreen, crossterm::cursor::Show);
+    leave_screen();
+    #[cfg(unix)]
+    if let Some((fd, mode)) = SAVED_MODE.get() {
+        // SAFETY: a termios read from this descriptor at entry; tcsetattr takes no lock of ours.
+        unsafe { libc::tcsetattr(*fd, libc::TCSANOW, mode) };
+        return;
+    }
     let _ = disable_raw_mode();
-    let _ = out.flush();
+}
+
+/// The sequences that leave the screen as it was, written straight to file descriptor 1.
+fn leave_screen() {
+    write_ansi(&[&DisableMouseCapture, &LeaveAlternateScreen, &crossterm::cursor::Show]);
+}
+
+/// Write commands' escape sequences by `write(2)`, bypassing `Stdout` and its lock.
+fn write_ansi(cmds: &[&dyn AnsiCommand]) {
+    let mut s = String::new();
+    for c in cmds {
+        c.ansi(&mut s);
+    }
+    write_fd1(s.as_bytes());
+}
+
+/// `crossterm::Command` is not object safe; this is the part of it used here.
+trait AnsiCommand {
+    fn ansi(&self, s: &mut String);
+}
+
+impl<T: crossterm::Command> AnsiCommand for T {
+    fn ansi(&self, s: &mut String) {
+        let _ = self.write_ansi(s);
+    }
+}
+
+fn write_fd1(mut bytes: &[u8]) {
+    #[cfg(unix)]
+    while !bytes.is_empty() {
+        // SAFETY: a valid buffer and length; fd 1 may be closed, which only fails the write.
+        let n = unsafe { libc::write(1, bytes.as_ptr().cast(), bytes.len()) };
+        if n <= 0 {
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        bytes = &bytes[n as usize..];
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::Write;
+        let _ = std::io::stdout().write_all(bytes);
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// The terminal crossterm puts in raw mode: standard input when it is one, else /dev/tty.
+#[cfg(unix)]
+fn save_mode() {
+    use std::os::fd::IntoRawFd;
+    if SAVED_MODE.get().is_some() {
+        return;
+    }
+    // SAFETY: isatty on a descriptor number.
+    let fd = if unsafe { libc::isatty(0) } == 1 {
+        0
+    } else {
+        match std::fs::File::open("/dev/tty") {
+            // Kept open for the process's life: restore may need it at any moment.
+            Ok(f) => f.into_raw_fd(),
+            Err(_) => return,
+        }
+    };
+    // SAFETY: a zeroed termios is a valid out-parameter for tcgetattr.
+    let mut mode: libc::termios = unsafe { std::mem::zeroed() };
+    if unsafe { libc::tcgetattr(fd, &mut mode) } == 0 {
+        let _ = SAVED_MODE.set((fd, mode));
+    }
+}
+
+/// Ctrl-Z: give the terminal back as it was, then stop as a stopped program does.
+#[cfg(unix)]
+fn suspend() -> bool {
+    if !ACTIVE.load(Ordering::SeqCst) {
+        return false;
+    }
+    restore();
+    true
+}
+
+/// Continued after a stop: raw mode, the alternate screen and the mouse again; the next frame
+/// draws everything.
+#[cfg(unix)]
+fn resume() {
+    if let Some((fd, mode)) = SAVED_MODE.get() {
+        let mut raw = *mode;
+        // SAFETY: a copy of the saved termios, made raw as crossterm makes it.
+        unsafe {
+            libc::cfmakeraw(&mut raw);
+            libc::tcsetattr(*fd, libc::TCSANOW, &raw);
+        }
+    }
+    write_ansi(&[&EnterAlternateScreen, &EnableMouseCapture, &crossterm::cursor::Hide]);
+    ACTIVE.store(true, Ordering::SeqCst);
+    RESUMED.store(true, Ordering::SeqCst);
+}
+
+/// Ctrl-Z pressed in raw mode (where the terminal sends no SIGTSTP): send it to ourselves,
+/// so that the signal thread gives the terminal back and stops the process.
+pub fn stop_self() {
+    #[cfg(unix)]
+    // SAFETY: raising a signal whose handler is installed (quit_signals).
+    unsafe {
+        libc::raise(libc::SIGTSTP);
+    }
+}
+
+/// Whether the explorer came back from a stop since the last call (the screen must be drawn
+/// anew: the shell drew over it).
+pub fn take_resumed() -> bool {
+    RESUMED.swap(false, Ordering::SeqCst)
 }
 
 fn install_panic_hook() {
@@ -93,8 +224,9 @@ pub fn take_background_panic() -> Option<String> {
     BACKGROUND_PANIC.lock().ok().and_then(|mut s| s.take())
 }
 
-/// A flag set by SIGTERM, SIGHUP and SIGINT. The event loop sees it within a tick and ends
-/// normally. A thread stands by in case it cannot: on a terminal that hung up, crossterm's
+/// A flag set by SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM (their
+/// default is to end the process, so they do, with the terminal restored). The event loop sees
+/// it within a tick and ends normally. A thread stands by in case it cannot: on a terminal that hung up, crossterm's
 /// reader can spin inside `event::poll` forever, timeout or not (crossterm#793), and the
 /// process would outlive its terminal burning a core. After a grace period that thread
 /// restores what can be restored and exits.
@@ -102,13 +234,31 @@ pub fn quit_signals() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     #[cfg(unix)]
     {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT]) {
+        use signal_hook::consts::{SIGALRM, SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1, SIGUSR2};
+        const QUIT: [i32; 7] = [SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM];
+        let mut all = QUIT.to_vec();
+        all.extend([SIGTSTP, SIGCONT]);
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new(all) {
             let f = flag.clone();
             let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    f.store(true, Ordering::SeqCst);
-                    exit_if_still_running(128 + sig);
+                for sig in signals.forever() {
+                    match sig {
+                        SIGTSTP => {
+                            let was = suspend();
+                            // Stop as the default action would; this returns on SIGCONT.
+                            let _ = signal_hook::low_level::emulate_default_handler(SIGTSTP);
+                            if was {
+                                resume();
+                            }
+                        }
+                        // Continued by someone else than a Ctrl-Z we saw: take the screen
+                        // back only if we gave it up.
+                        SIGCONT => {}
+                        _ => {
+                            f.store(true, Ordering::SeqCst);
+                            exit_if_still_running(128 + sig);
+                        }
+                    }
                 }
             });
         }
@@ -160,5 +310,35 @@ fn watch_hangup(flag: &AtomicBool) {
             flag.store(true, Ordering::SeqCst);
             exit_if_still_running(128 + libc::SIGHUP);
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restore_does_not_wait_for_a_stdout_lock_held_elsewhere() {
+        // `main` holds the stdout lock for the whole session; a signal's restore ran on
+        // another thread and blocked on it forever.
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let _lock = std::io::stdout().lock();
+            held_tx.send(()).unwrap();
+            let _ = done_rx.recv_timeout(std::time::Duration::from_secs(10));
+        });
+        held_rx.recv().unwrap();
+        ACTIVE.store(true, Ordering::SeqCst);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            restore();
+            tx.send(()).unwrap();
+        });
+        let finished = rx.recv_timeout(std::time::Duration::from_secs(3)).is_ok();
+        done_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert!(finished, "restore waited on the stdout lock");
+        assert!(!ACTIVE.load(Ordering::SeqCst));
     }
 }
