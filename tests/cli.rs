@@ -249,3 +249,44 @@ fn exit_codes_follow_the_readme_in_every_command() {
         "the other is named"
     );
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn standard_input_leaves_no_file_behind_even_when_killed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A pipe that stays open: the process is killed while it waits for the rest of it.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracetui"))
+        .args(["check", "-"])
+        .env("TMPDIR", tmp.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(&std::fs::read("sample-traces/runs/agentdbg-refund-ok/events.jsonl").unwrap())
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // A file on standard input is read where it is, not copied.
+    let out = tracetui()
+        .args(["check", "--format", "json", "-"])
+        .env("TMPDIR", tmp.path())
+        .pipe_stdin("sample-traces/runs/agentdbg-refund-ok/events.jsonl")
+        .unwrap()
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(json_lines(&out)[0]["tool_calls"], 2);
+}

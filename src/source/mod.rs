@@ -53,25 +53,74 @@ pub fn discover(paths: &[PathBuf], forced: Option<&'static dyn Format>) -> Disco
     d
 }
 
-/// Standard input (`-`) is copied to a private temporary file, removed at exit: formats read
-/// by position (deferred payloads, the raw view), which a pipe cannot do.
-static STDIN_COPIES: std::sync::Mutex<Vec<tempfile::TempPath>> = std::sync::Mutex::new(Vec::new());
+/// Standard input (`-`): formats read by position (deferred payloads, the raw view), which a
+/// pipe cannot do. A regular file on standard input (`< file`) is read in place. A pipe is
+/// copied, up to [`STDIN_LIMIT`], into a temporary file that is unlinked at once and read
+/// through `/proc/self/fd/N`: nothing is left behind however the process ends (even killed).
+/// Where there is no /proc, the copy is a named temporary file removed at exit.
+static STDIN_COPIES: std::sync::Mutex<Vec<StdinCopy>> = std::sync::Mutex::new(Vec::new());
 
-/// Remove the copies of standard input (statics are never dropped: call this before exit).
+/// The most standard input that is copied (the README says so).
+pub const STDIN_LIMIT: u64 = 4 << 30;
+
+// Held only to be dropped: the file stays open (or named) while the process reads it.
+#[allow(dead_code)]
+enum StdinCopy {
+    /// Unlinked; kept open so that its /proc/self/fd path stays readable.
+    Open(std::fs::File),
+    Named(tempfile::TempPath),
+}
+
+/// Remove the named copies of standard input (statics are never dropped: call this before
+/// exit; unlinked copies need nothing).
 pub fn cleanup() {
     STDIN_COPIES.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
 fn stdin_to_file() -> std::io::Result<PathBuf> {
-    let mut f = tempfile::Builder::new()
-        .prefix("tracetui-stdin-")
-        .suffix(".jsonl")
-        .tempfile()?;
-    std::io::copy(&mut std::io::stdin().lock(), f.as_file_mut())?;
-    let path = f.into_temp_path();
-    let p = path.to_path_buf();
-    STDIN_COPIES.lock().unwrap_or_else(|e| e.into_inner()).push(path);
-    Ok(p)
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let fd0 = PathBuf::from("/proc/self/fd/0");
+        if std::fs::metadata(&fd0).is_ok_and(|m| m.is_file()) {
+            return Ok(fd0);
+        }
+        let mut f = tempfile::tempfile()?;
+        copy_bounded(&mut f)?;
+        let p = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+        STDIN_COPIES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(StdinCopy::Open(f));
+        Ok(p)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let mut f = tempfile::Builder::new()
+            .prefix("tracetui-stdin-")
+            .suffix(".jsonl")
+            .tempfile()?;
+        copy_bounded(f.as_file_mut())?;
+        let path = f.into_temp_path();
+        let p = path.to_path_buf();
+        STDIN_COPIES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(StdinCopy::Named(path));
+        Ok(p)
+    }
+}
+
+fn copy_bounded(f: &mut std::fs::File) -> std::io::Result<()> {
+    use std::io::Read;
+    let n = std::io::copy(&mut std::io::stdin().lock().take(STDIN_LIMIT + 1), f)?;
+    if n > STDIN_LIMIT {
+        return Err(std::io::Error::other(format!(
+            "standard input is larger than {} GiB; save it to a file and give its path",
+            STDIN_LIMIT >> 30
+        )));
+    }
+    Ok(())
 }
 
 fn discover_one(path: &Path, forced: Option<&'static dyn Format>, d: &mut Discovery) {
