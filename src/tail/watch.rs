@@ -20,7 +20,14 @@ pub struct Watch {
     rx: Option<Receiver<Vec<PathBuf>>>,
     _watcher: Option<RecommendedWatcher>,
     poll: Duration,
+    /// While notify reports changes, the safety-net tick backs off from `poll` up to
+    /// [`IDLE_MAX`] as long as nothing happens: an idle tail looked at everything every
+    /// half second.
+    idle: std::cell::Cell<Duration>,
 }
+
+/// The longest wait between two safety-net ticks while notify works.
+pub const IDLE_MAX: Duration = Duration::from_secs(8);
 
 /// Debounce window: short, so that a line written shows up well under 50 ms later.
 const DEBOUNCE: Duration = Duration::from_millis(15);
@@ -45,6 +52,7 @@ impl Watch {
                 rx: None,
                 _watcher: None,
                 poll,
+                idle: std::cell::Cell::new(poll),
             };
         }
         let (tx, rx) = channel();
@@ -75,11 +83,13 @@ impl Watch {
                 rx: Some(rx),
                 _watcher: Some(d),
                 poll,
+                idle: std::cell::Cell::new(poll),
             },
             None => Watch {
                 rx: None,
                 _watcher: None,
                 poll,
+                idle: std::cell::Cell::new(poll),
             },
         }
     }
@@ -94,8 +104,9 @@ impl Watch {
             std::thread::sleep(self.poll);
             return Wake::Tick;
         };
-        match rx.recv_timeout(self.poll) {
+        match rx.recv_timeout(self.idle.get()) {
             Ok(first) => {
+                self.idle.set(self.poll);
                 // Debounce: what else arrives within the window is one wake-up (a writer's
                 // burst, a file written in two parts).
                 let mut paths = first;
@@ -112,7 +123,10 @@ impl Watch {
                     Wake::Changed(paths)
                 }
             }
-            Err(RecvTimeoutError::Timeout) => Wake::Tick,
+            Err(RecvTimeoutError::Timeout) => {
+                self.idle.set((self.idle.get() * 2).min(IDLE_MAX.max(self.poll)));
+                Wake::Tick
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(self.poll);
                 Wake::Tick
@@ -145,5 +159,25 @@ mod tests {
             .write_all(b"{}\n")
             .unwrap();
         assert_eq!(w.next(), Wake::Changed(vec![f.clone()]));
+    }
+
+    #[test]
+    fn an_idle_watch_backs_off_and_a_change_resets_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("events.jsonl");
+        std::fs::write(&f, b"{}\n").unwrap();
+        let poll = Duration::from_millis(20);
+        let w = Watch::new(dir.path(), poll, false);
+        assert!(w.is_notifying());
+        let t0 = Instant::now();
+        for _ in 0..4 {
+            assert_eq!(w.next(), Wake::Tick);
+        }
+        // 20 + 40 + 80 + 160 ms at least: each quiet tick doubles the wait.
+        assert!(t0.elapsed() >= Duration::from_millis(300), "{:?}", t0.elapsed());
+        assert_eq!(w.idle.get(), Duration::from_millis(320));
+        std::fs::write(&f, b"{}\n{}\n").unwrap();
+        assert!(matches!(w.next(), Wake::Changed(_)));
+        assert_eq!(w.idle.get(), poll, "a change brings the interval back");
     }
 }
