@@ -39,6 +39,8 @@ pub enum Command {
     Raw,
     Copy,
     CopyPath,
+    CopyRaw,
+    Pager,
     Mark,
     Diff,
     NextChange,
@@ -48,7 +50,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 36] = [
+    pub const ALL: [Command; 38] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -79,6 +81,8 @@ impl Command {
         Command::Raw,
         Command::Copy,
         Command::CopyPath,
+        Command::CopyRaw,
+        Command::Pager,
         Command::Mark,
         Command::Diff,
         Command::NextChange,
@@ -120,6 +124,8 @@ impl Command {
             Command::Raw => "raw",
             Command::Copy => "copy",
             Command::CopyPath => "copy_path",
+            Command::CopyRaw => "copy_raw",
+            Command::Pager => "pager",
             Command::Mark => "mark",
             Command::Diff => "diff",
             Command::NextChange => "next_change",
@@ -159,6 +165,8 @@ pub enum Action {
     /// Background discovery found runs.
     RunsFound(Vec<RunEntry>),
     RunsProblem(String),
+    /// A problem to show in the status line (an effect that failed).
+    Problem(String),
     RunsDone,
     /// A run finished loading (or failed to).
     RunLoaded {

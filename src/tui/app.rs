@@ -296,6 +296,17 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
                 let _ = tx.send(Action::DiffReady { generation, result });
             });
         }
+        Effect::Page(text) => {
+            #[cfg(unix)]
+            let shown = terminal::page(&text);
+            #[cfg(not(unix))]
+            let shown: std::io::Result<()> = Err(std::io::Error::other("no pager here"));
+            if let Err(e) = shown {
+                let _ = tx.send(Action::Problem(format!("could not open the pager: {e}")));
+            }
+            terminal::take_resumed();
+            g.term.clear()?;
+        }
         Effect::Copy(text) => {
             // OSC 52: the terminal puts it on the clipboard. Base64 keeps any control bytes
             // in the copied value from being interpreted.

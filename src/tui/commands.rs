@@ -77,7 +77,17 @@ const TREE: &[Entry] = &[
     e(Command::Expand, "expand", None),
     e(Command::CollapseAll, "collapse all", None),
     e(Command::ExpandAll, "expand all", None),
-    e(Command::Copy, "copy the event's payload as JSON (OSC 52)", None),
+    e(
+        Command::Copy,
+        "copy the event's payload as JSON, escaped (OSC 52)",
+        None,
+    ),
+    e(
+        Command::CopyRaw,
+        "copy it raw: control characters included, unsafe to paste",
+        None,
+    ),
+    e(Command::Pager, "open the event's payload in $PAGER", None),
     e(Command::Follow, "follow new events of a live run (G too)", None),
     MOVE[0],
     MOVE[1],
@@ -89,8 +99,18 @@ const TREE: &[Entry] = &[
 ];
 
 const DETAIL: &[Entry] = &[
-    e(Command::Copy, "copy the value under the cursor (OSC 52)", Some("copy")),
+    e(
+        Command::Copy,
+        "copy the value under the cursor, escaped (OSC 52)",
+        Some("copy"),
+    ),
     e(Command::CopyPath, "copy its JSON path", None),
+    e(
+        Command::CopyRaw,
+        "copy it raw: control characters included, unsafe to paste",
+        None,
+    ),
+    e(Command::Pager, "open the value in $PAGER (long values)", Some("pager")),
     e(Command::Wrap, "wrap long lines on/off", Some("wrap")),
     e(Command::Raw, "raw source record on/off", Some("raw")),
     NAV[0],
@@ -141,8 +161,18 @@ const PAIR: &[Entry] = &[
     e(Command::NextChange, "the next divergence's detail", Some("next change")),
     e(Command::PrevChange, "the previous divergence's detail", None),
     e(Command::Wrap, "wrap long lines on/off", Some("wrap")),
-    e(Command::Copy, "copy the value under the cursor (OSC 52)", Some("copy")),
+    e(
+        Command::Copy,
+        "copy the value under the cursor, escaped (OSC 52)",
+        Some("copy"),
+    ),
     e(Command::CopyPath, "copy its JSON path", None),
+    e(
+        Command::CopyRaw,
+        "copy it raw: control characters included, unsafe to paste",
+        None,
+    ),
+    e(Command::Pager, "open the value in $PAGER (long values)", Some("pager")),
     MOVE[0],
     MOVE[1],
     MOVE[2],

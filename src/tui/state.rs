@@ -616,6 +616,8 @@ pub enum Effect {
     },
     /// Put text on the clipboard (OSC 52).
     Copy(String),
+    /// Show text in the user's pager, the explorer stepping aside meanwhile.
+    Page(String),
 }
 
 #[derive(Debug)]

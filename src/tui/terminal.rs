@@ -185,6 +185,29 @@ fn resume() {
     RESUMED.store(true, Ordering::SeqCst);
 }
 
+/// Show `text` in the user's pager (`$PAGER`, else `less`): the explorer gives the terminal
+/// back while the pager runs and takes it again after.
+#[cfg(unix)]
+pub fn page(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let pager = std::env::var("PAGER")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "less".into());
+    restore();
+    let shown = (|| {
+        let mut child = Command::new("sh").arg("-c").arg(&pager).stdin(Stdio::piped()).spawn()?;
+        if let Some(mut input) = child.stdin.take() {
+            // The pager may quit before reading all: a closed pipe is no error.
+            let _ = input.write_all(text.as_bytes());
+        }
+        child.wait().map(|_| ())
+    })();
+    resume();
+    shown.map_err(|e| std::io::Error::new(e.kind(), format!("{pager}: {e}")))
+}
+
 /// Ctrl-Z pressed in raw mode (where the terminal sends no SIGTSTP): send it to ourselves,
 /// so that the signal thread gives the terminal back and stops the process.
 pub fn stop_self() {

@@ -104,6 +104,7 @@ pub fn update(s: &mut State, a: Action) {
             }
         }
         Action::RunsProblem(p) => s.runs.problems.push(p),
+        Action::Problem(p) => say(s, p, true),
         Action::RunsDone => {
             s.runs.scanning = false;
             if s.auto_open && s.runs.entries.len() == 1 && s.run.is_none() && s.loading.is_none() {
@@ -752,11 +753,11 @@ fn tree_command(s: &mut State, c: Command) {
                 s.view = View::Runs;
             }
         }
-        Command::Copy => {
+        Command::Copy | Command::CopyRaw | Command::Pager => {
             if let Some(ev) = r.selected_event() {
                 let p = crate::formats::payload(&t, t.event(ev));
                 let text = serde_json::to_string_pretty(&p).unwrap_or_default();
-                copy(s, text, "payload");
+                take(s, text, "payload", c);
             }
         }
         _ => {}
@@ -789,16 +790,16 @@ fn detail_command(s: &mut State, c: Command) {
                 r.rebuild_detail(ev);
             }
         }
-        Command::Copy | Command::CopyPath => {
+        Command::Copy | Command::CopyPath | Command::CopyRaw | Command::Pager => {
             let got = r.detail.as_ref().and_then(|d| {
-                if c == Command::Copy {
-                    d.doc.copy_value(d.cursor)
-                } else {
+                if c == Command::CopyPath {
                     d.doc.copy_path(d.cursor)
+                } else {
+                    d.doc.copy_value(d.cursor)
                 }
             });
             match got {
-                Some(text) => copy(s, text, if c == Command::Copy { "value" } else { "path" }),
+                Some(text) => take(s, text, if c == Command::CopyPath { "path" } else { "value" }, c),
                 None => say(s, "nothing to copy on this line", false),
             }
         }
@@ -806,10 +807,53 @@ fn detail_command(s: &mut State, c: Command) {
     }
 }
 
-pub(super) fn copy(s: &mut State, text: String, what: &str) {
+/// The most text `y` puts in one OSC 52 sequence: base64 makes it 4/3 larger, and many
+/// terminals drop a sequence over about 100 KB (while we would say "copied").
+pub const CLIPBOARD_MAX: usize = 75_000;
+
+/// What `y`, `alt-y` and `o` do with a value: copy it escaped (the form shown on screen, safe
+/// to paste: no ESC, CR, LF, BEL, C1 or bidi control reaches a shell), copy it raw, or open it
+/// in the pager (escaped, newlines kept).
+pub(super) fn take(s: &mut State, text: String, what: &str, how: Command) {
+    match how {
+        Command::Pager => {
+            let text = crate::sanitize::text(&text).into_owned();
+            s.effects.push(Effect::Page(text));
+        }
+        Command::CopyRaw => copy_text(s, text, what, "raw, control characters included"),
+        _ => {
+            // Pretty JSON (objects, the payload) is copied compact: one line, nothing to escape
+            // but what the values hold.
+            let one_line = match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v) if text.contains('\n') && !v.is_string() => serde_json::to_string(&v).unwrap_or(text),
+                _ => text,
+            };
+            let safe = crate::sanitize::line(&one_line).into_owned();
+            let note = if safe.len() != one_line.len() {
+                "escaped; alt-y copies it raw"
+            } else {
+                "alt-y copies it raw"
+            };
+            copy_text(s, safe, what, note)
+        }
+    }
+}
+
+fn copy_text(s: &mut State, text: String, what: &str, note: &str) {
+    if text.len() > CLIPBOARD_MAX {
+        say(
+            s,
+            format!(
+                "{what} too large for the clipboard ({} bytes; terminals take about 100 KB by OSC 52): o opens it in the pager",
+                text.len()
+            ),
+            true,
+        );
+        return;
+    }
     say(
         s,
-        format!("copied {what} ({} bytes) to the clipboard", text.len()),
+        format!("copied {what} ({} bytes, {note}) to the clipboard", text.len()),
         false,
     );
     s.effects.push(Effect::Copy(text));

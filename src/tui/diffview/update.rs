@@ -7,7 +7,7 @@ use crate::tui::detail::{self, Doc};
 use crate::tui::keymap::Context;
 use crate::tui::layout::{self, DiffLayout};
 use crate::tui::state::{Effect, RunEntry, State, View};
-use crate::tui::update::{WHEEL_STEP, copy, follow, is_move, move_sel, say};
+use crate::tui::update::{WHEEL_STEP, follow, is_move, move_sel, say, take};
 use ratatui::layout::Rect;
 
 fn area(s: &State) -> Rect {
@@ -193,14 +193,14 @@ pub fn pair_command(s: &mut State, c: Command) {
             let on = v.wrap;
             say(s, if on { "wrap on" } else { "wrap off" }, false);
         }
-        Command::Copy | Command::CopyPath => {
-            let got = if c == Command::Copy {
-                p.doc.copy_value(p.cursor)
-            } else {
+        Command::Copy | Command::CopyPath | Command::CopyRaw | Command::Pager => {
+            let got = if c == Command::CopyPath {
                 p.doc.copy_path(p.cursor)
+            } else {
+                p.doc.copy_value(p.cursor)
             };
             match got {
-                Some(text) => copy(s, text, if c == Command::Copy { "value" } else { "path" }),
+                Some(text) => take(s, text, if c == Command::CopyPath { "path" } else { "value" }, c),
                 None => say(s, "nothing to copy on this line", false),
             }
         }
