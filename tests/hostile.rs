@@ -87,7 +87,7 @@ fn an_empty_file_is_named_as_empty() {
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "empty.jsonl", b"");
     let r = run(&["check"], &p);
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 2, "not a trace: unreadable input (README)");
     assert!(
         r.stdout.contains("empty.jsonl") && r.stdout.contains("the file is empty"),
         "{}",
@@ -114,7 +114,7 @@ fn a_binary_file_is_named_as_binary() {
         .collect();
     let p = write(d.path(), "noise.jsonl", &bytes);
     let r = run(&["check"], &p);
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 2, "not a trace: unreadable input (README)");
     assert!(r.stdout.contains("binary data, not JSON"), "{}", r.all());
     for f in REGISTRY {
         run(&["check", "--format", f.id()], &p);
@@ -267,7 +267,7 @@ fn json_nested_100000_deep_is_a_diagnostic_not_a_stack_overflow() {
     // The whole file, as a document and as a line: detection says why.
     let p = write(dir, "deep.json", deep.as_bytes());
     let r = run(&["check"], &p);
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 2, "not a trace");
     assert!(r.stdout.contains("recursion limit exceeded"), "{}", r.all());
     for f in REGISTRY {
         run(&["check", "--format", f.id()], &p);
@@ -282,6 +282,10 @@ fn json_nested_100000_deep_is_a_diagnostic_not_a_stack_overflow() {
     let line = adbg("e1", "TOOL_CALL", &format!(r#"{{"tool_name":"deep","args":{deep}}}"#));
     let ok = adbg("e2", "TOOL_CALL", r#"{"tool_name":"fine","args":{}}"#);
     let p = write(dir, "events.jsonl", format!("{line}\n{ok}\n").as_bytes());
+    let r = run(&["check"], &p);
+    assert_eq!(r.code, 1, "a diagnostic at load, not only when shown: {}", r.all());
+    assert!(r.stdout.contains("line 1") || r.stdout.contains(":1:"), "{}", r.all());
+    assert!(r.stdout.contains("nested deeper than 128"), "{}", r.all());
     let r = run(&["show"], &p);
     assert!(r.stdout.contains("tool fine"), "{}", r.all());
     assert!(r.stdout.contains("recursion limit exceeded"), "{}", r.all());
@@ -327,7 +331,7 @@ fn json_nested_100000_deep_is_a_diagnostic_not_a_stack_overflow() {
     write(&run_dir, "run.json", deep.as_bytes());
     write(&run_dir, "events.jsonl", format!("{ok}\n").as_bytes());
     let r = run(&["check"], &run_dir);
-    assert!(r.stdout.contains("tool calls"), "{}", r.all());
+    assert!(r.stdout.contains("1 tool call"), "{}", r.all());
     run(&["ls"], &run_dir);
     load_everything(&run_dir);
 }
@@ -477,7 +481,8 @@ fn symlink_loops_and_unreadable_files_inside_a_runs_directory() {
     );
 
     let r = run(&["ls"], &runs);
-    assert_eq!(r.code, 0, "{}", r.all());
+    // The others are listed; the one that cannot be is unreadable input (README: exit 2).
+    assert_eq!(r.code, 2, "{}", r.all());
     assert!(r.stdout.contains("refund-agent"), "{}", r.all());
     assert!(r.stderr.contains("broken"), "{}", r.all());
 
@@ -718,7 +723,7 @@ fn a_runs_directory_of_50000_empty_subdirectories() {
     let t0 = Instant::now();
     let r = run(&["check"], &runs);
     let check = t0.elapsed();
-    assert_eq!(r.code, 1, "{}", r.all());
+    assert_eq!(r.code, 2, "no trace in it: {}", r.all());
     assert!(
         r.stdout.contains("no run directories or trace files in it"),
         "{}",

@@ -251,6 +251,9 @@ pub(crate) struct Envelope<'a, P> {
     start: Option<i64>,
     #[serde(skip)]
     duration: Option<i64>,
+    /// Nested deeper than serde_json decodes (the envelope read skipped it): said at load.
+    #[serde(skip)]
+    too_deep: bool,
 }
 
 fn none<P>() -> Option<P> {
@@ -273,6 +276,7 @@ impl<'a, P> Envelope<'a, P> {
             payload: None,
             start: None,
             duration: None,
+            too_deep: false,
         }
     }
 
@@ -288,6 +292,7 @@ impl<'a, P> Envelope<'a, P> {
             payload,
             start: None,
             duration: None,
+            too_deep: false,
         }
     }
 
@@ -472,6 +477,10 @@ impl Parser {
 fn parse_fast_into<'a>(line: &'a [u8], slot: &mut Option<FastEnvelope<'a>>) {
     if skim_into(line, slot.insert(FastEnvelope::blank())).is_none() {
         *slot = serde_json::from_slice::<FastEnvelope>(line).ok();
+        // The skimmer leaves deep lines to serde, which skips what it does not read at any depth.
+        if let Some(e) = slot.as_mut() {
+            e.too_deep = super::nested_too_deep(line);
+        }
     }
     if let Some(e) = slot {
         if let Some(p) = e.payload.as_mut() {
@@ -479,6 +488,13 @@ fn parse_fast_into<'a>(line: &'a [u8], slot: &mut Option<FastEnvelope<'a>>) {
         }
         e.derive();
     }
+}
+
+fn too_deep_message() -> String {
+    format!(
+        "payload nested deeper than {} levels: the event loads, its payload cannot be decoded (the raw record can be shown)",
+        super::JSON_DEPTH_LIMIT
+    )
 }
 
 fn read_usage(raw: Option<Raw>) -> Option<Usage> {
@@ -651,6 +667,9 @@ impl Parser {
                 let Some(env) = sink.parse::<Envelope<Raw>>(line, loc) else {
                     return;
                 };
+                if env.payload.is_some_and(|raw| super::nested_too_deep(raw.0.as_bytes())) {
+                    sink.error(loc.line, too_deep_message());
+                }
                 let payload = match env.payload {
                     Some(raw) => match serde_json::from_str::<PayloadIndex>(raw.0) {
                         Ok(mut p) => {
@@ -669,6 +688,9 @@ impl Parser {
                 &slow
             }
         };
+        if env.too_deep {
+            sink.error(loc.line, too_deep_message());
+        }
         let ti = self.trace_for(env.run_id.as_deref().unwrap_or(""), sink);
         let no_payload = PayloadIndex::default();
         let p = env.payload.as_ref().unwrap_or(&no_payload);

@@ -124,6 +124,39 @@ pub fn read_json_file(path: &Path, limit: u64) -> Result<Value, super::LoadError
     serde_json::from_slice(&buf).map_err(|e| super::LoadError::invalid(path, super::jsonl::json_error(&e)))
 }
 
+/// How deep serde_json nests before it gives up (its recursion limit).
+pub const JSON_DEPTH_LIMIT: usize = 128;
+
+/// Whether JSON text nests arrays and objects deeper than serde_json reads into a value.
+/// Readers that skip a value (RawValue, IgnoredAny) accept any depth; the payload decoded
+/// later would fail, so a load says so at once.
+pub fn nested_too_deep(json: &[u8]) -> bool {
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for &b in json {
+        if in_str {
+            match b {
+                _ if esc => esc = false,
+                b'\\' => esc = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > JSON_DEPTH_LIMIT {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
