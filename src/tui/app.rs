@@ -44,7 +44,7 @@ fn no_color() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
-pub fn theme_and_keys(opts_theme: Option<&str>) -> anyhow::Result<(Theme, Keymap)> {
+pub fn theme_and_keys(opts_theme: Option<&str>) -> anyhow::Result<(Theme, Keymap, Option<String>)> {
     let cfg = config::load(config::path().as_deref()).map_err(anyhow::Error::msg)?;
     let keys = Keymap::with_overrides(&cfg.keys).map_err(|e| anyhow::anyhow!("config: {e}"))?;
     let user_themes = config::dir().map(|d| d.join("themes"));
@@ -54,12 +54,12 @@ pub fn theme_and_keys(opts_theme: Option<&str>) -> anyhow::Result<(Theme, Keymap
         None => Theme::load(cfg.theme.as_deref().unwrap_or("dark"), user_themes.as_deref())
             .map_err(|e| anyhow::anyhow!("config: {e}"))?,
     };
-    Ok((theme, keys))
+    Ok((theme, keys, cfg.warning))
 }
 
 /// Run the explorer until the user quits.
 pub fn run(opts: Options) -> anyhow::Result<()> {
-    let (theme, keys) = theme_and_keys(opts.theme.as_deref())?;
+    let (theme, keys, warning) = theme_and_keys(opts.theme.as_deref())?;
     let (tx, rx) = channel();
     let live = Live {
         shared: Shared::default(),
@@ -81,6 +81,9 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         super::diffview::update::start_cli(&mut state, d, opts.forced);
     }
     state.follow = opts.follow;
+    if let Some(w) = warning {
+        update(&mut state, Action::Problem(w));
+    }
     let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit, &live);
     drop(guard);
     result

@@ -31,16 +31,24 @@ pub fn path() -> Option<PathBuf> {
 pub struct Config {
     pub theme: Option<String>,
     pub keys: toml::Table,
+    /// A config that could not be read (its directory or file unreadable): the explorer
+    /// starts with the defaults and says so.
+    pub warning: Option<String>,
 }
 
-/// Read the config file; a missing file is the default config, a broken one an error that
-/// names the file.
+/// Read the config file; a missing file is the default config, an unreadable one the default
+/// config with a warning, a broken one an error that names the file.
 pub fn load(path: Option<&Path>) -> Result<Config, String> {
     let Some(path) = path else { return Ok(Config::default()) };
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => {
+            return Ok(Config {
+                warning: Some(format!("config not read ({}: {e}); using the defaults", path.display())),
+                ..Config::default()
+            });
+        }
     };
     let table: toml::Table = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
     let mut c = Config::default();
@@ -98,5 +106,22 @@ mod tests {
         assert!(c.keys.contains_key("tree"));
         std::fs::write(&p, "colour = 1\n").unwrap();
         assert!(load(Some(&p)).unwrap_err().contains("colour"));
+    }
+
+    #[test]
+    fn an_unreadable_config_is_a_warning_and_the_defaults() {
+        let d = tempfile::tempdir().unwrap();
+        // A directory where the file should be: reading it fails (as a directory without
+        // permission does for users other than root).
+        let p = d.path().join("config.toml");
+        std::fs::create_dir(&p).unwrap();
+        let c = load(Some(&p)).unwrap();
+        assert!(c.theme.is_none() && c.keys.is_empty());
+        assert!(c.warning.unwrap().contains("using the defaults"));
+        // XDG_CONFIG_HOME pointing at a file: the config "directory" cannot be entered.
+        let f = d.path().join("file");
+        std::fs::write(&f, "").unwrap();
+        let c = load(Some(&f.join("tracetui/config.toml"))).unwrap();
+        assert!(c.warning.is_some());
     }
 }
