@@ -201,9 +201,15 @@ pub fn for_context(ctx: Context) -> impl Iterator<Item = &'static Entry> {
         Context::Global => &[],
     };
     let global: &'static [Entry] = if ctx == Context::Help { &[] } else { GLOBAL };
+    // The diff views have one pane: Tab does nothing there, so it is not offered.
+    let one_pane = matches!(ctx, Context::Diff | Context::Pair);
     // A view's own entry for a command replaces the global one.
-    own.iter()
-        .chain(global.iter().filter(move |g| !own.iter().any(|o| o.cmd == g.cmd)))
+    own.iter().chain(global.iter().filter(move |g| {
+        let pane_key = matches!(g.cmd, Command::NextPane | Command::PrevPane);
+        let replaced = own.iter().any(|o| o.cmd == g.cmd);
+        let hidden = one_pane && pane_key;
+        !replaced && !hidden
+    }))
 }
 
 /// Footer hints: (first key, label) for the commands that have a footer label and a key.
@@ -232,6 +238,16 @@ pub fn help(ctx: Context, keys: &Keymap) -> Vec<(String, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_diff_views_offer_no_pane_keys() {
+        let k = Keymap::default();
+        for ctx in [Context::Diff, Context::Pair] {
+            let h = help(ctx, &k);
+            assert!(!h.iter().any(|(_, d)| d.contains("pane")), "{h:?}");
+        }
+        assert!(help(Context::Tree, &k).iter().any(|(_, d)| *d == "next pane"));
+    }
 
     #[test]
     fn footer_and_help_use_the_bound_keys() {

@@ -33,6 +33,10 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
             ("✖ error", "the run failed (its ERR column counts failed events)"),
             ("● live", "the run is still being written"),
             ("✔ ok", "the run finished without error"),
+            (
+                "? unknown",
+                "the format records no outcome (nothing says how the run ended)",
+            ),
         ] {
             out.push((k.into(), h.into(), Role::Text));
         }
@@ -91,11 +95,22 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
 
 pub fn render(buf: &mut Buffer, area: Rect, s: &State, offset: usize, th: &Theme) {
     Clear.render(area, buf);
-    block(Line::from(" help · ? or esc closes "), true, th).render(area, buf);
     let inner = layout::inner(area);
     let all = lines(s);
     let key_w = 22u16.min(inner.width / 3);
     let offset = offset.min(all.len().saturating_sub(inner.height as usize));
+    // Longer than the box: say where it is and that it scrolls.
+    let title = if all.len() > inner.height as usize {
+        let last = (offset + inner.height as usize).min(all.len());
+        format!(
+            " help · {}–{last} of {} · j/k scroll · ? or esc closes ",
+            offset + 1,
+            all.len()
+        )
+    } else {
+        " help · ? or esc closes ".to_string()
+    };
+    block(Line::from(title), true, th).render(area, buf);
     for (i, (k, h, role)) in all.iter().skip(offset).take(inner.height as usize).enumerate() {
         let y = inner.y + i as u16;
         let ks = if *role == Role::Section {

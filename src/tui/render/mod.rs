@@ -96,9 +96,11 @@ pub(super) fn put(buf: &mut Buffer, x: u16, y: u16, text: &str, style: Style, ma
 }
 
 /// Right-align `text` so it ends at `right` (exclusive).
+/// A value wider than `max` ends with `…` (cut without a mark, `+2924h10m` read `2924h10`).
 pub(super) fn put_right(buf: &mut Buffer, right: u16, y: u16, text: &str, style: Style, max: u16) {
+    let text = fit(text, max as usize);
     let w = (text.width() as u16).min(max);
-    put(buf, right.saturating_sub(w), y, text, style, w);
+    put(buf, right.saturating_sub(w), y, &text, style, w);
 }
 
 /// Cut to a display width with an ellipsis.

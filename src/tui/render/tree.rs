@@ -41,7 +41,6 @@ pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
     let y = area.y;
     let mut x = put(buf, area.x + 1, y, st, th.style(role), area.width);
     let name = crate::sanitize::line(m.name.as_deref().unwrap_or(&m.id)).into_owned();
-    x = put(buf, x + 2, y, &name, th.style(Role::Title), right.saturating_sub(x + 2));
     let mut facts = vec![("format", m.format.to_string())];
     if let Some(model) = &r.model {
         facts.push(("model", crate::sanitize::line(model).into_owned()));
@@ -52,6 +51,18 @@ pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
     if let (Some(a), Some(b)) = r.span {
         facts.push(("took", format_duration(b - a)));
     }
+    // A long name gives way (cut with …) so that the times stay on screen.
+    use unicode_width::UnicodeWidthStr;
+    let facts_w: usize = facts.iter().map(|(k, v)| 3 + k.width() + v.width()).sum();
+    let room = (right.saturating_sub(x + 2) as usize).saturating_sub(facts_w).max(12);
+    x = put(
+        buf,
+        x + 2,
+        y,
+        &super::fit(&name, room),
+        th.style(Role::Title),
+        right.saturating_sub(x + 2),
+    );
     for (k, v) in facts {
         x = put(buf, x + 2, y, k, th.style(Role::Dim), right.saturating_sub(x + 2));
         x = put(buf, x + 1, y, &v, th.style(Role::Text), right.saturating_sub(x + 1));
