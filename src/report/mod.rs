@@ -27,6 +27,11 @@ pub fn count(n: usize, noun: &str) -> String {
     }
 }
 
+/// A count with its noun, the plural given (`1 match`, `2 matches`).
+pub fn count_as(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Cut to `max` characters with an ellipsis.
 pub fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {

@@ -263,7 +263,10 @@ fn footer(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             (View::Run, Some(r)) => match &r.filter.error {
                 Some(e) => (crate::sanitize::line(e).into_owned(), Role::Error),
                 None if r.filter.active() => (
-                    format!("{} matches · enter keep · esc cancel", r.filter.count),
+                    format!(
+                        "{} · enter keep · esc cancel",
+                        crate::report::count_as(r.filter.count, "match", "matches")
+                    ),
                     Role::FooterText,
                 ),
                 None => (
@@ -272,7 +275,10 @@ fn footer(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
                 ),
             },
             _ => (
-                format!("{} runs · enter keep · esc cancel", s.runs.order.len()),
+                format!(
+                    "{} · enter keep · esc cancel",
+                    crate::report::count(s.runs.order.len(), "run")
+                ),
                 Role::FooterText,
             ),
         };

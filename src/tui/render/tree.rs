@@ -114,9 +114,9 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
     let mut title = format!(" events {} ", r.counts.events);
     if r.filter.active() {
         title.push_str(&format!(
-            "· filter {} · {} matches ",
+            "· filter {} · {} ",
             crate::sanitize::line(&r.filter.text),
-            r.filter.count
+            crate::report::count_as(r.filter.count, "match", "matches")
         ));
     }
     let pos = if r.rows.is_empty() { 0 } else { r.selected + 1 };
