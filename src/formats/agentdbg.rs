@@ -126,6 +126,7 @@ impl Format for AgentDbg {
                     llm_calls: count("llm_calls"),
                     errors: count("errors"),
                     tokens: None,
+                    problems: None,
                 }]);
             }
         }

@@ -117,6 +117,7 @@ impl Format for Maida {
                     llm_calls: None,
                     errors: None,
                     tokens: None,
+                    problems: None,
                 }]);
             }
         }

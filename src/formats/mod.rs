@@ -130,6 +130,10 @@ pub struct Summary {
     pub llm_calls: Option<usize>,
     pub errors: Option<usize>,
     pub tokens: Option<u64>,
+    /// Load problems (diagnostics) when the run was loaded; None when it was summarized
+    /// from metadata without reading its events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<usize>,
 }
 
 impl Summary {
@@ -149,6 +153,7 @@ impl Summary {
             llm_calls: Some(c.llm_calls),
             errors: Some(c.errors),
             tokens: Some(c.tokens),
+            problems: Some(t.diagnostics.len()),
         }
     }
 }

@@ -41,6 +41,7 @@ pub enum Command {
     CopyPath,
     CopyRaw,
     Pager,
+    Problems,
     Mark,
     Diff,
     NextChange,
@@ -50,7 +51,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 38] = [
+    pub const ALL: [Command; 39] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -83,6 +84,7 @@ impl Command {
         Command::CopyPath,
         Command::CopyRaw,
         Command::Pager,
+        Command::Problems,
         Command::Mark,
         Command::Diff,
         Command::NextChange,
@@ -126,6 +128,7 @@ impl Command {
             Command::CopyPath => "copy_path",
             Command::CopyRaw => "copy_raw",
             Command::Pager => "pager",
+            Command::Problems => "problems",
             Command::Mark => "mark",
             Command::Diff => "diff",
             Command::NextChange => "next_change",

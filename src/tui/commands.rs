@@ -89,6 +89,11 @@ const TREE: &[Entry] = &[
     ),
     e(Command::Pager, "open the event's payload in $PAGER", None),
     e(Command::Follow, "follow new events of a live run (G too)", None),
+    e(
+        Command::Problems,
+        "the run's load problems (lines that could not be read)",
+        None,
+    ),
     MOVE[0],
     MOVE[1],
     MOVE[2],
@@ -113,6 +118,11 @@ const DETAIL: &[Entry] = &[
     e(Command::Pager, "open the value in $PAGER (long values)", Some("pager")),
     e(Command::Wrap, "wrap long lines on/off", Some("wrap")),
     e(Command::Raw, "raw source record on/off", Some("raw")),
+    e(
+        Command::Problems,
+        "the run's load problems (lines that could not be read)",
+        None,
+    ),
     NAV[0],
     NAV[1],
     NAV[2],

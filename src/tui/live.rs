@@ -405,6 +405,7 @@ fn provisional(run: &RunRef) -> RunEntry {
             llm_calls: None,
             errors: None,
             tokens: None,
+            problems: None,
         },
     }
 }

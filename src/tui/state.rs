@@ -633,6 +633,8 @@ pub struct State {
     pub diff_opts: crate::diff::Options,
     /// Help overlay open, with its scroll offset.
     pub help: Option<usize>,
+    /// The overlay lists the open run's load problems instead of the keys.
+    pub problems_open: bool,
     pub prompt: Option<Prompt>,
     pub size: (u16, u16),
     /// What is loading in the background, for the status bar.
@@ -668,6 +670,7 @@ impl State {
             diff_gen: 0,
             diff_opts: Default::default(),
             help: None,
+            problems_open: false,
             prompt: None,
             size,
             loading: None,

@@ -561,3 +561,24 @@ fn copy_is_escaped_by_default_raw_on_its_own_key_and_bounded() {
     super::update::take(&mut s, "a\nb\u{1b}".into(), "value", Command::Pager);
     assert!(matches!(s.effects.pop(), Some(Effect::Page(v)) if v == "a\nb\\x1b"));
 }
+
+#[test]
+fn the_load_problems_note_opens_the_diagnostics() {
+    let mut t = load("agentdbg/runs/run-7f3a");
+    t.diagnostics.push(crate::model::Diagnostic::error(
+        "/x/events.jsonl",
+        Some(7),
+        "invalid JSON: expected value\u{1b}[2J",
+    ));
+    let mut s = with_run(t);
+    press(&mut s, &["!"]);
+    assert!(s.problems_open && s.help.is_some());
+    let lines = super::render::help::lines(&s);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0].0, "events.jsonl:7");
+    assert_eq!(lines[0].1, "invalid JSON: expected value\\x1b[2J", "sanitized");
+    press(&mut s, &["esc"]);
+    assert!(!s.problems_open && s.help.is_none());
+    press(&mut s, &["?"]);
+    assert!(!s.problems_open, "? is the keys, not the problems");
+}

@@ -522,7 +522,10 @@ fn command(s: &mut State, c: Command) {
     }
     if s.help.is_some() {
         match c {
-            Command::Help | Command::Back => s.help = None,
+            Command::Help | Command::Back | Command::Problems => {
+                s.help = None;
+                s.problems_open = false;
+            }
             Command::Down => s.help = s.help.map(|o| o + 1),
             Command::Up => s.help = s.help.map(|o| o.saturating_sub(1)),
             _ => {}
@@ -531,6 +534,11 @@ fn command(s: &mut State, c: Command) {
     }
     if c == Command::Help {
         s.help = Some(0);
+        return;
+    }
+    if c == Command::Problems && s.run.is_some() {
+        s.help = Some(0);
+        s.problems_open = true;
         return;
     }
     match s.context() {

@@ -11,7 +11,42 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Widget};
 
+/// The open run's load problems: where, and what was wrong.
+fn problems(s: &State) -> Vec<(String, String, Role)> {
+    let Some(r) = s.run.as_ref() else { return Vec::new() };
+    let t = crate::tui::state::read(&r.trace);
+    if t.diagnostics.is_empty() {
+        return vec![("none".into(), "every line of this run was read".into(), Role::Dim)];
+    }
+    t.diagnostics
+        .iter()
+        .map(|d| {
+            let file = d
+                .path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let at = match d.line {
+                Some(l) => format!("{file}:{l}"),
+                None => file,
+            };
+            let role = match d.severity {
+                crate::model::Severity::Error => Role::Error,
+                crate::model::Severity::Warning => Role::Warning,
+            };
+            (
+                crate::sanitize::line(&at).into_owned(),
+                crate::sanitize::line(&d.message).into_owned(),
+                role,
+            )
+        })
+        .collect()
+}
+
 pub fn lines(s: &State) -> Vec<(String, String, Role)> {
+    if s.problems_open {
+        return problems(s);
+    }
     let ctx = s.view_context();
     let mut out = Vec::new();
     let what = match ctx {
@@ -36,6 +71,10 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
             (
                 "? unknown",
                 "the format records no outcome (nothing says how the run ended)",
+            ),
+            (
+                "⚠ name",
+                "the run loaded with problems: open it and press ! to list them",
             ),
         ] {
             out.push((k.into(), h.into(), Role::Text));
@@ -99,16 +138,21 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, offset: usize, th: &Theme
     let all = lines(s);
     let key_w = 22u16.min(inner.width / 3);
     let offset = offset.min(all.len().saturating_sub(inner.height as usize));
+    let (what, keys) = if s.problems_open {
+        ("load problems", "! or esc")
+    } else {
+        ("help", "? or esc")
+    };
     // Longer than the box: say where it is and that it scrolls.
     let title = if all.len() > inner.height as usize {
         let last = (offset + inner.height as usize).min(all.len());
         format!(
-            " help · {}–{last} of {} · j/k scroll · ? or esc closes ",
+            " {what} · {}–{last} of {} · j/k scroll · {keys} closes ",
             offset + 1,
             all.len()
         )
     } else {
-        " help · ? or esc closes ".to_string()
+        format!(" {what} · {keys} closes ")
     };
     block(Line::from(title), true, th).render(area, buf);
     for (i, (k, h, role)) in all.iter().skip(offset).take(inner.height as usize).enumerate() {

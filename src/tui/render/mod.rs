@@ -3,7 +3,7 @@
 
 mod detail;
 mod diff;
-mod help;
+pub(crate) mod help;
 mod runs;
 mod tree;
 

@@ -163,6 +163,11 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         let bw = (badge.len() as u16).min(name_w / 2);
         x = put(buf, x, y, badge, base.patch(th.style(Role::Mark)), bw);
         let name_w = name_w - bw;
+        // A run that loaded with problems (damaged lines) says so before its name.
+        let damaged = if sm.problems.is_some_and(|n| n > 0) { "⚠ " } else { "" };
+        let dw = (damaged.chars().count() as u16).min(name_w / 2);
+        x = put(buf, x, y, damaged, base.patch(th.style(Role::Warning)), dw);
+        let name_w = name_w - dw;
         let name = fit(&crate::sanitize::line(&r.label(ei)), name_w as usize);
         x = put(
             buf,

@@ -98,7 +98,7 @@ pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
     let diags = t.diagnostics.len();
     if diags > 0 {
         let t = format!(
-            " · {diags} load problem{} (tracetui check)",
+            " · {diags} load problem{} (! lists them)",
             if diags == 1 { "" } else { "s" }
         );
         put(buf, x, y, &t, th.style(Role::Warning), right.saturating_sub(x));
