@@ -5,17 +5,19 @@
 //! A span's type is derived from its attributes: `gen_ai.*` → LLM call, `maida.tool_name` →
 //! tool call, no parent → the run, `maida.event_type` names the rest. Payloads are JSON strings
 //! inside span events (`maida.tool.args`, `maida.tool.result`): parsed, falling back to the
-//! string. Like agentdbg, the envelope is parsed typed and the payload is decoded from the
-//! span's line on disk when it is shown (DESIGN §4).
+//! string. Loaded by the shared engine like agentdbg (DESIGN §4): the skimmer reads what the
+//! index needs of each span in parallel (a few attributes, the names of the span events),
+//! spans are added in file order, and payloads are decoded from the span's line on disk when
+//! shown.
 
+use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
+use super::skim::{Raw, Seen, Skim};
 use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, json_or_string, read_json_file, stem};
 use crate::model::*;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub struct Maida;
@@ -179,8 +181,12 @@ fn version_supported(v: &str) -> bool {
     v == "0.2" || v.strip_prefix("0.2.").is_some_and(|rest| !rest.is_empty())
 }
 
+// ---- a span line, read in two halves (DESIGN §4, `engine`): the skim reads what the index
+// needs (in parallel, borrowing from the line), the apply adds it in file order ----
+
+/// A span line as serde_json reads it: the slow path, for what the skimmer leaves alone.
 #[derive(Deserialize)]
-struct Span<'a> {
+struct SpanEnv<'a> {
     #[serde(borrow, default)]
     trace_id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -190,15 +196,15 @@ struct Span<'a> {
     #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    start_time: Option<&'a RawValue>,
+    start_time: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    end_time: Option<&'a RawValue>,
+    end_time: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    duration_ms: Option<&'a RawValue>,
+    duration_ms: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    attributes: Option<&'a RawValue>,
+    attributes: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    events: Option<&'a RawValue>,
+    events: Option<Raw<'a>>,
     #[serde(borrow, default)]
     status_code: Option<Cow<'a, str>>,
 }
@@ -208,51 +214,323 @@ struct SpanEvent<'a> {
     #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    timestamp: Option<&'a RawValue>,
+    timestamp: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    attributes: Option<&'a RawValue>,
+    attributes: Option<Raw<'a>>,
 }
 
-/// A span's attributes, values left raw: only the few the index needs are decoded.
-struct Attrs<'a>(HashMap<Cow<'a, str>, &'a RawValue>);
+/// The span attributes the index reads, in this order in [`Picked::vals`].
+const ATTR_KEYS: [&str; 12] = [
+    "maida.event_type",
+    "maida.tool_name",
+    "maida.run_name",
+    "maida.error_type",
+    "maida.status",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "gen_ai.usage.total_tokens",
+];
+const EVENT_TYPE: usize = 0;
+const TOOL_NAME: usize = 1;
+const RUN_NAME: usize = 2;
+const ERROR_TYPE: usize = 3;
+const STATUS: usize = 4;
+const REQUEST_MODEL: usize = 5;
+const RESPONSE_MODEL: usize = 6;
+const INPUT_TOKENS: usize = 7;
+const PROMPT_TOKENS: usize = 8;
+const OUTPUT_TOKENS: usize = 9;
+const COMPLETION_TOKENS: usize = 10;
+const TOTAL_TOKENS: usize = 11;
 
-impl<'a> Attrs<'a> {
-    fn parse(raw: Option<&'a RawValue>) -> Result<Attrs<'a>, serde_json::Error> {
-        match raw {
-            Some(r) if r.get() != "null" => serde_json::from_str(r.get()).map(Attrs),
-            _ => Ok(Attrs(HashMap::new())),
+/// The attributes of a span event that names an event of its own (loop warning, exception).
+const EVENT_ATTR_KEYS: [&str; 3] = ["pattern", "maida.error_type", "exception.type"];
+const PATTERN: usize = 0;
+const EV_ERROR_TYPE: usize = 1;
+const EXCEPTION_TYPE: usize = 2;
+
+/// The values of a few keys of an attribute map, raw (null as absent); a key given twice
+/// counts as a map reads it: the last one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Picked<'a, const N: usize> {
+    vals: [Option<Raw<'a>>; N],
+    /// Some key starts with `gen_ai.` (a GenAI span).
+    gen_ai: bool,
+}
+
+impl<'a, const N: usize> Picked<'a, N> {
+    fn empty() -> Self {
+        Picked {
+            vals: [None; N],
+            gen_ai: false,
         }
     }
-    fn raw(&self, k: &str) -> Option<&'a RawValue> {
-        self.0.get(k).copied().filter(|r| r.get() != "null")
-    }
-    fn str(&self, k: &str) -> Option<Cow<'a, str>> {
-        let r = self.raw(k)?;
-        serde_json::from_str::<Cow<'a, str>>(r.get())
-            .ok()
-            .filter(|s| !s.is_empty())
-    }
-    fn u64(&self, k: &str) -> Option<u64> {
-        raw_u64(self.raw(k))
-    }
-    fn has_prefix(&self, prefix: &str) -> bool {
-        self.0.keys().any(|k| k.starts_with(prefix))
+
+    /// A string value, as `Option<Cow<str>>` reads it, empty as absent.
+    fn str(&self, i: usize) -> Option<Cow<'a, str>> {
+        raw_str(self.vals[i]?).filter(|s| !s.is_empty())
     }
 }
 
-fn raw_u64(r: Option<&RawValue>) -> Option<u64> {
-    let v: Value = serde_json::from_str(r?.get()).ok()?;
+/// A span event that makes an event of its own: its index among the span's events.
+#[derive(Clone, Debug, PartialEq)]
+struct Marked<'a> {
+    n: u32,
+    /// `maida.loop.warning`, else `exception`.
+    loop_warning: bool,
+    timestamp: Option<Raw<'a>>,
+    /// Empty when the event's attributes are not a map.
+    attrs: Picked<'a, 3>,
+}
+
+/// What the index reads of a span line, by either path (the skimmer's oracle is serde's).
+#[derive(Debug, PartialEq)]
+struct RawSpan<'a> {
+    trace_id: Option<Cow<'a, str>>,
+    span_id: Option<Cow<'a, str>>,
+    parent_span_id: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    start_time: Option<Raw<'a>>,
+    end_time: Option<Raw<'a>>,
+    duration_ms: Option<Raw<'a>>,
+    status_code: Option<Cow<'a, str>>,
+    /// Err: why the attributes cannot be read (the span still loads, without them).
+    attrs: Result<Picked<'a, 12>, String>,
+    events: Result<Vec<Marked<'a>>, String>,
+}
+
+impl<'a> RawSpan<'a> {
+    fn blank() -> Self {
+        RawSpan {
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            name: None,
+            start_time: None,
+            end_time: None,
+            duration_ms: None,
+            status_code: None,
+            attrs: Ok(Picked::empty()),
+            events: Ok(Vec::new()),
+        }
+    }
+
+    /// The slow path: serde_json reads the line (None: it is not a span; apply says why).
+    fn by_serde(line: &'a [u8]) -> Option<RawSpan<'a>> {
+        let env = serde_json::from_slice::<SpanEnv>(line).ok()?;
+        Some(RawSpan::of_env(env))
+    }
+
+    fn of_env(env: SpanEnv<'a>) -> RawSpan<'a> {
+        let why = |what: &str, e: serde_json::Error| format!("{what}: {}", super::jsonl::json_error(&e));
+        RawSpan {
+            attrs: match env.attributes {
+                Some(r) => pick_serde(r.0, &ATTR_KEYS).map_err(|e| why("attributes", e)),
+                None => Ok(Picked::empty()),
+            },
+            events: match env.events {
+                Some(r) => serde_json::from_str::<Vec<SpanEvent>>(r.0)
+                    .map(|evs| mark_events(&evs))
+                    .map_err(|e| why("events", e)),
+                None => Ok(Vec::new()),
+            },
+            trace_id: env.trace_id,
+            span_id: env.span_id,
+            parent_span_id: env.parent_span_id,
+            name: env.name,
+            start_time: env.start_time,
+            end_time: env.end_time,
+            duration_ms: env.duration_ms,
+            status_code: env.status_code,
+        }
+    }
+}
+
+fn mark_events<'a>(evs: &[SpanEvent<'a>]) -> Vec<Marked<'a>> {
+    let mut out = Vec::new();
+    for (n, e) in evs.iter().enumerate() {
+        let loop_warning = match e.name.as_deref() {
+            Some("maida.loop.warning") => true,
+            Some("exception") => false,
+            _ => continue,
+        };
+        let attrs = e
+            .attributes
+            .and_then(|r| pick_serde(r.0, &EVENT_ATTR_KEYS).ok())
+            .unwrap_or_else(Picked::empty);
+        out.push(Marked {
+            n: n as u32,
+            loop_warning,
+            timestamp: e.timestamp,
+            attrs,
+        });
+    }
+    out
+}
+
+/// `keys` of the attribute map `raw`, by serde_json (as a map of raw values).
+fn pick_serde<'a, const N: usize>(raw: &'a str, keys: &[&str; N]) -> Result<Picked<'a, N>, serde_json::Error> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Seed<'k, const N: usize>(&'k [&'k str; N]);
+    impl<'de, const N: usize> DeserializeSeed<'de> for Seed<'_, N> {
+        type Value = Picked<'de, N>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de, const N: usize> Visitor<'de> for Seed<'_, N> {
+        type Value = Picked<'de, N>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+            let mut p = Picked::empty();
+            while let Some(key) = m.next_key::<String>()? {
+                p.gen_ai |= key.starts_with("gen_ai.");
+                match self.0.iter().position(|k| *k == key) {
+                    Some(i) => p.vals[i] = m.next_value::<Option<Raw<'de>>>()?,
+                    None => {
+                        m.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(p)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let p = Seed(keys).deserialize(&mut de)?;
+    de.end()?;
+    Ok(p)
+}
+
+/// The fast path: the skimmer reads the line into `r`; None when it leaves the line to
+/// serde_json (see `skim`'s contract), and then what `r` holds is partial.
+fn skim_span<'a>(line: &'a [u8], r: &mut RawSpan<'a>) -> Option<()> {
+    // serde_json checks the UTF-8 of the raw attributes and events, which the skimmer
+    // mostly skips: checked here once, for the whole line (stricter is allowed).
+    std::str::from_utf8(line).ok()?;
+    let mut k = Skim::new(line);
+    let mut seen = Seen::default();
+    k.object(|k, key| {
+        match key {
+            b"trace_id" => (seen.first(0)?, r.trace_id = borrowed(k.opt_str()?)),
+            b"span_id" => (seen.first(1)?, r.span_id = borrowed(k.opt_str()?)),
+            b"parent_span_id" => (seen.first(2)?, r.parent_span_id = borrowed(k.opt_str()?)),
+            b"name" => (seen.first(3)?, r.name = borrowed(k.opt_str()?)),
+            b"start_time" => (seen.first(4)?, r.start_time = k.raw()?),
+            b"end_time" => (seen.first(5)?, r.end_time = k.raw()?),
+            b"duration_ms" => (seen.first(6)?, r.duration_ms = k.raw()?),
+            b"attributes" => (seen.first(7)?, r.attrs = Ok(pick_skim(k, &ATTR_KEYS)?)),
+            b"events" => (seen.first(8)?, skim_events(k, r)?),
+            b"status_code" => (seen.first(9)?, r.status_code = borrowed(k.opt_str()?)),
+            _ => ((), k.skip()?),
+        };
+        Some(())
+    })?;
+    k.at_end().then_some(())
+}
+
+fn borrowed(s: Option<&str>) -> Option<Cow<'_, str>> {
+    s.map(Cow::Borrowed)
+}
+
+/// `pick_serde` by the skimmer (null: no attributes; a key given twice: left to serde).
+fn pick_skim<'a, const N: usize>(k: &mut Skim<'a>, keys: &[&str; N]) -> Option<Picked<'a, N>> {
+    let mut p = Picked::empty();
+    if k.is_null_next() {
+        k.skip()?;
+        return Some(p);
+    }
+    let mut seen = Seen::default();
+    k.object(|k, key| {
+        p.gen_ai |= key.starts_with(b"gen_ai.");
+        match keys.iter().position(|w| w.as_bytes() == key) {
+            Some(i) => {
+                seen.first(i as u32)?;
+                p.vals[i] = k.raw()?;
+            }
+            None => k.skip()?,
+        }
+        Some(())
+    })?;
+    Some(p)
+}
+
+/// The span events: each one's name, and the attributes of those that make events of their
+/// own. Every event's attributes are read (the name may come after them).
+fn skim_events<'a>(k: &mut Skim<'a>, r: &mut RawSpan<'a>) -> Option<()> {
+    if k.is_null_next() {
+        return k.skip();
+    }
+    let out = r.events.as_mut().ok()?;
+    k.array(|k, n| {
+        let (mut name, mut timestamp, mut attrs) = (None, None, Picked::empty());
+        let mut seen = Seen::default();
+        k.object(|k, key| {
+            match key {
+                b"name" => (seen.first(0)?, name = k.opt_str()?),
+                b"timestamp" => (seen.first(1)?, timestamp = k.raw()?),
+                b"attributes" => (seen.first(2)?, attrs = pick_skim(k, &EVENT_ATTR_KEYS)?),
+                _ => ((), k.skip()?),
+            };
+            Some(())
+        })?;
+        let loop_warning = match name {
+            Some("maida.loop.warning") => true,
+            Some("exception") => false,
+            _ => return Some(()),
+        };
+        out.push(Marked {
+            n: n as u32,
+            loop_warning,
+            timestamp,
+            attrs,
+        });
+        Some(())
+    })
+}
+
+/// A raw JSON string's text (what `Cow<str>` reads); None for any other value.
+fn raw_str(r: Raw<'_>) -> Option<Cow<'_, str>> {
+    let s = r.0;
+    let inner = s.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(s).ok().map(Cow::Owned)
+}
+
+/// A count as `lenient_u64` reads the JSON value.
+fn raw_u64(r: Option<Raw>) -> Option<u64> {
+    let s = r?.0;
+    if !s.is_empty()
+        && s.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(n) = s.parse::<u64>()
+    {
+        return Some(n);
+    }
+    let v: Value = serde_json::from_str(s).ok()?;
     super::lenient_u64(Some(&v))
 }
 
-fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
-    let v: Value = serde_json::from_str(r?.get()).ok()?;
-    parse_timestamp(&v)
+/// A time as `parse_timestamp` reads the JSON value.
+fn raw_ts(r: Option<Raw>) -> Option<i64> {
+    let s = r?.0;
+    if let Some(inner) = s.strip_prefix('"').and_then(|x| x.strip_suffix('"'))
+        && !inner.contains('\\')
+    {
+        return parse_timestamp_str(inner);
+    }
+    serde_json::from_str::<Value>(s).ok().as_ref().and_then(parse_timestamp)
 }
 
 /// What a span is, from its attributes (the spec has no type field).
-fn span_kind(attrs: &Attrs, is_root: bool) -> EventKind {
-    match attrs.str("maida.event_type").as_deref() {
+fn span_kind(attrs: &Picked<12>, is_root: bool) -> EventKind {
+    match attrs.str(EVENT_TYPE).as_deref() {
         Some("LOOP_WARNING") => return EventKind::LoopWarning,
         Some("ERROR") => return EventKind::Error,
         Some("STATE_UPDATE") => return EventKind::State,
@@ -262,18 +540,163 @@ fn span_kind(attrs: &Attrs, is_root: bool) -> EventKind {
     }
     if is_root {
         EventKind::Run
-    } else if attrs.raw("maida.tool_name").is_some() {
+    } else if attrs.vals[TOOL_NAME].is_some() {
         EventKind::ToolCall
-    } else if attrs.has_prefix("gen_ai.") {
+    } else if attrs.gen_ai {
         EventKind::LlmCall
     } else {
         EventKind::Step
     }
 }
 
+/// One span line, ready to add: everything but what needs the trace (ids resolved, the
+/// root) is worked out in the parallel half.
+#[derive(Debug, PartialEq)]
+pub(crate) struct SpanRec<'a> {
+    trace_id: Cow<'a, str>,
+    span_id: Cow<'a, str>,
+    /// Non-empty.
+    parent: Option<Cow<'a, str>>,
+    kind: EventKind,
+    name: Cow<'a, str>,
+    model: Option<Cow<'a, str>>,
+    start: Option<i64>,
+    duration: Option<i64>,
+    status: Status,
+    usage: Option<Usage>,
+    /// Events of their own made from span events (loop warnings, exceptions).
+    derived: Vec<Derived<'a>>,
+    /// Diagnostics: unreadable attributes, unreadable events.
+    problems: Vec<String>,
+}
+
+#[derive(Debug, PartialEq)]
+struct Derived<'a> {
+    /// The span event's index (the event's id is `span_id#n`, its payload that span event).
+    n: u32,
+    kind: EventKind,
+    name: Cow<'a, str>,
+    start: Option<i64>,
+}
+
+impl<'a> SpanRec<'a> {
+    fn of(raw: RawSpan<'a>) -> SpanRec<'a> {
+        let mut problems = Vec::new();
+        let attrs = raw.attrs.unwrap_or_else(|e| {
+            problems.push(e);
+            Picked::empty()
+        });
+        let events = raw.events.unwrap_or_else(|e| {
+            problems.push(e);
+            Vec::new()
+        });
+        let parent = raw.parent_span_id.filter(|p| !p.is_empty());
+        let kind = span_kind(&attrs, parent.is_none());
+        let start = raw_ts(raw.start_time);
+        let end = raw_ts(raw.end_time);
+        let duration = match (start, end) {
+            (Some(s), Some(e)) if e >= s => e.checked_sub(s),
+            _ => raw_u64(raw.duration_ms).map(|ms| (ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000),
+        };
+        let failed = raw
+            .status_code
+            .as_deref()
+            .is_some_and(|c| c.eq_ignore_ascii_case("error"))
+            || attrs.str(STATUS).is_some_and(|s| s.eq_ignore_ascii_case("error"))
+            || attrs.vals[ERROR_TYPE].is_some();
+        let open = end.is_none() && raw.duration_ms.is_none();
+        let status = if failed {
+            Status::Error
+        } else if open {
+            // Not ended yet (a run still being written).
+            Status::Pending
+        } else {
+            Status::Ok
+        };
+        let span_name = raw.name.unwrap_or(Cow::Borrowed(""));
+        let model = attrs
+            .str(REQUEST_MODEL)
+            .or_else(|| attrs.str(RESPONSE_MODEL))
+            .or_else(|| (kind == EventKind::LlmCall && !span_name.is_empty()).then(|| span_name.clone()));
+        let name = match kind {
+            EventKind::ToolCall => attrs.str(TOOL_NAME),
+            EventKind::LlmCall if span_name.is_empty() => Some(model.clone().unwrap_or(Cow::Borrowed("llm"))),
+            EventKind::Run => attrs.str(RUN_NAME),
+            EventKind::Error => attrs.str(ERROR_TYPE),
+            // The first loop warning's pattern (its attributes unreadable: none).
+            EventKind::LoopWarning => events
+                .iter()
+                .find(|m| m.loop_warning)
+                .and_then(|m| m.attrs.str(PATTERN)),
+            _ => None,
+        }
+        .unwrap_or(span_name);
+        let usage = (kind == EventKind::LlmCall).then(|| Usage {
+            input: raw_u64(attrs.vals[INPUT_TOKENS]).or_else(|| raw_u64(attrs.vals[PROMPT_TOKENS])),
+            output: raw_u64(attrs.vals[OUTPUT_TOKENS]).or_else(|| raw_u64(attrs.vals[COMPLETION_TOKENS])),
+            total: raw_u64(attrs.vals[TOTAL_TOKENS]),
+        });
+        // Span events that are events of their own: loop warnings, and exceptions of spans
+        // that are not calls (a failed call is one event carrying its error).
+        let derived = events
+            .iter()
+            .filter_map(|m| {
+                let (kind, name) = if m.loop_warning {
+                    if kind == EventKind::LoopWarning {
+                        return None;
+                    }
+                    let name = m.attrs.str(PATTERN).unwrap_or(Cow::Borrowed("loop warning"));
+                    (EventKind::LoopWarning, name)
+                } else {
+                    if kind.is_call() || kind == EventKind::Error {
+                        return None;
+                    }
+                    let name = m
+                        .attrs
+                        .str(EV_ERROR_TYPE)
+                        .or_else(|| m.attrs.str(EXCEPTION_TYPE))
+                        .unwrap_or(Cow::Borrowed("exception"));
+                    (EventKind::Error, name)
+                };
+                Some(Derived {
+                    n: m.n,
+                    kind,
+                    name,
+                    start: raw_ts(m.timestamp),
+                })
+            })
+            .collect();
+        SpanRec {
+            trace_id: raw.trace_id.unwrap_or(Cow::Borrowed("")),
+            span_id: raw.span_id.unwrap_or(Cow::Borrowed("")),
+            parent,
+            kind,
+            name,
+            model,
+            start,
+            duration,
+            status,
+            usage,
+            derived,
+            problems,
+        }
+    }
+}
+
+/// The engine's skim: the skimmer reads nearly every line; what it is unsure of, serde_json
+/// reads (the same record, or None and apply reports why).
+fn skim_into<'a>(line: &'a [u8], slot: &mut Option<SpanRec<'a>>) {
+    let mut raw = RawSpan::blank();
+    let raw = match skim_span(line, &mut raw) {
+        Some(()) => Some(raw),
+        None => RawSpan::by_serde(line),
+    };
+    *slot = raw.map(SpanRec::of);
+}
+
 /// The Maida line parser: one trace per `trace_id` (a run directory normally holds one).
 pub struct Parser {
-    traces: HashMap<String, usize>,
+    traces: rustc_hash::FxHashMap<String, usize>,
     states: Vec<RunState>,
     meta: Option<PathBuf>,
     /// (length, mtime) of meta.json when last read: it is replaced when the run ends.
@@ -293,7 +716,7 @@ struct RunState {
 impl Parser {
     pub fn new(meta: Option<&Path>) -> Parser {
         Parser {
-            traces: HashMap::new(),
+            traces: Default::default(),
             states: Vec::new(),
             meta: meta.map(Path::to_path_buf),
             meta_stamp: None,
@@ -401,87 +824,52 @@ impl Parser {
     }
 }
 
-impl LineParser for Parser {
-    fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        let Some(span) = sink.parse::<Span>(line, loc) else {
-            return;
-        };
-        let ti = self.trace_for(span.trace_id.as_deref().unwrap_or(""), sink);
-        let attrs = match Attrs::parse(span.attributes) {
-            Ok(a) => a,
-            Err(e) => {
-                sink.error(loc.line, format!("attributes: {}", super::jsonl::json_error(&e)));
-                Attrs(HashMap::new())
+impl Records for Parser {
+    type Rec<'a> = SpanRec<'a>;
+
+    fn skim<'a>(line: &'a [u8], slot: &mut Option<SpanRec<'a>>) {
+        skim_into(line, slot);
+    }
+
+    fn apply(&mut self, rec: Option<&SpanRec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        Parser::apply(self, rec, line, loc, sink);
+    }
+
+    fn prefetch(&self, ahead: &SpanRec<'_>, sink: &Sink) {
+        if let Some(t) = sink.current.and_then(|i| sink.traces.get(i)) {
+            // Its own slot (to add it) and its parent's (to find it).
+            t.prefetch_id(&ahead.span_id);
+            if let Some(p) = &ahead.parent {
+                t.prefetch_id(p);
+            }
+        }
+    }
+}
+
+impl Parser {
+    /// The in-order half: add the events of one span (read again slowly, with a diagnostic,
+    /// when the skim found no span).
+    fn apply(&mut self, rec: Option<&SpanRec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let slow;
+        let span = match rec {
+            Some(s) => s,
+            None => {
+                let Some(env) = sink.parse::<SpanEnv>(line, loc) else {
+                    return;
+                };
+                slow = SpanRec::of(RawSpan::of_env(env));
+                &slow
             }
         };
-        let events: Vec<SpanEvent> = match span.events {
-            Some(r) if r.get() != "null" => match serde_json::from_str(r.get()) {
-                Ok(v) => v,
-                Err(e) => {
-                    sink.error(loc.line, format!("events: {}", super::jsonl::json_error(&e)));
-                    Vec::new()
-                }
-            },
-            _ => Vec::new(),
-        };
-        let span_id = span.span_id.as_deref().unwrap_or("");
+        let ti = self.trace_for(&span.trace_id, sink);
+        for p in &span.problems {
+            sink.error(loc.line, p.clone());
+        }
+        let span_id = span.span_id.as_ref();
         if span_id.is_empty() {
             sink.warning(Some(loc.line), "span without span_id: its children cannot find it");
         }
-        let parent_id = span.parent_span_id.as_deref().filter(|p| !p.is_empty());
-        let kind = span_kind(&attrs, parent_id.is_none());
-        let start = raw_ts(span.start_time);
-        let end = raw_ts(span.end_time);
-        let duration = match (start, end) {
-            (Some(s), Some(e)) if e >= s => e.checked_sub(s),
-            _ => raw_u64(span.duration_ms).map(|ms| (ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000),
-        };
-        let failed = span
-            .status_code
-            .as_deref()
-            .is_some_and(|c| c.eq_ignore_ascii_case("error"))
-            || attrs
-                .str("maida.status")
-                .is_some_and(|s| s.eq_ignore_ascii_case("error"))
-            || attrs.raw("maida.error_type").is_some();
-        let open = end.is_none() && span.duration_ms.is_none_or(|d| d.get() == "null");
-        let status = if failed {
-            Status::Error
-        } else if open {
-            // Not ended yet (a run still being written).
-            Status::Pending
-        } else {
-            Status::Ok
-        };
-        let span_name = span.name.as_deref().unwrap_or("");
-        let warning_pattern = || {
-            events
-                .iter()
-                .find(|e| e.name.as_deref() == Some("maida.loop.warning"))
-                .and_then(|e| Attrs::parse(e.attributes).ok())
-                .and_then(|a| a.str("pattern"))
-        };
-        let model = attrs
-            .str("gen_ai.request.model")
-            .or_else(|| attrs.str("gen_ai.response.model"))
-            .or_else(|| (kind == EventKind::LlmCall && !span_name.is_empty()).then_some(Cow::Borrowed(span_name)));
-        let name: Cow<str> = match kind {
-            EventKind::ToolCall => attrs.str("maida.tool_name").unwrap_or(Cow::Borrowed(span_name)),
-            EventKind::LlmCall if span_name.is_empty() => model.clone().unwrap_or(Cow::Borrowed("llm")),
-            EventKind::Run => attrs.str("maida.run_name").unwrap_or(Cow::Borrowed(span_name)),
-            EventKind::Error => attrs.str("maida.error_type").unwrap_or(Cow::Borrowed(span_name)),
-            EventKind::LoopWarning => warning_pattern().unwrap_or(Cow::Borrowed(span_name)),
-            _ => Cow::Borrowed(span_name),
-        };
-        let usage = (kind == EventKind::LlmCall).then(|| Usage {
-            input: attrs
-                .u64("gen_ai.usage.input_tokens")
-                .or_else(|| attrs.u64("gen_ai.usage.prompt_tokens")),
-            output: attrs
-                .u64("gen_ai.usage.output_tokens")
-                .or_else(|| attrs.u64("gen_ai.usage.completion_tokens")),
-            total: attrs.u64("gen_ai.usage.total_tokens"),
-        });
+        let kind = span.kind;
         let rs = &mut self.states[ti];
         let origin = loc.origin(rs.file);
         let t = &mut sink.traces[ti];
@@ -494,59 +882,53 @@ impl LineParser for Parser {
         }
         let idx = t.add(NewEvent {
             id: Some(span_id).filter(|s| !s.is_empty()),
-            parent: parent_id.map_or(Parent::None, Parent::Id),
-            start,
-            duration,
-            status,
-            usage,
-            model: model.as_deref(),
+            parent: span.parent.as_deref().map_or(Parent::None, Parent::Id),
+            start: span.start,
+            duration: span.duration,
+            status: span.status,
+            usage: span.usage,
+            model: span.model.as_deref(),
             origin,
             payload: PayloadRef::Deferred,
-            ..NewEvent::new(kind, &name)
+            ..NewEvent::new(kind, &span.name)
         });
         if kind == EventKind::Run && rs.root.is_none() {
             rs.root = Some(idx);
-            if t.meta.name.is_none() && !name.is_empty() {
-                t.meta.name = Some(name.to_string());
+            if t.meta.name.is_none() && !span.name.is_empty() {
+                t.meta.name = Some(span.name.to_string());
             }
             if t.meta.model.is_none()
-                && let Some(m) = &model
+                && let Some(m) = &span.model
             {
                 t.meta.model = Some(m.to_string());
             }
         }
-        // Span events that are events of their own: loop warnings, and exceptions of spans
-        // that are not calls (a failed call is one event carrying its error).
-        for (n, se) in events.iter().enumerate() {
-            let se_name = se.name.as_deref().unwrap_or("");
-            let derived_kind = match se_name {
-                "maida.loop.warning" if kind != EventKind::LoopWarning => EventKind::LoopWarning,
-                "exception" if !kind.is_call() && kind != EventKind::Error => EventKind::Error,
-                _ => continue,
-            };
-            let se_attrs = Attrs::parse(se.attributes).unwrap_or(Attrs(HashMap::new()));
-            let dname: Cow<str> = match derived_kind {
-                EventKind::LoopWarning => se_attrs.str("pattern").unwrap_or(Cow::Borrowed("loop warning")),
-                _ => se_attrs
-                    .str("maida.error_type")
-                    .or_else(|| se_attrs.str("exception.type"))
-                    .unwrap_or(Cow::Borrowed("exception")),
-            };
-            let id = format!("{span_id}{DERIVED}{n}");
+        for d in &span.derived {
+            let id = format!("{span_id}{DERIVED}{}", d.n);
             t.add(NewEvent {
                 id: Some(&id),
                 parent: Parent::Index(idx),
-                start: raw_ts(se.timestamp),
-                status: if derived_kind == EventKind::Error {
+                start: d.start,
+                status: if d.kind == EventKind::Error {
                     Status::Error
                 } else {
                     Status::Ok
                 },
                 origin,
                 payload: PayloadRef::Deferred,
-                ..NewEvent::new(derived_kind, &dname)
+                ..NewEvent::new(d.kind, &d.name)
             });
         }
+    }
+}
+
+impl LineParser for Parser {
+    fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        engine::one(self, line, loc, sink);
+    }
+
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        engine::batch(self, batch, sink);
     }
 
     fn refresh(&mut self, sink: &mut Sink) {
@@ -1153,5 +1535,515 @@ mod tests {
                 let _ = Maida.detect(&Probe::from_bytes(Path::new("spans.jsonl"), l.to_string().into_bytes(), true));
             }
         }
+    }
+
+    // ---- the fast path against serde_json ----
+
+    /// The skimmer's contract: what it reads, serde_json reads the same. Ok(true): skimmed.
+    fn skim_agrees(line: &[u8]) -> Result<bool, String> {
+        let text = || String::from_utf8_lossy(line).into_owned();
+        let mut fast = RawSpan::blank();
+        if skim_span(line, &mut fast).is_none() {
+            return Ok(false);
+        }
+        let slow = RawSpan::by_serde(line).ok_or_else(|| format!("skimmed a line serde rejects: {}", text()))?;
+        if fast != slow {
+            return Err(format!("skim {fast:?} != serde {slow:?}: {}", text()));
+        }
+        Ok(true)
+    }
+
+    fn json_scalar() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (0u32..100_000).prop_map(Value::from),
+            any::<f64>().prop_map(|f| serde_json::Number::from_f64(f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null)),
+            prop::sample::select(vec![
+                "",
+                "error",
+                "ERROR",
+                "ok",
+                "OK",
+                "LOOP_WARNING",
+                "ERROR",
+                "STATE_UPDATE",
+                "TOOL_CALL",
+                "LLM_CALL",
+                "s1",
+                "s2",
+                "root",
+                "gpt-4o",
+                " 12 ",
+                "7",
+                "2026-01-01T00:00:00Z",
+                "2026-01-01T00:00:01.250000Z",
+                "2026-01-01 00:00:02",
+                "1767225600000",
+                "a\"b",
+                "tab\there",
+                "ünï ✓",
+                "maida.loop.warning",
+                "exception",
+            ])
+            .prop_map(Value::from),
+            "\\PC{0,12}".prop_map(Value::String),
+        ]
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        json_scalar().prop_recursive(2, 12, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-z._]{1,8}", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn object_of(keys: Vec<&'static str>) -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![4 => prop::sample::select(keys).prop_map(str::to_string), 1 => "[a-z_.]{1,10}"];
+        prop::collection::vec((key, json_value()), 0..7).prop_map(|kv| Value::Object(kv.into_iter().collect()))
+    }
+
+    /// Span-shaped lines: the fields the index reads, with values of every type, attribute
+    /// maps with the keys it reads, span events named as it looks for.
+    fn span_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let mut attr_keys: Vec<&'static str> = ATTR_KEYS.to_vec();
+        attr_keys.extend(["gen_ai.system", "gen_ai.", "maida.meta"]);
+        let attributes = prop_oneof![6 => object_of(attr_keys), 1 => json_scalar()];
+        let event = prop_oneof![
+            6 => (
+                prop::option::of(prop_oneof![
+                    3 => prop::sample::select(vec!["maida.loop.warning", "exception", "maida.tool.args", "gen_ai.user.message"])
+                        .prop_map(Value::from),
+                    1 => json_scalar(),
+                ]),
+                prop::option::of(json_scalar()),
+                prop::option::of(prop_oneof![4 => object_of(EVENT_ATTR_KEYS.to_vec()), 1 => json_scalar()]),
+            )
+                .prop_map(|(name, ts, attrs)| {
+                    let mut m = Map::new();
+                    name.map(|v| m.insert("name".into(), v));
+                    ts.map(|v| m.insert("timestamp".into(), v));
+                    attrs.map(|v| m.insert("attributes".into(), v));
+                    Value::Object(m)
+                }),
+            1 => json_scalar(),
+        ];
+        let events = prop_oneof![6 => prop::collection::vec(event, 0..4).prop_map(Value::Array), 1 => json_scalar()];
+        let string = || {
+            prop_oneof![
+                6 => prop::sample::select(vec!["", "t1", "s1", "s2", "s3", "root", "x"]).prop_map(Value::from),
+                1 => json_scalar(),
+            ]
+        };
+        (
+            prop::collection::vec(prop::option::of(string()), 5),
+            prop::collection::vec(prop::option::of(json_scalar()), 3),
+            prop::option::of(attributes),
+            prop::option::of(events),
+            prop::collection::vec(("[a-z_]{1,8}", json_value()), 0..3),
+        )
+            .prop_map(|(strings, raws, attributes, events, extra)| {
+                let mut m = Map::new();
+                for (k, v) in extra {
+                    m.insert(k, v);
+                }
+                for (k, v) in ["trace_id", "span_id", "parent_span_id", "name", "status_code"]
+                    .iter()
+                    .zip(strings)
+                {
+                    v.map(|v| m.insert(k.to_string(), v));
+                }
+                for (k, v) in ["start_time", "end_time", "duration_ms"].iter().zip(raws) {
+                    v.map(|v| m.insert(k.to_string(), v));
+                }
+                attributes.map(|v| m.insert("attributes".into(), v));
+                events.map(|v| m.insert("events".into(), v));
+                Value::Object(m)
+            })
+    }
+
+    /// Span lines as JSON text: compact or spaced like Maida, sometimes with a byte or two
+    /// changed, a key repeated or a string escaped.
+    fn raw_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let edit = (any::<prop::sample::Index>(), any::<u8>(), 0..5u8);
+        let edits = prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(edit, 1..3)];
+        (span_value(), any::<bool>(), edits).prop_map(|(v, spaced, edits)| {
+            let mut b = if spaced {
+                spaced_json(&v).into_bytes()
+            } else {
+                serde_json::to_vec(&v).unwrap()
+            };
+            for (at, byte, op) in edits {
+                let i = at.index(b.len() + 1);
+                match op {
+                    0 if i < b.len() => b[i] = byte,
+                    1 if i < b.len() => {
+                        b.remove(i);
+                    }
+                    2 => {
+                        // Repeat the object's first field.
+                        if let Some(end) = b.iter().position(|&c| c == b',') {
+                            let field = b[1..end].to_vec();
+                            b.splice(1..1, field.into_iter().chain([b',']));
+                        }
+                    }
+                    3 => {
+                        // Escape an underscore (same text, escaped).
+                        if let Some(p) = b[i.min(b.len())..].iter().position(|&c| c == b'_') {
+                            let p = p + i.min(b.len());
+                            b.splice(p..p + 1, b"\\u005f".iter().copied());
+                        }
+                    }
+                    _ => b.insert(i, byte),
+                }
+            }
+            b
+        })
+    }
+
+    /// JSON as Maida writes it (Python's `json.dumps`: `", "` and `": "`).
+    fn spaced_json(v: &Value) -> String {
+        match v {
+            Value::Array(a) => format!("[{}]", a.iter().map(spaced_json).collect::<Vec<_>>().join(", ")),
+            Value::Object(o) => format!(
+                "{{{}}}",
+                o.iter()
+                    .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), spaced_json(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => other.to_string(),
+        }
+    }
+
+    /// What a span line should load as, read the straightforward way (serde_json::Value):
+    /// (kind, name, id, parent id, start, duration, status, usage, model) of the span and of
+    /// the events made from its span events, or None when the line is no span at all.
+    type Expect = (
+        EventKind,
+        String,
+        String,
+        Option<String>,
+        Option<i64>,
+        Option<i64>,
+        Status,
+        Option<Usage>,
+        String,
+    );
+
+    /// A span event: (name, timestamp, attributes).
+    type OracleEvent<'a> = (String, Option<&'a Value>, Option<&'a Map<String, Value>>);
+
+    fn oracle(v: &Value) -> Option<Vec<Expect>> {
+        let o = v.as_object()?;
+        let text = |k: &str| match o.get(k) {
+            None | Some(Value::Null) => Some(None),
+            Some(Value::String(s)) => Some(Some(s.as_str())),
+            Some(_) => None,
+        };
+        let (trace_id, span_id, parent, name, code) = (
+            text("trace_id")?,
+            text("span_id")?,
+            text("parent_span_id")?,
+            text("name")?,
+            text("status_code")?,
+        );
+        let _ = trace_id;
+        let empty = Map::new();
+        let attrs = o.get("attributes").and_then(Value::as_object).unwrap_or(&empty);
+        let s = |a: &Map<String, Value>, k: &str| {
+            a.get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let has = |k: &str| attrs.get(k).is_some_and(|v| !v.is_null());
+        // The span events, if they are a list of event records (name a string or null).
+        let events: Vec<OracleEvent> = match o.get("events") {
+            Some(Value::Array(list))
+                if list.iter().all(|e| {
+                    e.as_object()
+                        .is_some_and(|e| e.get("name").is_none_or(|n| n.is_null() || n.is_string()))
+                }) =>
+            {
+                list.iter()
+                    .map(|e| {
+                        (
+                            e.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                            e.get("timestamp").filter(|t| !t.is_null()),
+                            e.get("attributes").and_then(Value::as_object),
+                        )
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let parent = parent.filter(|p| !p.is_empty());
+        let kind = match s(attrs, "maida.event_type").as_deref() {
+            Some("LOOP_WARNING") => EventKind::LoopWarning,
+            Some("ERROR") => EventKind::Error,
+            Some("STATE_UPDATE") => EventKind::State,
+            Some("TOOL_CALL") => EventKind::ToolCall,
+            Some("LLM_CALL") => EventKind::LlmCall,
+            _ if parent.is_none() => EventKind::Run,
+            _ if has("maida.tool_name") => EventKind::ToolCall,
+            _ if attrs.keys().any(|k| k.starts_with("gen_ai.")) => EventKind::LlmCall,
+            _ => EventKind::Step,
+        };
+        let ts = |v: Option<&Value>| v.and_then(parse_timestamp);
+        let start = ts(o.get("start_time"));
+        let end = ts(o.get("end_time"));
+        let duration_ms = o.get("duration_ms").filter(|d| !d.is_null());
+        let duration = match (start, end) {
+            (Some(s), Some(e)) if e >= s => e.checked_sub(s),
+            _ => crate::formats::lenient_u64(duration_ms)
+                .map(|ms| (ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000),
+        };
+        let failed = code.is_some_and(|c| c.eq_ignore_ascii_case("error"))
+            || s(attrs, "maida.status").is_some_and(|x| x.eq_ignore_ascii_case("error"))
+            || has("maida.error_type");
+        let status = if failed {
+            Status::Error
+        } else if end.is_none() && duration_ms.is_none() {
+            Status::Pending
+        } else {
+            Status::Ok
+        };
+        let span_name = name.unwrap_or("").to_string();
+        let model = s(attrs, "gen_ai.request.model")
+            .or_else(|| s(attrs, "gen_ai.response.model"))
+            .or_else(|| (kind == EventKind::LlmCall && !span_name.is_empty()).then(|| span_name.clone()));
+        let first_pattern = events
+            .iter()
+            .find(|e| e.0 == "maida.loop.warning")
+            .and_then(|e| e.2)
+            .and_then(|a| s(a, "pattern"));
+        let name = match kind {
+            EventKind::ToolCall => s(attrs, "maida.tool_name"),
+            EventKind::LlmCall if span_name.is_empty() => Some(model.clone().unwrap_or("llm".into())),
+            EventKind::Run => s(attrs, "maida.run_name"),
+            EventKind::Error => s(attrs, "maida.error_type"),
+            EventKind::LoopWarning => first_pattern,
+            _ => None,
+        }
+        .unwrap_or(span_name);
+        let n = |k: &str| crate::formats::lenient_u64(attrs.get(k));
+        let usage = (kind == EventKind::LlmCall)
+            .then(|| Usage {
+                input: n("gen_ai.usage.input_tokens").or(n("gen_ai.usage.prompt_tokens")),
+                output: n("gen_ai.usage.output_tokens").or(n("gen_ai.usage.completion_tokens")),
+                total: n("gen_ai.usage.total_tokens"),
+            })
+            .filter(|u| !u.is_empty());
+        let id = span_id.unwrap_or("").to_string();
+        let mut out = vec![(
+            kind,
+            name,
+            id.clone(),
+            parent.map(str::to_owned),
+            start,
+            duration,
+            status,
+            usage,
+            model.unwrap_or_default(),
+        )];
+        for (i, (ename, ets, eattrs)) in events.iter().enumerate() {
+            let a = eattrs.unwrap_or(&empty);
+            let (k, nm) = match ename.as_str() {
+                "maida.loop.warning" if kind != EventKind::LoopWarning => {
+                    (EventKind::LoopWarning, s(a, "pattern").unwrap_or("loop warning".into()))
+                }
+                "exception" if !kind.is_call() && kind != EventKind::Error => (
+                    EventKind::Error,
+                    s(a, "maida.error_type")
+                        .or_else(|| s(a, "exception.type"))
+                        .unwrap_or("exception".into()),
+                ),
+                _ => continue,
+            };
+            let status = if k == EventKind::Error {
+                Status::Error
+            } else {
+                Status::Ok
+            };
+            out.push((
+                k,
+                nm,
+                format!("{id}#{i}"),
+                Some(id.clone()),
+                ts(*ets),
+                None,
+                status,
+                None,
+                String::new(),
+            ));
+        }
+        Some(out)
+    }
+
+    /// Load `lines` and compare every event with the oracle's, trace by trace in file order.
+    fn agrees_with_oracle(lines: &[Value]) -> Result<(), String> {
+        let mut bytes = Vec::new();
+        // One trace a trace_id, in order of appearance; spans naming none join the first.
+        let mut keys: Vec<String> = Vec::new();
+        let mut want: Vec<Vec<Expect>> = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            let text = if i % 2 == 0 { spaced_json(l) } else { l.to_string() };
+            bytes.extend_from_slice(text.as_bytes());
+            bytes.push(b'\n');
+            // The oracle reads the text too (a float read back may differ in its last bit).
+            let l: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            let Some(events) = oracle(&l) else { continue };
+            let tid = l.get("trace_id").and_then(Value::as_str).unwrap_or("");
+            let ti = match keys.iter().position(|k| k == tid) {
+                Some(ti) => ti,
+                None if tid.is_empty() && !keys.is_empty() => 0,
+                None => {
+                    keys.push(tid.to_string());
+                    want.push(Vec::new());
+                    keys.len() - 1
+                }
+            };
+            want[ti].extend(events);
+        }
+        let traces = load_bytes(&bytes);
+        if traces.len() != want.len() {
+            return Err(format!("{} traces, the oracle says {}", traces.len(), want.len()));
+        }
+        for (t, want) in traces.iter().zip(&want) {
+            if t.len() != want.len() {
+                return Err(format!("{} events, the oracle says {}", t.len(), want.len()));
+            }
+            for (i, w) in want.iter().enumerate() {
+                let i = i as u32;
+                let e = t.event(i);
+                let parent = (e.parent != NO_PARENT).then(|| t.str(t.event(e.parent).source_id).to_string());
+                let got: Expect = (
+                    e.kind,
+                    t.name(i).to_string(),
+                    t.str(e.source_id).to_string(),
+                    parent.clone(),
+                    e.start,
+                    e.duration,
+                    e.status,
+                    e.usage.as_deref().copied(),
+                    t.str(e.model).to_string(),
+                );
+                // A parent that never arrives, or would make a cycle, leaves its child a root.
+                let orphan = |p: &str| match t.find(p) {
+                    None => true,
+                    Some(mut x) => loop {
+                        if x == i {
+                            break true;
+                        }
+                        x = t.event(x).parent;
+                        if x == NO_PARENT {
+                            break false;
+                        }
+                    },
+                };
+                let parent_ok = parent == w.3 || (parent.is_none() && w.3.as_deref().is_some_and(orphan));
+                let (mut a, mut b) = (got.clone(), w.clone());
+                a.3 = None;
+                b.3 = None;
+                if a != b || !parent_ok {
+                    return Err(format!("event {i}: loaded {got:?}, the oracle says {w:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1500))]
+        #[test]
+        fn skimmer_never_disagrees_with_serde(line in raw_line()) {
+            skim_agrees(&line).map_err(proptest::test_runner::TestCaseError::fail)?;
+        }
+
+        #[test]
+        fn skimmer_on_arbitrary_bytes(line in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            skim_agrees(&line).map_err(proptest::test_runner::TestCaseError::fail)?;
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        #[test]
+        fn loaded_events_are_what_serde_json_reads(lines in proptest::collection::vec(span_value(), 1..30)) {
+            agrees_with_oracle(&lines).map_err(proptest::test_runner::TestCaseError::fail)?;
+        }
+    }
+
+    #[test]
+    fn the_differential_tests_are_not_vacuous() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let (mut skimmed, mut marked, mut attrs) = (0, 0, 0);
+        for _ in 0..1000 {
+            let line = raw_line().new_tree(&mut runner).unwrap().current();
+            if skim_agrees(&line).unwrap() {
+                skimmed += 1;
+                let mut r = RawSpan::blank();
+                skim_span(&line, &mut r).unwrap();
+                marked += r.events.as_ref().is_ok_and(|e| !e.is_empty()) as u32;
+                attrs += r.attrs.as_ref().is_ok_and(|a| a.vals.iter().any(Option::is_some)) as u32;
+            }
+        }
+        assert!(
+            skimmed > 200 && marked > 20 && attrs > 50,
+            "{skimmed} skimmed, {marked} with span events, {attrs} with attributes"
+        );
+    }
+
+    #[test]
+    fn batches_agree_with_serde_json_too() {
+        // Enough lines for the parallel skim and the pipelined apply.
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let lines: Vec<Value> = (0..3000)
+            .map(|_| span_value().new_tree(&mut runner).unwrap().current())
+            .collect();
+        agrees_with_oracle(&lines).unwrap();
+    }
+
+    #[test]
+    fn skimmer_reads_the_common_lines() {
+        // The fast path must be the path: every span of the fixtures and samples skims.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("tests/fixtures/maida"))
+            .unwrap()
+            .flatten()
+            .map(|d| d.path().join(SPANS))
+            .collect();
+        files.push(root.join("sample-traces/runs/maida-research-ok").join(SPANS));
+        let mut lines = 0;
+        for f in files {
+            let text = std::fs::read(&f).unwrap();
+            for l in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                if f.to_string_lossy().contains("damaged") && serde_json::from_slice::<Value>(l).is_err() {
+                    continue; // broken on purpose
+                }
+                let name = f.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
+                if name == "damaged" && l.windows(13).any(|w| w == b"not an object") {
+                    continue; // attributes that are not a map: serde says why
+                }
+                lines += 1;
+                assert_eq!(skim_agrees(l), Ok(true), "{name}: {}", String::from_utf8_lossy(l));
+            }
+        }
+        assert!(lines >= 20, "{lines}");
     }
 }

@@ -175,6 +175,28 @@ impl<'a> Skim<'a> {
         }
     }
 
+    /// Walk an array; `item` is called with each element's index and must consume it (as
+    /// `object`'s `field` does its value).
+    pub fn array(&mut self, mut item: impl FnMut(&mut Self, usize) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        self.enter()?;
+        if self.peek()? != b']' {
+            let mut n = 0;
+            loop {
+                item(self, n)?;
+                n += 1;
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b']' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.i += 1;
+        self.depth -= 1;
+        Some(())
+    }
+
     fn enter(&mut self) -> Option<()> {
         self.depth += 1;
         (self.depth <= MAX_DEPTH).then_some(())
@@ -500,6 +522,35 @@ mod tests {
         ] {
             assert!(!skims(s), "skimmer accepted {s:?}");
         }
+    }
+
+    #[test]
+    fn arrays_are_walked_element_by_element() {
+        let walk = |s: &str| {
+            let mut k = Skim::new(s.as_bytes());
+            let mut items = Vec::new();
+            let r = k.array(|k, n| {
+                items.push((n, k.value()?.to_vec()));
+                Some(())
+            });
+            (r.is_some() && k.at_end()).then_some(items)
+        };
+        assert_eq!(walk("[]"), Some(vec![]));
+        assert_eq!(walk(" [ ] "), Some(vec![]));
+        let got = walk(r#"[1, {"a":[2]} ,"x"]"#).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (0, b"1".to_vec()),
+                (1, br#"{"a":[2]}"#.to_vec()),
+                (2, br#""x""#.to_vec())
+            ]
+        );
+        for bad in ["[1,]", "[,1]", "[1 2]", "[1", "{}", "[1]]"] {
+            assert_eq!(walk(bad), None, "{bad}");
+        }
+        let deep = format!("[{}{}]", "[".repeat(100), "]".repeat(100));
+        assert_eq!(walk(&deep), None, "depth counts the walked array too");
     }
 
     #[test]
