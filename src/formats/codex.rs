@@ -213,20 +213,13 @@ fn raw_output_failed(raw: &[u8]) -> Option<bool> {
     Some(output_failed(&decode_embedded_owned(v)))
 }
 
-/// Whether a `\u` escape occurs in the raw text of a string.
+/// Whether a `\u` escape may occur in the raw text of a string (also true for an escaped
+/// backslash before a `u`: then the text is decoded, which is only slower). One SIMD pass:
+/// outputs are full of `\n`, and stopping at each backslash cost more.
 fn has_unicode_escape(s: &[u8]) -> bool {
-    let mut skip_to = 0;
-    for i in memchr::memchr_iter(b'\\', s) {
-        // The second backslash of an escaped one starts nothing.
-        if i < skip_to {
-            continue;
-        }
-        if s.get(i + 1) == Some(&b'u') {
-            return true;
-        }
-        skip_to = i + 2;
-    }
-    false
+    use std::sync::LazyLock;
+    static FINDER: LazyLock<memchr::memmem::Finder<'static>> = LazyLock::new(|| memchr::memmem::Finder::new("\\u"));
+    FINDER.find(s).is_some()
 }
 
 /// Which of the two copies of a text a record is.
@@ -321,11 +314,373 @@ struct SessionMeta {
     instructions: bool,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 struct Tokens {
     total: Option<Value>,
-    last: Option<Value>,
+    /// The numbers of `last_token_usage`, when there is one.
+    last: Option<Usage>,
     model: Option<String>,
+}
+
+impl Tokens {
+    /// `info` as `field` and `lenient_u64` read it from a Value.
+    fn of_value(info: &Value) -> Tokens {
+        Tokens {
+            total: field(info, "total_token_usage").cloned(),
+            last: field(info, "last_token_usage").map(|l| Usage {
+                input: lenient_u64(l.get("input_tokens")),
+                output: lenient_u64(l.get("output_tokens")),
+                total: lenient_u64(l.get("total_tokens")),
+            }),
+            model: str_of(info, "model").map(str::to_string),
+        }
+    }
+}
+
+/// A `content` or `summary` value as the index reads it: its text parts. The skimmer reads it
+/// by the visitors below, without building a Value (messages and reasoning are a third of a
+/// rollout's lines). A part's flag: it is a bare string (content counts those, a summary not).
+#[derive(Debug, Default, PartialEq)]
+enum TextParts<'a> {
+    #[default]
+    Other,
+    Whole(Cow<'a, str>),
+    Parts(Vec<(Cow<'a, str>, bool)>),
+}
+
+impl<'a> TextParts<'a> {
+    fn of_value(v: Option<&Value>) -> TextParts<'static> {
+        match v {
+            Some(Value::String(s)) => TextParts::Whole(Cow::Owned(s.clone())),
+            Some(Value::Array(a)) => TextParts::Parts(
+                a.iter()
+                    .filter_map(|p| match p {
+                        Value::String(s) => Some((Cow::Owned(s.clone()), true)),
+                        _ => str_of(p, "text").map(|t| (Cow::Owned(t.to_string()), false)),
+                    })
+                    .collect(),
+            ),
+            _ => TextParts::Other,
+        }
+    }
+
+    /// What `content_text` reads from the same value.
+    fn content(&self) -> Cow<'a, str> {
+        match self {
+            TextParts::Whole(s) => s.clone(),
+            TextParts::Parts(p) if p.len() == 1 => p[0].0.clone(),
+            TextParts::Parts(p) => Cow::Owned(p.iter().map(|(s, _)| s.as_ref()).collect::<Vec<_>>().join("\n")),
+            TextParts::Other => Cow::Borrowed(""),
+        }
+    }
+
+    /// The texts of a summary's parts.
+    fn summary(&self) -> Vec<&str> {
+        match self {
+            TextParts::Parts(p) => p.iter().filter(|(_, bare)| !bare).map(|(s, _)| s.as_ref()).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Visitors that read a value the way `str_of`, `content_text` and `lenient_u64` read the
+/// Value serde_json would build, skipping the rest unbuilt.
+mod views {
+    use super::{Cow, TextParts, Tokens, Usage, Value};
+    use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    fn drain_seq<'de, A: SeqAccess<'de>>(mut s: A) -> Result<(), A::Error> {
+        while s.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    fn drain_map<'de, A: MapAccess<'de>>(mut m: A) -> Result<(), A::Error> {
+        while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    /// Implements the visits of a view that reads nothing from all but some kinds of value.
+    macro_rules! nothing_from_the_rest {
+        ($none:expr) => {
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+        };
+    }
+
+    /// A string's text; None for any other value.
+    pub(super) struct Str<'a>(pub Option<Cow<'a, str>>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<'a>(PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                type Value = Str<'a>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Str<'a>, E> {
+                    Ok(Str(Some(Cow::Borrowed(s))))
+                }
+                fn visit_str<E>(self, s: &str) -> Result<Str<'a>, E> {
+                    Ok(Str(Some(Cow::Owned(s.to_string()))))
+                }
+                fn visit_string<E>(self, s: String) -> Result<Str<'a>, E> {
+                    Ok(Str(Some(Cow::Owned(s))))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Str<'a>, A::Error> {
+                    drain_seq(s).map(|()| Str(None))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Str<'a>, A::Error> {
+                    drain_map(m).map(|()| Str(None))
+                }
+                nothing_from_the_rest!(Str(None));
+            }
+            d.deserialize_any(V(PhantomData))
+        }
+    }
+
+    /// A key: is it this one?
+    struct Key(u8);
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = Key;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a key")
+                }
+                fn visit_str<E>(self, s: &str) -> Result<Key, E> {
+                    Ok(Key(match s {
+                        "text" => 1,
+                        "total_token_usage" => 2,
+                        "last_token_usage" => 3,
+                        "model" => 4,
+                        "input_tokens" => 5,
+                        "output_tokens" => 6,
+                        "total_tokens" => 7,
+                        _ => 0,
+                    }))
+                }
+            }
+            d.deserialize_str(V)
+        }
+    }
+
+    /// One part of a content list: a bare string, or an object's `text`.
+    struct Part<'a>(Option<(Cow<'a, str>, bool)>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Part<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<'a>(PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                type Value = Part<'a>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Part<'a>, E> {
+                    Ok(Part(Some((Cow::Borrowed(s), true))))
+                }
+                fn visit_str<E>(self, s: &str) -> Result<Part<'a>, E> {
+                    Ok(Part(Some((Cow::Owned(s.to_string()), true))))
+                }
+                fn visit_string<E>(self, s: String) -> Result<Part<'a>, E> {
+                    Ok(Part(Some((Cow::Owned(s), true))))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Part<'a>, A::Error> {
+                    drain_seq(s).map(|()| Part(None))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Part<'a>, A::Error> {
+                    // The last `text` of the object, as a map keeps it.
+                    let mut text = None;
+                    while let Some(Key(k)) = m.next_key()? {
+                        if k == 1 {
+                            text = m.next_value::<Str>()?.0;
+                        } else {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                    Ok(Part(text.map(|t| (t, false))))
+                }
+                nothing_from_the_rest!(Part(None));
+            }
+            d.deserialize_any(V(PhantomData))
+        }
+    }
+
+    impl<'de: 'a, 'a> Deserialize<'de> for TextParts<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<'a>(PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                type Value = TextParts<'a>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_borrowed_str<E>(self, s: &'de str) -> Result<TextParts<'a>, E> {
+                    Ok(TextParts::Whole(Cow::Borrowed(s)))
+                }
+                fn visit_str<E>(self, s: &str) -> Result<TextParts<'a>, E> {
+                    Ok(TextParts::Whole(Cow::Owned(s.to_string())))
+                }
+                fn visit_string<E>(self, s: String) -> Result<TextParts<'a>, E> {
+                    Ok(TextParts::Whole(Cow::Owned(s)))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<TextParts<'a>, A::Error> {
+                    let mut parts = Vec::new();
+                    while let Some(Part(p)) = s.next_element()? {
+                        parts.extend(p);
+                    }
+                    Ok(TextParts::Parts(parts))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<TextParts<'a>, A::Error> {
+                    drain_map(m).map(|()| TextParts::Other)
+                }
+                nothing_from_the_rest!(TextParts::Other);
+            }
+            d.deserialize_any(V(PhantomData))
+        }
+    }
+
+    /// A token number as `lenient_u64` reads it.
+    struct Count(Option<u64>);
+
+    impl<'de> Deserialize<'de> for Count {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Count;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_u64<E>(self, u: u64) -> Result<Count, E> {
+                    Ok(Count(Some(u)))
+                }
+                fn visit_i64<E>(self, i: i64) -> Result<Count, E> {
+                    Ok(Count(u64::try_from(i).ok()))
+                }
+                fn visit_f64<E>(self, f: f64) -> Result<Count, E> {
+                    Ok(Count((f >= 0.0 && f.is_finite()).then_some(f as u64)))
+                }
+                fn visit_str<E>(self, s: &str) -> Result<Count, E> {
+                    Ok(Count(s.trim().parse().ok()))
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+                    Ok(Count(None))
+                }
+                fn visit_unit<E>(self) -> Result<Count, E> {
+                    Ok(Count(None))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Count, A::Error> {
+                    drain_seq(s).map(|()| Count(None))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Count, A::Error> {
+                    drain_map(m).map(|()| Count(None))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    /// `last_token_usage`: None when null; the three numbers of an object; none of another value.
+    struct Last(Option<Usage>);
+
+    impl<'de> Deserialize<'de> for Last {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Last;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_unit<E>(self) -> Result<Last, E> {
+                    Ok(Last(None))
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_i64<E>(self, _: i64) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_u64<E>(self, _: u64) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_f64<E>(self, _: f64) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Last, A::Error> {
+                    drain_seq(s).map(|()| Last(Some(Usage::default())))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Last, A::Error> {
+                    let mut u = Usage::default();
+                    while let Some(Key(k)) = m.next_key()? {
+                        match k {
+                            5 => u.input = m.next_value::<Count>()?.0,
+                            6 => u.output = m.next_value::<Count>()?.0,
+                            7 => u.total = m.next_value::<Count>()?.0,
+                            _ => m.next_value::<IgnoredAny>().map(drop)?,
+                        }
+                    }
+                    Ok(Last(Some(u)))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    /// A token count's `info` (not null): what `Tokens::of_value` reads.
+    pub(super) struct Info(pub Tokens);
+
+    impl<'de> Deserialize<'de> for Info {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Info;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Info, A::Error> {
+                    let mut t = Tokens::default();
+                    let mut total = Value::Null;
+                    while let Some(Key(k)) = m.next_key()? {
+                        match k {
+                            2 => total = m.next_value()?,
+                            3 => t.last = m.next_value::<Last>()?.0,
+                            4 => t.model = m.next_value::<Str>()?.0.map(Cow::into_owned),
+                            _ => m.next_value::<IgnoredAny>().map(drop)?,
+                        }
+                    }
+                    t.total = (!total.is_null()).then_some(total);
+                    Ok(Info(t))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Info, A::Error> {
+                    drain_seq(s).map(|()| Info(Tokens::default()))
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Info, E> {
+                    Ok(Info(Tokens::default()))
+                }
+                nothing_from_the_rest!(Info(Tokens::default()));
+            }
+            d.deserialize_any(V)
+        }
+    }
 }
 
 /// The straightforward reading of a line parsed by serde_json, for every record kind. The
@@ -425,9 +780,10 @@ struct Fields<'a> {
     model: Option<Cow<'a, str>>,
     message: Option<Cow<'a, str>>,
     text: Option<Cow<'a, str>>,
-    content: Option<Value>,
-    summary: Option<Value>,
-    info: Option<Value>,
+    content: TextParts<'a>,
+    summary: TextParts<'a>,
+    /// A token count's `info`, when present and not null.
+    info: Option<Box<Tokens>>,
     collaboration_mode: Option<Value>,
     error: Option<Value>,
     duration_ms: Option<Value>,
@@ -449,9 +805,9 @@ impl Fields<'static> {
             model: s("model"),
             message: s("message"),
             text: s("text"),
-            content: v("content"),
-            summary: v("summary"),
-            info: v("info"),
+            content: TextParts::of_value(p.get("content")),
+            summary: TextParts::of_value(p.get("summary")),
+            info: field(p, "info").map(|i| Box::new(Tokens::of_value(i))),
             collaboration_mode: v("collaboration_mode"),
             error: v("error"),
             duration_ms: v("duration_ms"),
@@ -500,19 +856,20 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
                 _ => "other",
             },
             copy: Copy_::Item,
-            text: Cow::Owned(content_text(f.content.as_ref())),
+            text: f.content.content(),
         },
         ("response_item", "reasoning") => {
-            let summary: Vec<&str> = f
-                .summary
-                .as_ref()
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|s| str_of(s, "text")).collect())
-                .unwrap_or_default();
-            let text = if summary.is_empty() {
-                content_text(f.content.as_ref())
-            } else {
-                summary.join("\n")
+            let summary = f.summary.summary();
+            let text = match summary.len() {
+                0 => f.content.content(),
+                1 => match &f.summary {
+                    TextParts::Parts(p) => p
+                        .iter()
+                        .find(|(_, bare)| !bare)
+                        .map_or(Cow::Borrowed(""), |(s, _)| s.clone()),
+                    _ => Cow::Borrowed(""),
+                },
+                _ => Cow::Owned(summary.join("\n")),
             };
             if text.trim().is_empty() {
                 What::EncryptedReasoning
@@ -520,7 +877,7 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
                 What::Text {
                     role: "reasoning",
                     copy: Copy_::Item,
-                    text: Cow::Owned(text),
+                    text,
                 }
             }
         }
@@ -565,13 +922,7 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
             copy: Copy_::Event,
             text: text(&f.text),
         },
-        ("event_msg", "token_count") => What::Tokens(f.info.as_ref().filter(|i| !i.is_null()).map(|info| {
-            Box::new(Tokens {
-                total: field(info, "total_token_usage").cloned(),
-                last: field(info, "last_token_usage").cloned(),
-                model: str_of(info, "model").map(str::to_string),
-            })
-        })),
+        ("event_msg", "token_count") => What::Tokens(f.info.clone()),
         ("event_msg", "task_started" | "turn_started") => What::TurnStart(f.turn_id.clone()),
         _ => What::TurnEnd {
             turn_id: f.turn_id.clone(),
@@ -848,6 +1199,12 @@ fn payload_fields<'a>(k: &mut Skim<'a>, r: &mut RawFields<'a>) -> Option<()> {
 impl<'a> RawFields<'a> {
     /// The fields, values parsed (None: one is not JSON serde_json reads).
     fn into_fields(self) -> Option<Fields<'a>> {
+        fn view<'a, T: serde::Deserialize<'a>>(raw: Option<&'a [u8]>) -> Option<Option<T>> {
+            match raw {
+                None => Some(None),
+                Some(b) => serde_json::from_slice(b).ok().map(Some),
+            }
+        }
         fn val(raw: Option<&[u8]>) -> Option<Option<Value>> {
             match raw {
                 None => Some(None),
@@ -865,9 +1222,9 @@ impl<'a> RawFields<'a> {
             model: self.model,
             message: self.message,
             text: self.text,
-            content: val(self.content)?,
-            summary: val(self.summary)?,
-            info: val(self.info)?,
+            content: view(self.content)?.unwrap_or_default(),
+            summary: view(self.summary)?.unwrap_or_default(),
+            info: view::<Option<views::Info>>(self.info)?.flatten().map(|i| Box::new(i.0)),
             collaboration_mode: val(self.collaboration_mode)?,
             error: val(self.error)?,
             duration_ms: val(self.duration_ms)?,
@@ -901,6 +1258,46 @@ struct Call {
     answered: bool,
 }
 
+/// Calls by call_id, keyed by the id's hash: the id itself is not copied (the call's event
+/// holds it). Two ids of one hash, which a crafted file can make, go to a map by the id.
+#[derive(Default)]
+struct Calls {
+    by_hash: FxHashMap<u64, Call>,
+    collided: std::collections::HashMap<Box<str>, Call>,
+}
+
+impl Calls {
+    fn hash(id: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        id.hash(&mut h);
+        h.finish()
+    }
+
+    fn get_mut<'s>(&'s mut self, t: &Trace, id: &str) -> Option<&'s mut Call> {
+        match self.by_hash.get_mut(&Self::hash(id)) {
+            Some(c) if t.str(t.event(c.event).source_id) == id => Some(c),
+            _ => self.collided.get_mut(id),
+        }
+    }
+
+    /// A call whose event (holding the id) has been added; a call of the same id is replaced.
+    fn insert(&mut self, t: &Trace, id: &str, call: Call) {
+        use std::collections::hash_map::Entry;
+        match self.by_hash.entry(Self::hash(id)) {
+            Entry::Vacant(v) => {
+                v.insert(call);
+            }
+            Entry::Occupied(mut o) if t.str(t.event(o.get().event).source_id) == id => {
+                o.insert(call);
+            }
+            Entry::Occupied(_) => {
+                self.collided.insert(id.into(), call);
+            }
+        }
+    }
+}
+
 /// The Codex line parser: one trace per rollout file.
 #[derive(Default)]
 pub struct Parser {
@@ -916,7 +1313,9 @@ pub struct Parser {
     llm: Option<u32>,
     /// The current LLM call may still receive items (no tool output or usage since).
     llm_open: bool,
-    calls: FxHashMap<Box<str>, Call>,
+    calls: Calls,
+    /// Tool calls still waiting for their result (the run is running while there are any).
+    pending_calls: usize,
     /// Text copies seen once, waiting for their twin: (role, hash and length of the trimmed
     /// text, which copy).
     unpaired: Vec<(&'static str, u64, usize, Copy_)>,
@@ -1142,7 +1541,7 @@ impl Parser {
     /// A tool call item (or an event that reports one): ONE event per call_id.
     fn call(&mut self, t: &mut Trace, call_id: Option<&str>, name: &str, r: &At) -> u32 {
         if let Some(id) = call_id
-            && let Some(c) = self.calls.get_mut(id)
+            && let Some(c) = self.calls.get_mut(t, id)
             && !c.requested
         {
             // An event about this call arrived first: the call itself fills it in, and
@@ -1168,9 +1567,11 @@ impl Parser {
             payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::ToolCall, name)
         });
+        self.pending_calls += 1;
         if let Some(id) = call_id {
             self.calls.insert(
-                id.into(),
+                t,
+                id,
                 Call {
                     event: e,
                     requested: true,
@@ -1182,8 +1583,11 @@ impl Parser {
     }
 
     /// A call's result arrived in record `r` (its output is read from there when shown).
-    fn answer(t: &mut Trace, e: u32, failed: bool, r: &At) {
+    fn answer(&mut self, t: &mut Trace, e: u32, failed: bool, r: &At) {
         let ev = t.event_mut(e);
+        if ev.status == Status::Pending {
+            self.pending_calls -= 1;
+        }
         ev.status = if failed { Status::Error } else { Status::Ok };
         if ev.origin.line != r.origin.line {
             ev.origin2 = Some(Box::new(r.origin));
@@ -1299,8 +1703,8 @@ impl Parser {
                 let call_id = call_id.as_deref();
                 let e = self.call(t, call_id, name, r);
                 if let Some(failed) = *done {
-                    Self::answer(t, e, failed, r);
-                    if let Some(c) = call_id.and_then(|id| self.calls.get_mut(id)) {
+                    self.answer(t, e, failed, r);
+                    if let Some(c) = call_id.and_then(|id| self.calls.get_mut(t, id)) {
                         c.answered = true;
                     }
                 }
@@ -1308,11 +1712,11 @@ impl Parser {
             What::Output { item, call_id, failed } => {
                 // Tool output goes back to the model: the next item is a new request.
                 self.llm_open = false;
-                match self.calls.get_mut(call_id.as_ref()).filter(|c| !c.answered) {
+                match self.calls.get_mut(t, call_id).filter(|c| !c.answered) {
                     Some(c) => {
                         c.answered = true;
                         let e = c.event;
-                        Self::answer(t, e, *failed, r);
+                        self.answer(t, e, *failed, r);
                     }
                     None => {
                         t.diagnostics.push(Diagnostic::warning(
@@ -1399,7 +1803,7 @@ impl Parser {
     /// An `event_msg` about a tool call: it completes the call of the same `call_id`, or
     /// stands for a call the items do not show.
     fn call_event(&mut self, t: &mut Trace, call_id: &str, name: &str, begin: bool, failed: bool, r: &At) {
-        let e = match self.calls.get(call_id) {
+        let e = match self.calls.get_mut(t, call_id) {
             Some(c) => c.event,
             None => {
                 let l = self.llm_for(t, r);
@@ -1412,8 +1816,10 @@ impl Parser {
                     payload: PayloadRef::Deferred,
                     ..NewEvent::new(EventKind::ToolCall, name)
                 });
+                self.pending_calls += 1;
                 self.calls.insert(
-                    call_id.into(),
+                    t,
+                    call_id,
                     Call {
                         event: e,
                         requested: false,
@@ -1426,13 +1832,13 @@ impl Parser {
         if begin {
             return;
         }
-        let answered = self.calls.get(call_id).is_some_and(|c| c.answered);
+        let answered = self.calls.get_mut(t, call_id).is_some_and(|c| c.answered);
         if !answered {
-            Self::answer(t, e, failed, r);
+            self.answer(t, e, failed, r);
         } else if failed {
             t.event_mut(e).status = Status::Error;
         }
-        if let Some(c) = self.calls.get_mut(call_id) {
+        if let Some(c) = self.calls.get_mut(t, call_id) {
             c.answered = true;
         }
     }
@@ -1446,12 +1852,8 @@ impl Parser {
             return;
         }
         let n = |v: &Value, k: &str| lenient_u64(v.get(k));
-        let delta = match (info.last.as_ref(), total, self.last_total.as_ref()) {
-            (Some(last), _, _) => Usage {
-                input: n(last, "input_tokens"),
-                output: n(last, "output_tokens"),
-                total: n(last, "total_tokens"),
-            },
+        let delta = match (info.last, total, self.last_total.as_ref()) {
+            (Some(last), _, _) => last,
             (None, Some(tot), Some(prev)) => {
                 let d = |k: &str| match (tot.get(k).and_then(Value::as_u64), prev.get(k).and_then(Value::as_u64)) {
                     (Some(a), Some(b)) if tot.is_object() && prev.is_object() => Some(a.saturating_sub(b)),
@@ -1534,10 +1936,7 @@ impl LineParser for Parser {
     fn settle(&mut self, sink: &mut Sink) {
         let Some(ti) = self.ti else { return };
         let t = &mut sink.traces[ti];
-        let pending = t
-            .events
-            .iter()
-            .any(|e| e.kind == EventKind::ToolCall && e.status == Status::Pending);
+        let pending = self.pending_calls > 0;
         let last_turn = self.turns.last();
         // A rollout has no end marker of its own: an open turn or an unanswered call means
         // the session is running (or stopped there); a finished last turn decides otherwise.
