@@ -13,6 +13,13 @@
 //! Tree: run → turns (from `turn_context` / `task_started`) → user prompt and model responses
 //! (an LLM call per sampling request, closed by its `token_count` or by tool output) → the
 //! response's reasoning, messages and tool calls.
+//!
+//! Loading (DESIGN §4, `engine`): the common records (messages, reasoning, calls, outputs,
+//! token counts, turn records) are skimmed typed and borrowed, in parallel; serde_json reads
+//! the rest. Payloads stay on disk: an event's first record is its `origin`, its second (a
+//! call's output, an LLM call's token count, the record that closed a turn) its `origin2`,
+//! and `decode_payload` reads them when shown. A record beyond those two (a begin event of a
+//! call, an end event after its output) adds to the index (status, timing), not to the payload.
 
 use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
@@ -2833,5 +2840,47 @@ mod tests {
         assert_eq!(t.event(c).status, Status::Error);
         assert_eq!(t.depth(c), 3, "run → turn → llm → call");
         assert_eq!(t.name(t.event(t.event(c).parent).parent), "turn 3000");
+    }
+
+    #[test]
+    fn calls_reported_by_events_read_their_payload_from_both_records() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("rollout-events.jsonl");
+        let lines = [
+            r#"{"timestamp":"2026-05-01T10:00:00Z","type":"session_meta","payload":{"id":"s"}}"#,
+            // An MCP call seen only through its events: begin, then end.
+            r#"{"timestamp":"2026-05-01T10:00:01Z","type":"event_msg","payload":{"type":"mcp_tool_call_begin","call_id":"m1","invocation":{"server":"fs","tool":"read","arguments":{"path":"a"}}}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:02Z","type":"event_msg","payload":{"type":"mcp_tool_call_end","call_id":"m1","invocation":{"server":"fs","tool":"read"},"result":{"Ok":{"content":"text"}}}}"#,
+            // The end event first, the call item after it: the item is the call's first record.
+            r#"{"timestamp":"2026-05-01T10:00:03Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"e1","exit_code":2,"aggregated_output":"boom"}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:04Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"cmd\":\"make\"}","call_id":"e1"}}"#,
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let t = &Codex.load(&path).unwrap().traces[0];
+        let p = |id: &str| super::super::payload(t, t.event(t.find(id).unwrap()));
+        let m1 = t.event(t.find("m1").unwrap());
+        assert_eq!((t.name(t.find("m1").unwrap()), m1.status), ("fs.read", Status::Ok));
+        let m = p("m1");
+        assert_eq!(m.input, Some(serde_json::json!({"path": "a"})), "from the begin event");
+        assert_eq!(
+            m.output,
+            Some(serde_json::json!({"Ok": {"content": "text"}})),
+            "from the end event"
+        );
+        let keys: Vec<&str> = m.extra.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["mcp_tool_call_begin", "mcp_tool_call_end"]);
+        let e1 = t.find("e1").unwrap();
+        assert_eq!((t.name(e1), t.event(e1).status), ("shell", Status::Error));
+        assert_eq!(t.event(e1).origin.line, 5, "the call item");
+        assert_eq!(
+            t.event(e1).origin2.as_deref().map(|o| o.line),
+            Some(4),
+            "the end event that answered"
+        );
+        let e = p("e1");
+        assert_eq!(e.input, Some(serde_json::json!({"cmd": "make"})));
+        assert_eq!(e.output, Some(Value::String("boom".into())));
+        assert_eq!(e.error.unwrap().message, "boom");
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
     }
 }
