@@ -13,12 +13,25 @@
 //! Tree: run → turns (from `turn_context` / `task_started`) → user prompt and model responses
 //! (an LLM call per sampling request, closed by its `token_count` or by tool output) → the
 //! response's reasoning, messages and tool calls.
+//!
+//! Loading (DESIGN §4, `engine`): the common records (messages, reasoning, calls, outputs,
+//! token counts, turn records) are skimmed typed and borrowed, in parallel; serde_json reads
+//! the rest. Payloads stay on disk: an event's first record is its `origin`, its second (a
+//! call's output, an LLM call's token count, the record that closed a turn) its `origin2`,
+//! and `decode_payload` reads them when shown. A record beyond those two (a begin event of a
+//! call, an end event after its output) adds to the index (status, timing), not to the payload.
 
+use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
-use super::{Format, LoadError, Loaded, Probe, field, lenient_u64, stem, str_of};
+use super::skim::{Seen, Skim};
+use super::{
+    Format, LoadError, Loaded, Probe, decode_embedded, decode_embedded_owned, field, json_or_string, lenient_u64, stem,
+    str_of,
+};
 use crate::model::*;
+use rustc_hash::FxHashMap;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::path::Path;
 
 pub struct Codex;
@@ -110,6 +123,10 @@ impl Format for Codex {
             Box::new(|| Box::new(Parser::default()) as Box<dyn LineParser>),
         ))
     }
+
+    fn decode_payload(&self, _trace: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
+        decode(ev, raw)
+    }
 }
 
 fn is_envelope(v: &Value) -> bool {
@@ -122,22 +139,6 @@ fn has_responses_parts(v: &Value) -> bool {
         a.iter()
             .any(|p| matches!(str_of(p, "type"), Some("input_text" | "output_text")))
     })
-}
-
-/// The text of a Responses API message: its text parts joined.
-fn message_text(v: &Value) -> String {
-    match v.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Value::String(s) => Some(s.as_str()),
-                _ => str_of(p, "text"),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 /// Instructions and environment Codex injects as user messages: shown as context.
@@ -176,24 +177,1074 @@ fn output_failed(out: &Value) -> bool {
     if out.get("success") == Some(&Value::Bool(false)) {
         return true;
     }
-    if let Some(s) = out.as_str() {
-        for prefix in ["Exit code: ", "Process exited with code "] {
-            if let Some(rest) = s.find(prefix).map(|i| &s[i + prefix.len()..]) {
-                let n: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
-                if let Ok(n) = n.parse::<i64>() {
-                    return n != 0;
-                }
+    out.as_str().is_some_and(|s| text_failed(s.as_bytes()))
+}
+
+/// The exit code a text output reports, if any, is not 0.
+fn text_failed(s: &[u8]) -> bool {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Outputs are most of a rollout's bytes: searched with SIMD, not `str::find`.
+    static PREFIXES: LazyLock<[Finder<'static>; 2]> =
+        LazyLock::new(|| [Finder::new("Exit code: "), Finder::new("Process exited with code ")]);
+    for f in PREFIXES.iter() {
+        if let Some(i) = f.find(s) {
+            let rest = &s[i + f.needle().len()..];
+            let n = rest.iter().take_while(|c| c.is_ascii_digit() || **c == b'-').count();
+            // ASCII digits and '-': valid UTF-8.
+            if let Ok(n) = std::str::from_utf8(&rest[..n]).unwrap_or("").parse::<i64>() {
+                return n != 0;
             }
         }
     }
     false
 }
 
+/// `output_failed(decode_embedded(output))` from the output's raw JSON text. The common output,
+/// a text that is not JSON, is read where it lies: with no `\u` escape, the prefixes and the
+/// digits after them read the same escaped or not. None: the raw text is not valid JSON.
+fn raw_output_failed(raw: &[u8]) -> Option<bool> {
+    if let [b'"', inner @ .., b'"'] = raw {
+        let plain = match inner.first() {
+            None => true,
+            // Not JSON inside (the text starts with none of `{ [ "` or whitespace) and no `\u`.
+            Some(&b) => b.is_ascii_graphic() && !matches!(b, b'{' | b'[' | b'"' | b'\\') && !has_unicode_escape(inner),
+        };
+        if plain {
+            return Some(text_failed(inner));
+        }
+        let s: String = serde_json::from_slice(raw).ok()?;
+        return Some(output_failed(&json_or_string(&s)));
+    }
+    let v: Value = serde_json::from_slice(raw).ok()?;
+    Some(output_failed(&decode_embedded_owned(v)))
+}
+
+/// Whether a `\u` escape may occur in the raw text of a string (also true for an escaped
+/// backslash before a `u`: then the text is decoded, which is only slower). One SIMD pass:
+/// outputs are full of `\n`, and stopping at each backslash cost more.
+fn has_unicode_escape(s: &[u8]) -> bool {
+    use std::sync::LazyLock;
+    static FINDER: LazyLock<memchr::memmem::Finder<'static>> = LazyLock::new(|| memchr::memmem::Finder::new("\\u"));
+    FINDER.find(s).is_some()
+}
+
+/// Which of the two copies of a text a record is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Copy_ {
     Item,
     Event,
 }
+
+// ---------------------------------------------------------------------------------------
+// The records: what one line means for the index. The skim reads them (in parallel, typed,
+// borrowing from the line); `apply` adds their events in file order. Payloads stay on disk:
+// `decode_payload` reads them from the event's record(s) when shown.
+
+/// One line as the index needs it.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Rec<'a> {
+    ts: Option<i64>,
+    what: What<'a>,
+}
+
+#[derive(Debug, PartialEq)]
+enum What<'a> {
+    /// Valid JSON, but not an object.
+    NotObject,
+    /// `{record_type: state}` of old rollouts: nothing for the tree.
+    Skip,
+    /// Neither a rollout envelope nor a response item.
+    Neither,
+    SessionMeta(Box<SessionMeta>),
+    /// The `{id, timestamp, instructions}` header of a pre-envelope rollout (on line 1 or 2).
+    Header(Box<SessionMeta>),
+    TurnContext {
+        turn_id: Option<Cow<'a, str>>,
+        model: Option<Cow<'a, str>>,
+    },
+    Compacted,
+    Quiet,
+    Unknown(Cow<'a, str>),
+    /// A message or a reasoning summary, from an item or its event copy.
+    Text {
+        role: &'static str,
+        copy: Copy_,
+        text: Cow<'a, str>,
+    },
+    EncryptedReasoning,
+    Call {
+        item: &'static str,
+        call_id: Option<Cow<'a, str>>,
+        name: Cow<'a, str>,
+        /// Web searches and image generations finish inside the response: failed or not.
+        done: Option<bool>,
+    },
+    Output {
+        item: &'static str,
+        call_id: Cow<'a, str>,
+        failed: bool,
+    },
+    AgentItem(String),
+    OtherItem(Cow<'a, str>),
+    TurnStart(Option<Cow<'a, str>>),
+    TurnEnd {
+        turn_id: Option<Cow<'a, str>>,
+        aborted: bool,
+        error: bool,
+        duration_ms: Option<u64>,
+    },
+    Tokens(Option<Box<Tokens>>),
+    ErrorEvent(&'static str),
+    ThreadName(Option<String>),
+    /// An `event_msg` about a tool call (`exec_command_end`, `mcp_tool_call_end`, ...).
+    CallEvent {
+        ty: Cow<'a, str>,
+        call_id: Cow<'a, str>,
+        name: String,
+        begin: bool,
+        failed: bool,
+    },
+    Shown {
+        ty: Cow<'a, str>,
+        state: bool,
+    },
+    /// UI notifications: nothing for the tree.
+    Ignored,
+}
+
+#[derive(Debug, PartialEq)]
+struct SessionMeta {
+    attributes: Vec<(String, Value)>,
+    start: Option<i64>,
+    /// Non-empty `instructions` (shown as the run's input).
+    instructions: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Tokens {
+    total: Option<Value>,
+    /// The numbers of `last_token_usage`, when there is one.
+    last: Option<Usage>,
+    model: Option<String>,
+}
+
+impl Tokens {
+    /// `info` as `field` and `lenient_u64` read it from a Value.
+    fn of_value(info: &Value) -> Tokens {
+        Tokens {
+            total: field(info, "total_token_usage").cloned(),
+            last: field(info, "last_token_usage").map(|l| Usage {
+                input: lenient_u64(l.get("input_tokens")),
+                output: lenient_u64(l.get("output_tokens")),
+                total: lenient_u64(l.get("total_tokens")),
+            }),
+            model: str_of(info, "model").map(str::to_string),
+        }
+    }
+}
+
+/// A `content` or `summary` value as the index reads it: its text parts. The skimmer reads it
+/// by the visitors below, without building a Value (messages and reasoning are a third of a
+/// rollout's lines). A part's flag: it is a bare string (content counts those, a summary not).
+#[derive(Debug, Default, PartialEq)]
+enum TextParts<'a> {
+    #[default]
+    Other,
+    Whole(Cow<'a, str>),
+    Parts(Vec<(Cow<'a, str>, bool)>),
+}
+
+impl<'a> TextParts<'a> {
+    fn of_value(v: Option<&Value>) -> TextParts<'static> {
+        match v {
+            Some(Value::String(s)) => TextParts::Whole(Cow::Owned(s.clone())),
+            Some(Value::Array(a)) => TextParts::Parts(
+                a.iter()
+                    .filter_map(|p| match p {
+                        Value::String(s) => Some((Cow::Owned(s.clone()), true)),
+                        _ => str_of(p, "text").map(|t| (Cow::Owned(t.to_string()), false)),
+                    })
+                    .collect(),
+            ),
+            _ => TextParts::Other,
+        }
+    }
+
+    /// What `content_text` reads from the same value.
+    fn content(&self) -> Cow<'a, str> {
+        match self {
+            TextParts::Whole(s) => s.clone(),
+            TextParts::Parts(p) if p.len() == 1 => p[0].0.clone(),
+            TextParts::Parts(p) => Cow::Owned(p.iter().map(|(s, _)| s.as_ref()).collect::<Vec<_>>().join("\n")),
+            TextParts::Other => Cow::Borrowed(""),
+        }
+    }
+
+    /// The texts of a summary's parts.
+    fn summary(&self) -> Vec<&str> {
+        match self {
+            TextParts::Parts(p) => p.iter().filter(|(_, bare)| !bare).map(|(s, _)| s.as_ref()).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Visitors that read a value the way `str_of`, `content_text` and `lenient_u64` read the
+/// Value serde_json would build, skipping the rest unbuilt.
+mod views {
+    use super::{Cow, TextParts, Tokens, Usage, Value};
+    use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    fn drain_seq<'de, A: SeqAccess<'de>>(mut s: A) -> Result<(), A::Error> {
+        while s.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    fn drain_map<'de, A: MapAccess<'de>>(mut m: A) -> Result<(), A::Error> {
+        while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    /// Implements the visits of a view that reads nothing from all but some kinds of value.
+    macro_rules! nothing_from_the_rest {
+        ($none:expr) => {
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok($none)
+            }
+        };
+    }
+
+    /// A string's text; None for any other value.
+    pub(super) struct Str<'a>(pub Option<Cow<'a, str>>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<'a>(PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                type Value = Str<'a>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Str<'a>, E> {
+                    Ok(Str(Some(Cow::Borrowed(s))))
+                }
+                fn visit_str<E>(self, s: &str) -> Result<Str<'a>, E> {
+                    Ok(Str(Some(Cow::Owned(s.to_string()))))
+                }
+                fn visit_string<E>(self, s: String) -> Result<Str<'a>, E> {
+                    Ok(Str(Some(Cow::Owned(s))))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Str<'a>, A::Error> {
+                    drain_seq(s).map(|()| Str(None))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Str<'a>, A::Error> {
+                    drain_map(m).map(|()| Str(None))
+                }
+                nothing_from_the_rest!(Str(None));
+            }
+            d.deserialize_any(V(PhantomData))
+        }
+    }
+
+    /// A key: is it this one?
+    struct Key(u8);
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = Key;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a key")
+                }
+                fn visit_str<E>(self, s: &str) -> Result<Key, E> {
+                    Ok(Key(match s {
+                        "text" => 1,
+                        "total_token_usage" => 2,
+                        "last_token_usage" => 3,
+                        "model" => 4,
+                        "input_tokens" => 5,
+                        "output_tokens" => 6,
+                        "total_tokens" => 7,
+                        _ => 0,
+                    }))
+                }
+            }
+            d.deserialize_str(V)
+        }
+    }
+
+    /// One part of a content list: a bare string, or an object's `text`.
+    struct Part<'a>(Option<(Cow<'a, str>, bool)>);
+
+    impl<'de: 'a, 'a> Deserialize<'de> for Part<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<'a>(PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                type Value = Part<'a>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Part<'a>, E> {
+                    Ok(Part(Some((Cow::Borrowed(s), true))))
+                }
+                fn visit_str<E>(self, s: &str) -> Result<Part<'a>, E> {
+                    Ok(Part(Some((Cow::Owned(s.to_string()), true))))
+                }
+                fn visit_string<E>(self, s: String) -> Result<Part<'a>, E> {
+                    Ok(Part(Some((Cow::Owned(s), true))))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Part<'a>, A::Error> {
+                    drain_seq(s).map(|()| Part(None))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Part<'a>, A::Error> {
+                    // The last `text` of the object, as a map keeps it.
+                    let mut text = None;
+                    while let Some(Key(k)) = m.next_key()? {
+                        if k == 1 {
+                            text = m.next_value::<Str>()?.0;
+                        } else {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                    Ok(Part(text.map(|t| (t, false))))
+                }
+                nothing_from_the_rest!(Part(None));
+            }
+            d.deserialize_any(V(PhantomData))
+        }
+    }
+
+    impl<'de: 'a, 'a> Deserialize<'de> for TextParts<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<'a>(PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                type Value = TextParts<'a>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_borrowed_str<E>(self, s: &'de str) -> Result<TextParts<'a>, E> {
+                    Ok(TextParts::Whole(Cow::Borrowed(s)))
+                }
+                fn visit_str<E>(self, s: &str) -> Result<TextParts<'a>, E> {
+                    Ok(TextParts::Whole(Cow::Owned(s.to_string())))
+                }
+                fn visit_string<E>(self, s: String) -> Result<TextParts<'a>, E> {
+                    Ok(TextParts::Whole(Cow::Owned(s)))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<TextParts<'a>, A::Error> {
+                    let mut parts = Vec::new();
+                    while let Some(Part(p)) = s.next_element()? {
+                        parts.extend(p);
+                    }
+                    Ok(TextParts::Parts(parts))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<TextParts<'a>, A::Error> {
+                    drain_map(m).map(|()| TextParts::Other)
+                }
+                nothing_from_the_rest!(TextParts::Other);
+            }
+            d.deserialize_any(V(PhantomData))
+        }
+    }
+
+    /// A token number as `lenient_u64` reads it.
+    struct Count(Option<u64>);
+
+    impl<'de> Deserialize<'de> for Count {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Count;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_u64<E>(self, u: u64) -> Result<Count, E> {
+                    Ok(Count(Some(u)))
+                }
+                fn visit_i64<E>(self, i: i64) -> Result<Count, E> {
+                    Ok(Count(u64::try_from(i).ok()))
+                }
+                fn visit_f64<E>(self, f: f64) -> Result<Count, E> {
+                    Ok(Count((f >= 0.0 && f.is_finite()).then_some(f as u64)))
+                }
+                fn visit_str<E>(self, s: &str) -> Result<Count, E> {
+                    Ok(Count(s.trim().parse().ok()))
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Count, E> {
+                    Ok(Count(None))
+                }
+                fn visit_unit<E>(self) -> Result<Count, E> {
+                    Ok(Count(None))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Count, A::Error> {
+                    drain_seq(s).map(|()| Count(None))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Count, A::Error> {
+                    drain_map(m).map(|()| Count(None))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    /// `last_token_usage`: None when null; the three numbers of an object; none of another value.
+    struct Last(Option<Usage>);
+
+    impl<'de> Deserialize<'de> for Last {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Last;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_unit<E>(self) -> Result<Last, E> {
+                    Ok(Last(None))
+                }
+                fn visit_bool<E>(self, _: bool) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_i64<E>(self, _: i64) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_u64<E>(self, _: u64) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_f64<E>(self, _: f64) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Last, E> {
+                    Ok(Last(Some(Usage::default())))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Last, A::Error> {
+                    drain_seq(s).map(|()| Last(Some(Usage::default())))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Last, A::Error> {
+                    let mut u = Usage::default();
+                    while let Some(Key(k)) = m.next_key()? {
+                        match k {
+                            5 => u.input = m.next_value::<Count>()?.0,
+                            6 => u.output = m.next_value::<Count>()?.0,
+                            7 => u.total = m.next_value::<Count>()?.0,
+                            _ => m.next_value::<IgnoredAny>().map(drop)?,
+                        }
+                    }
+                    Ok(Last(Some(u)))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    /// A token count's `info` (not null): what `Tokens::of_value` reads.
+    pub(super) struct Info(pub Tokens);
+
+    impl<'de> Deserialize<'de> for Info {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Info;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON value")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Info, A::Error> {
+                    let mut t = Tokens::default();
+                    let mut total = Value::Null;
+                    while let Some(Key(k)) = m.next_key()? {
+                        match k {
+                            2 => total = m.next_value()?,
+                            3 => t.last = m.next_value::<Last>()?.0,
+                            4 => t.model = m.next_value::<Str>()?.0.map(Cow::into_owned),
+                            _ => m.next_value::<IgnoredAny>().map(drop)?,
+                        }
+                    }
+                    t.total = (!total.is_null()).then_some(total);
+                    Ok(Info(t))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Info, A::Error> {
+                    drain_seq(s).map(|()| Info(Tokens::default()))
+                }
+                fn visit_str<E>(self, _: &str) -> Result<Info, E> {
+                    Ok(Info(Tokens::default()))
+                }
+                nothing_from_the_rest!(Info(Tokens::default()));
+            }
+            d.deserialize_any(V)
+        }
+    }
+}
+
+/// The straightforward reading of a line parsed by serde_json, for every record kind. The
+/// skimmer's reading of the common kinds must equal it (the tests check this).
+fn read_value(v: &Value) -> Rec<'static> {
+    let ts = v.get("timestamp").and_then(parse_timestamp);
+    let what = if !v.is_object() {
+        What::NotObject
+    } else {
+        match (str_of(v, "type"), v.get("payload")) {
+            (Some(ty), Some(p)) if ENVELOPE_TYPES.contains(&ty) || p.is_object() => what_of(ty, p),
+            (_, _) if v.get("record_type").is_some() => What::Skip,
+            // The pre-envelope shape: a header, then bare items.
+            (Some(_), None) => what_of("response_item", v),
+            (None, None) if v.get("id").is_some() => What::Header(Box::new(session_meta(v))),
+            _ => What::Neither,
+        }
+    };
+    Rec { ts, what }
+}
+
+/// The envelope's type and payload (`line`: the record's line, for the old header).
+fn normalize(v: &Value, line: u32) -> Option<(&str, &Value)> {
+    match (str_of(v, "type"), v.get("payload")) {
+        (Some(ty), Some(p)) if ENVELOPE_TYPES.contains(&ty) || p.is_object() => Some((ty, p)),
+        (_, _) if v.get("record_type").is_some() => None,
+        (Some(_), None) => Some(("response_item", v)),
+        (None, None) if v.get("id").is_some() && line <= 2 => Some(("session_meta", v)),
+        _ => None,
+    }
+}
+
+fn session_meta(p: &Value) -> SessionMeta {
+    let mut attributes = Vec::new();
+    if let Some(id) = str_of(p, "id").filter(|s| !s.is_empty()) {
+        attributes.push(("session_id".into(), Value::String(id.to_string())));
+    }
+    for k in ["cwd", "cli_version", "originator", "source", "model_provider", "git"] {
+        if let Some(x) = field(p, k) {
+            attributes.push((k.to_string(), x.clone()));
+        }
+    }
+    SessionMeta {
+        attributes,
+        start: p.get("timestamp").and_then(parse_timestamp),
+        instructions: non_empty_instructions(p).is_some(),
+    }
+}
+
+fn non_empty_instructions(p: &Value) -> Option<&Value> {
+    field(p, "instructions").filter(|x| x.as_str().is_some_and(|s| !s.is_empty()))
+}
+
+/// Record kinds of nearly every line: the skimmer reads these.
+fn is_hot(ty: &str, pty: Option<&str>) -> bool {
+    match ty {
+        "turn_context" => true,
+        "response_item" => matches!(
+            pty,
+            Some(
+                "message"
+                    | "reasoning"
+                    | "function_call"
+                    | "custom_tool_call"
+                    | "function_call_output"
+                    | "custom_tool_call_output"
+            )
+        ),
+        "event_msg" => matches!(
+            pty,
+            Some(
+                "user_message"
+                    | "agent_message"
+                    | "agent_reasoning"
+                    | "token_count"
+                    | "task_started"
+                    | "turn_started"
+                    | "task_complete"
+                    | "turn_complete"
+                    | "turn_aborted"
+            )
+        ),
+        _ => false,
+    }
+}
+
+/// The payload fields the common kinds need, as `str_of` / `get` read them from a Value.
+#[derive(Default, Debug, PartialEq)]
+struct Fields<'a> {
+    ty: Option<Cow<'a, str>>,
+    role: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    namespace: Option<Cow<'a, str>>,
+    call_id: Option<Cow<'a, str>>,
+    id: Option<Cow<'a, str>>,
+    turn_id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    message: Option<Cow<'a, str>>,
+    text: Option<Cow<'a, str>>,
+    content: TextParts<'a>,
+    summary: TextParts<'a>,
+    /// A token count's `info`, when present and not null.
+    info: Option<Box<Tokens>>,
+    collaboration_mode: Option<Value>,
+    error: Option<Value>,
+    duration_ms: Option<Value>,
+    output_failed: bool,
+}
+
+impl Fields<'static> {
+    fn of(p: &Value) -> Fields<'static> {
+        let s = |k: &str| str_of(p, k).map(|s| Cow::Owned(s.to_string()));
+        let v = |k: &str| p.get(k).cloned();
+        Fields {
+            ty: s("type"),
+            role: s("role"),
+            name: s("name"),
+            namespace: s("namespace"),
+            call_id: s("call_id"),
+            id: s("id"),
+            turn_id: s("turn_id"),
+            model: s("model"),
+            message: s("message"),
+            text: s("text"),
+            content: TextParts::of_value(p.get("content")),
+            summary: TextParts::of_value(p.get("summary")),
+            info: field(p, "info").map(|i| Box::new(Tokens::of_value(i))),
+            collaboration_mode: v("collaboration_mode"),
+            error: v("error"),
+            duration_ms: v("duration_ms"),
+            output_failed: p.get("output").map(decode_embedded).is_some_and(|o| output_failed(&o)),
+        }
+    }
+}
+
+/// The text of a Responses API message's `content`: its text parts joined.
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.as_str()),
+                _ => str_of(p, "text"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A common record kind (see `is_hot`) from its fields.
+fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
+    let pty = f.ty.as_deref().unwrap_or("");
+    let text = |s: &Option<Cow<'a, str>>| s.clone().unwrap_or(Cow::Borrowed(""));
+    match (ty, pty) {
+        ("turn_context", _) => What::TurnContext {
+            turn_id: f.turn_id.clone(),
+            model: f.model.clone().or_else(|| {
+                f.collaboration_mode
+                    .as_ref()
+                    .and_then(|c| c.get("settings"))
+                    .and_then(|s| str_of(s, "model"))
+                    .map(|m| Cow::Owned(m.to_string()))
+            }),
+        },
+        ("response_item", "message") => What::Text {
+            role: match f.role.as_deref() {
+                Some("assistant") => "assistant",
+                Some("user") => "user",
+                Some("system") => "system",
+                Some("developer") => "developer",
+                _ => "other",
+            },
+            copy: Copy_::Item,
+            text: f.content.content(),
+        },
+        ("response_item", "reasoning") => {
+            let summary = f.summary.summary();
+            let text = match summary.len() {
+                0 => f.content.content(),
+                1 => match &f.summary {
+                    TextParts::Parts(p) => p
+                        .iter()
+                        .find(|(_, bare)| !bare)
+                        .map_or(Cow::Borrowed(""), |(s, _)| s.clone()),
+                    _ => Cow::Borrowed(""),
+                },
+                _ => Cow::Owned(summary.join("\n")),
+            };
+            if text.trim().is_empty() {
+                What::EncryptedReasoning
+            } else {
+                What::Text {
+                    role: "reasoning",
+                    copy: Copy_::Item,
+                    text,
+                }
+            }
+        }
+        ("response_item", "function_call" | "custom_tool_call") => {
+            let item = if pty == "function_call" {
+                "function_call"
+            } else {
+                "custom_tool_call"
+            };
+            let n = f.name.clone().unwrap_or(Cow::Borrowed(item));
+            What::Call {
+                item,
+                call_id: f.call_id.clone().or_else(|| f.id.clone()).filter(|s| !s.is_empty()),
+                name: match f.namespace.as_deref().filter(|s| !s.is_empty()) {
+                    Some(ns) => Cow::Owned(format!("{ns}.{n}")),
+                    None => n,
+                },
+                done: None,
+            }
+        }
+        ("response_item", _) => What::Output {
+            item: if pty == "function_call_output" {
+                "function_call_output"
+            } else {
+                "custom_tool_call_output"
+            },
+            call_id: text(&f.call_id),
+            failed: f.output_failed,
+        },
+        ("event_msg", "user_message") => What::Text {
+            role: "user",
+            copy: Copy_::Event,
+            text: text(&f.message),
+        },
+        ("event_msg", "agent_message") => What::Text {
+            role: "assistant",
+            copy: Copy_::Event,
+            text: text(&f.message),
+        },
+        ("event_msg", "agent_reasoning") => What::Text {
+            role: "reasoning",
+            copy: Copy_::Event,
+            text: text(&f.text),
+        },
+        ("event_msg", "token_count") => What::Tokens(f.info.clone()),
+        ("event_msg", "task_started" | "turn_started") => What::TurnStart(f.turn_id.clone()),
+        _ => What::TurnEnd {
+            turn_id: f.turn_id.clone(),
+            aborted: pty == "turn_aborted",
+            error: pty != "turn_aborted"
+                && f.error
+                    .as_ref()
+                    .filter(|e| !e.is_null())
+                    .and_then(ErrorInfo::from_value)
+                    .is_some(),
+            duration_ms: lenient_u64(f.duration_ms.as_ref()),
+        },
+    }
+}
+
+/// Any record kind, from its (normalised) type and payload.
+fn what_of(ty: &str, p: &Value) -> What<'static> {
+    if is_hot(ty, str_of(p, "type")) {
+        return hot(ty, &Fields::of(p));
+    }
+    match ty {
+        "session_meta" => What::SessionMeta(Box::new(session_meta(p))),
+        "compacted" => What::Compacted,
+        "response_item" => item_of(p),
+        "event_msg" => event_of(p),
+        other if QUIET_TYPES.contains(&other) => What::Quiet,
+        other => What::Unknown(Cow::Owned(other.to_string())),
+    }
+}
+
+fn item_of(p: &Value) -> What<'static> {
+    let ty = str_of(p, "type").unwrap_or("");
+    if let Some(&item) = CALL_ITEMS.iter().find(|&&c| c == ty) {
+        let name = match item {
+            "function_call" | "custom_tool_call" => {
+                let n = str_of(p, "name").unwrap_or(item);
+                match str_of(p, "namespace").filter(|s| !s.is_empty()) {
+                    Some(ns) => format!("{ns}.{n}"),
+                    None => n.to_string(),
+                }
+            }
+            "local_shell_call" => "local_shell".to_string(),
+            "tool_search_call" => "tool_search".to_string(),
+            "web_search_call" => "web_search".to_string(),
+            _ => "image_generation".to_string(),
+        };
+        let done = matches!(item, "web_search_call" | "image_generation_call")
+            .then(|| str_of(p, "status").map(|st| matches!(st, "failed" | "incomplete")))
+            .flatten();
+        return What::Call {
+            item,
+            call_id: str_of(p, "call_id")
+                .or_else(|| str_of(p, "id"))
+                .filter(|s| !s.is_empty())
+                .map(|s| Cow::Owned(s.to_string())),
+            name: Cow::Owned(name),
+            done,
+        };
+    }
+    if let Some(&item) = OUTPUT_ITEMS.iter().find(|&&c| c == ty) {
+        let output = item_output(item, p);
+        return What::Output {
+            item,
+            call_id: Cow::Owned(str_of(p, "call_id").unwrap_or("").to_string()),
+            failed: output.as_ref().is_some_and(output_failed),
+        };
+    }
+    match ty {
+        // Messages between agents of a multi-agent session.
+        "agent_message" => What::AgentItem(format!(
+            "agent message {} → {}",
+            str_of(p, "author").unwrap_or("?"),
+            str_of(p, "recipient").unwrap_or("?")
+        )),
+        "" => What::OtherItem(Cow::Borrowed("response item")),
+        other => What::OtherItem(Cow::Owned(other.to_string())),
+    }
+}
+
+fn item_output(item: &str, p: &Value) -> Option<Value> {
+    match item {
+        "tool_search_output" => p.get("tools").cloned(),
+        _ => p.get("output").map(decode_embedded),
+    }
+}
+
+fn event_of(p: &Value) -> What<'static> {
+    let ty = str_of(p, "type").unwrap_or("");
+    match ty {
+        "agent_reasoning_raw_content" => What::Text {
+            role: "reasoning",
+            copy: Copy_::Event,
+            text: Cow::Owned(str_of(p, "text").unwrap_or("").to_string()),
+        },
+        "error" => What::ErrorEvent("error"),
+        "stream_error" => What::ErrorEvent("stream_error"),
+        "thread_name_updated" => What::ThreadName(
+            str_of(p, "thread_name")
+                .filter(|s| !s.trim().is_empty())
+                .map(|n| one_line(n, 100)),
+        ),
+        _ => {
+            if let Some(call_id) = str_of(p, "call_id").or_else(|| str_of(p, "callId")) {
+                What::CallEvent {
+                    ty: Cow::Owned(ty.to_string()),
+                    call_id: Cow::Owned(call_id.to_string()),
+                    name: call_event_name(ty, p),
+                    begin: ty.ends_with("_begin") || ty.ends_with("_request"),
+                    failed: call_event_failed(p),
+                }
+            } else if SHOWN_EVENTS.contains(&ty) {
+                What::Shown {
+                    ty: Cow::Owned(ty.to_string()),
+                    state: ty == "context_compacted",
+                }
+            } else {
+                What::Ignored
+            }
+        }
+    }
+}
+
+fn call_event_name(ty: &str, p: &Value) -> String {
+    match (str_of(p, "tool"), p.get("invocation")) {
+        (Some(tool), _) => tool.to_string(),
+        (None, Some(inv)) => match (str_of(inv, "server"), str_of(inv, "tool")) {
+            (Some(s), Some(tl)) => format!("{s}.{tl}"),
+            (_, Some(tl)) => tl.to_string(),
+            _ => ty.to_string(),
+        },
+        _ => ty
+            .trim_end_matches("_end")
+            .trim_end_matches("_begin")
+            .trim_end_matches("_request")
+            .trim_end_matches("_response")
+            .to_string(),
+    }
+}
+
+fn call_event_failed(p: &Value) -> bool {
+    p.get("success") == Some(&Value::Bool(false))
+        || p.get("exit_code").and_then(Value::as_i64).is_some_and(|c| c != 0)
+        || matches!(str_of(p, "status"), Some("failed" | "error" | "errored"))
+        || p.get("result").and_then(|x| x.get("Err")).is_some()
+        || field(p, "error").is_some()
+}
+
+// ---------------------------------------------------------------------------------------
+// The skimmer's reading of the common record kinds.
+
+/// The common kinds read by the skimmer, borrowing from the line; None for any other kind
+/// and whatever the skimmer is unsure of (serde_json then reads the line: same result, or the
+/// diagnostic).
+fn skim_fast(line: &[u8]) -> Option<Rec<'_>> {
+    // serde_json checks the UTF-8 of every string of a Value; the skimmer only of what it
+    // returns. ASCII, the usual case, is checked a word at a time.
+    if !line.is_ascii() {
+        std::str::from_utf8(line).ok()?;
+    }
+    let mut k = Skim::new(line);
+    let mut seen = Seen::default();
+    let mut ts: Option<&[u8]> = None;
+    let mut ty: Option<Cow<str>> = None;
+    let mut raw = RawFields::default();
+    k.object(|k, key| {
+        match key {
+            b"timestamp" => (seen.first(0)?, ts = Some(k.value()?)),
+            b"type" => (seen.first(1)?, ty = string(k)?),
+            b"payload" => (seen.first(2)?, payload_fields(k, &mut raw)?),
+            _ => ((), k.skip()?),
+        };
+        Some(())
+    })?;
+    if !k.at_end() || !seen.has(2) {
+        return None;
+    }
+    let ty = ty?;
+    if !is_hot(&ty, raw.ty.as_deref()) {
+        return None;
+    }
+    let f = raw.into_fields()?;
+    Some(Rec {
+        ts: match ts {
+            Some(t) => raw_timestamp(t)?,
+            None => None,
+        },
+        what: hot(&ty, &f),
+    })
+}
+
+/// `parse_timestamp` of a raw value (the outer None: not JSON).
+fn raw_timestamp(raw: &[u8]) -> Option<Option<i64>> {
+    if let [b'"', inner @ .., b'"'] = raw
+        && !inner.contains(&b'\\')
+    {
+        return Some(parse_timestamp_str(utf8(inner)?));
+    }
+    let v: Value = serde_json::from_slice(raw).ok()?;
+    Some(parse_timestamp(&v))
+}
+
+/// A field as `str_of` reads it: the text of a string (escapes decoded), None for any other
+/// value. The outer None: the skimmer cannot read it.
+fn string<'a>(k: &mut Skim<'a>) -> Option<Option<Cow<'a, str>>> {
+    let v = k.value()?;
+    let [b'"', inner @ .., b'"'] = v else {
+        return Some(None);
+    };
+    if !inner.contains(&b'\\') {
+        return Some(Some(Cow::Borrowed(utf8(inner)?)));
+    }
+    serde_json::from_slice::<String>(v).ok().map(|s| Some(Cow::Owned(s)))
+}
+
+/// UTF-8 checked text; ids, names and types are ASCII, checked a word at a time.
+fn utf8(b: &[u8]) -> Option<&str> {
+    if b.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(b) })
+    } else {
+        std::str::from_utf8(b).ok()
+    }
+}
+
+/// The payload fields as the skimmer finds them: strings read, other values as raw text.
+#[derive(Default)]
+struct RawFields<'a> {
+    ty: Option<Cow<'a, str>>,
+    role: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    namespace: Option<Cow<'a, str>>,
+    call_id: Option<Cow<'a, str>>,
+    id: Option<Cow<'a, str>>,
+    turn_id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    message: Option<Cow<'a, str>>,
+    text: Option<Cow<'a, str>>,
+    content: Option<&'a [u8]>,
+    summary: Option<&'a [u8]>,
+    info: Option<&'a [u8]>,
+    collaboration_mode: Option<&'a [u8]>,
+    error: Option<&'a [u8]>,
+    duration_ms: Option<&'a [u8]>,
+    output: Option<&'a [u8]>,
+}
+
+fn payload_fields<'a>(k: &mut Skim<'a>, r: &mut RawFields<'a>) -> Option<()> {
+    let mut seen = Seen::default();
+    k.object(|k, key| {
+        match key {
+            b"type" => (seen.first(0)?, r.ty = string(k)?),
+            b"role" => (seen.first(1)?, r.role = string(k)?),
+            b"name" => (seen.first(2)?, r.name = string(k)?),
+            b"namespace" => (seen.first(3)?, r.namespace = string(k)?),
+            b"call_id" => (seen.first(4)?, r.call_id = string(k)?),
+            b"id" => (seen.first(5)?, r.id = string(k)?),
+            b"turn_id" => (seen.first(6)?, r.turn_id = string(k)?),
+            b"model" => (seen.first(7)?, r.model = string(k)?),
+            b"message" => (seen.first(8)?, r.message = string(k)?),
+            b"text" => (seen.first(9)?, r.text = string(k)?),
+            b"content" => (seen.first(10)?, r.content = Some(k.value()?)),
+            b"summary" => (seen.first(11)?, r.summary = Some(k.value()?)),
+            b"info" => (seen.first(12)?, r.info = Some(k.value()?)),
+            b"collaboration_mode" => (seen.first(13)?, r.collaboration_mode = Some(k.value()?)),
+            b"error" => (seen.first(14)?, r.error = Some(k.value()?)),
+            b"duration_ms" => (seen.first(15)?, r.duration_ms = Some(k.value()?)),
+            b"output" => (seen.first(16)?, r.output = Some(k.value()?)),
+            _ => ((), k.skip()?),
+        };
+        Some(())
+    })
+}
+
+impl<'a> RawFields<'a> {
+    /// The fields, values parsed (None: one is not JSON serde_json reads).
+    fn into_fields(self) -> Option<Fields<'a>> {
+        fn view<'a, T: serde::Deserialize<'a>>(raw: Option<&'a [u8]>) -> Option<Option<T>> {
+            match raw {
+                None => Some(None),
+                Some(b) => serde_json::from_slice(b).ok().map(Some),
+            }
+        }
+        fn val(raw: Option<&[u8]>) -> Option<Option<Value>> {
+            match raw {
+                None => Some(None),
+                Some(b) => serde_json::from_slice(b).ok().map(Some),
+            }
+        }
+        Some(Fields {
+            ty: self.ty,
+            role: self.role,
+            name: self.name,
+            namespace: self.namespace,
+            call_id: self.call_id,
+            id: self.id,
+            turn_id: self.turn_id,
+            model: self.model,
+            message: self.message,
+            text: self.text,
+            content: view(self.content)?.unwrap_or_default(),
+            summary: view(self.summary)?.unwrap_or_default(),
+            info: view::<Option<views::Info>>(self.info)?.flatten().map(|i| Box::new(i.0)),
+            collaboration_mode: val(self.collaboration_mode)?,
+            error: val(self.error)?,
+            duration_ms: val(self.duration_ms)?,
+            output_failed: match self.output {
+                Some(o) => raw_output_failed(o)?,
+                None => false,
+            },
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The in-order half: records into the tree.
 
 struct Turn {
     event: u32,
@@ -203,6 +1254,8 @@ struct Turn {
     /// The model has produced something in this turn.
     active: bool,
     closed: bool,
+    /// A closing record with an error is the turn's second record (its error is shown).
+    error_kept: bool,
 }
 
 struct Call {
@@ -212,6 +1265,46 @@ struct Call {
     answered: bool,
 }
 
+/// Calls by call_id, keyed by the id's hash: the id itself is not copied (the call's event
+/// holds it). Two ids of one hash, which a crafted file can make, go to a map by the id.
+#[derive(Default)]
+struct Calls {
+    by_hash: FxHashMap<u64, Call>,
+    collided: std::collections::HashMap<Box<str>, Call>,
+}
+
+impl Calls {
+    fn hash(id: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        id.hash(&mut h);
+        h.finish()
+    }
+
+    fn get_mut<'s>(&'s mut self, t: &Trace, id: &str) -> Option<&'s mut Call> {
+        match self.by_hash.get_mut(&Self::hash(id)) {
+            Some(c) if t.str(t.event(c.event).source_id) == id => Some(c),
+            _ => self.collided.get_mut(id),
+        }
+    }
+
+    /// A call whose event (holding the id) has been added; a call of the same id is replaced.
+    fn insert(&mut self, t: &Trace, id: &str, call: Call) {
+        use std::collections::hash_map::Entry;
+        match self.by_hash.entry(Self::hash(id)) {
+            Entry::Vacant(v) => {
+                v.insert(call);
+            }
+            Entry::Occupied(mut o) if t.str(t.event(o.get().event).source_id) == id => {
+                o.insert(call);
+            }
+            Entry::Occupied(_) => {
+                self.collided.insert(id.into(), call);
+            }
+        }
+    }
+}
+
 /// The Codex line parser: one trace per rollout file.
 #[derive(Default)]
 pub struct Parser {
@@ -219,22 +1312,44 @@ pub struct Parser {
     root: u32,
     file: u16,
     turns: Vec<Turn>,
+    /// Turn id → the last turn of that id: a turn's records find it without a scan of every
+    /// turn before (that scan made a long session's load quadratic).
+    turn_ids: FxHashMap<Box<str>, usize>,
     /// Prompts written before the turn they start (the turn context comes after them).
     loose_prompts: Vec<u32>,
     llm: Option<u32>,
     /// The current LLM call may still receive items (no tool output or usage since).
     llm_open: bool,
-    calls: HashMap<String, Call>,
-    /// Text copies seen once, waiting for their twin: (role, text, which copy, event).
-    unpaired: Vec<(&'static str, String, Copy_, u32)>,
+    calls: Calls,
+    /// Tool calls still waiting for their result (the run is running while there are any).
+    pending_calls: usize,
+    /// Text copies seen once, waiting for their twin: (role, hash and length of the trimmed
+    /// text, which copy).
+    unpaired: Vec<(&'static str, u64, usize, Copy_)>,
     model: Option<String>,
     last_total: Option<Value>,
     warned: Vec<String>,
     /// Time of the previous record.
     prev_ts: Option<i64>,
     named: bool,
+    /// The run's own record (session_meta) was seen.
+    root_record: bool,
     aborted_last: bool,
     errored_last: bool,
+}
+
+/// Where a record is, and when.
+struct At {
+    ts: Option<i64>,
+    origin: Origin,
+}
+
+fn text_key(text: &str) -> (u64, usize) {
+    use std::hash::{Hash, Hasher};
+    let t = text.trim();
+    let mut h = rustc_hash::FxHasher::default();
+    t.hash(&mut h);
+    (h.finish(), t.len())
 }
 
 impl Parser {
@@ -267,27 +1382,32 @@ impl Parser {
         self.turns.last().map_or(self.root, |t| t.event)
     }
 
-    /// An event of one record, under the current parent, its payload kept inline.
-    fn add_here(&self, t: &mut Trace, r: &Rec, kind: EventKind, name: &str, status: Status, payload: Payload) -> u32 {
+    /// An event of one record, under the current parent, its payload left in the record.
+    fn add_here(&self, t: &mut Trace, r: &At, kind: EventKind, name: &str, status: Status) -> u32 {
         t.add(NewEvent {
             parent: Parent::Index(self.parent()),
             start: r.ts,
             status,
             origin: r.origin,
-            payload: PayloadRef::inline(payload),
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(kind, name)
         })
     }
 
-    fn start_turn(&mut self, t: &mut Trace, id: Option<&str>, ts: Option<i64>, origin: Origin) -> usize {
+    fn find_turn(&self, id: &str) -> Option<usize> {
+        self.turn_ids.get(id).copied()
+    }
+
+    fn start_turn(&mut self, t: &mut Trace, id: Option<&str>, r: &At) -> usize {
         let n = self.turns.len() + 1;
         let first_prompt = self.loose_prompts.first().map(|&p| t.event(p).start);
         let event = t.add(NewEvent {
             id: None,
             parent: Parent::Index(self.root),
-            start: first_prompt.flatten().or(ts),
+            start: first_prompt.flatten().or(r.ts),
             status: Status::Pending,
-            origin,
+            origin: r.origin,
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::Step, &format!("turn {n}"))
         });
         for p in std::mem::take(&mut self.loose_prompts) {
@@ -300,45 +1420,53 @@ impl Parser {
             has_task: false,
             active: false,
             closed: false,
+            error_kept: false,
         });
+        if let Some(id) = id {
+            self.turn_ids.insert(id.into(), self.turns.len() - 1);
+        }
         self.llm = None;
         self.llm_open = false;
         self.turns.len() - 1
     }
 
     /// The turn a `turn_context` or `task_started` belongs to (made if new).
-    fn turn_for(&mut self, t: &mut Trace, id: Option<&str>, ts: Option<i64>, origin: Origin, task: bool) -> usize {
-        if let Some(id) = id
-            && let Some(i) = self.turns.iter().rposition(|x| x.id.as_deref() == Some(id))
-        {
+    fn turn_for(&mut self, t: &mut Trace, id: Option<&str>, r: &At, task: bool) -> usize {
+        if let Some(i) = id.and_then(|id| self.find_turn(id)) {
             return i;
         }
+        let last = self.turns.len().wrapping_sub(1);
         if let Some(cur) = self.turns.last_mut() {
             let free = if task { !cur.has_task } else { !cur.has_context };
             let same_id = id.is_none() || cur.id.is_none();
             if free && same_id && !cur.closed && !cur.active && self.loose_prompts.is_empty() {
-                if cur.id.is_none() {
-                    cur.id = id.map(str::to_string);
+                if cur.id.is_none()
+                    && let Some(id) = id
+                {
+                    cur.id = Some(id.to_string());
+                    self.turn_ids.insert(id.into(), last);
                 }
-                return self.turns.len() - 1;
+                return last;
             }
         }
-        self.start_turn(t, id, ts, origin)
+        self.start_turn(t, id, r)
     }
 
     /// The LLM call model items go to: the open one, else a new one.
-    fn llm_for(&mut self, t: &mut Trace, ts: Option<i64>, origin: Origin) -> u32 {
+    fn llm_for(&mut self, t: &mut Trace, r: &At) -> u32 {
         if let (Some(l), true) = (self.llm, self.llm_open) {
             return l;
         }
         // A request starts when its input was complete: at the record before its first item.
-        let start = self.prev_ts.filter(|p| ts.is_none_or(|x| *p <= x)).or(ts);
+        let start = self.prev_ts.filter(|p| r.ts.is_none_or(|x| *p <= x)).or(r.ts);
         let l = t.add(NewEvent {
             parent: Parent::Index(self.parent()),
             start,
             status: Status::Ok,
             model: self.model.as_deref(),
-            origin,
+            origin: r.origin,
+            // Its payload is the usage of its token count, when one comes.
+            payload: PayloadRef::None,
             ..NewEvent::new(EventKind::LlmCall, self.model.as_deref().unwrap_or("model"))
         });
         if let Some(turn) = self.turns.last_mut() {
@@ -350,12 +1478,11 @@ impl Parser {
     }
 
     /// Keep one of the two copies of a message: true when this copy is the second one.
-    fn is_twin(&mut self, role: &'static str, text: &str, copy: Copy_) -> bool {
-        let text = text.trim();
+    fn is_twin(&mut self, role: &'static str, key: (u64, usize), copy: Copy_) -> bool {
         if let Some(i) = self
             .unpaired
             .iter()
-            .position(|(r, x, c, _)| *r == role && *c != copy && x == text)
+            .position(|&(r, h, n, c)| r == role && c != copy && (h, n) == key)
         {
             self.unpaired.remove(i);
             return true;
@@ -363,23 +1490,19 @@ impl Parser {
         false
     }
 
-    fn remember(&mut self, role: &'static str, text: &str, copy: Copy_, event: u32) {
-        self.unpaired.push((role, text.trim().to_string(), copy, event));
+    fn remember(&mut self, role: &'static str, key: (u64, usize), copy: Copy_) {
+        self.unpaired.push((role, key.0, key.1, copy));
         if self.unpaired.len() > 32 {
             self.unpaired.remove(0);
         }
     }
 
-    fn message(
-        &mut self,
-        t: &mut Trace,
-        role: &'static str,
-        text: &str,
-        copy: Copy_,
-        r: &Rec,
-        extra: Vec<(String, Value)>,
-    ) {
-        if text.trim().is_empty() || self.is_twin(role, text, copy) {
+    fn message(&mut self, t: &mut Trace, role: &'static str, text: &str, copy: Copy_, r: &At) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let key = text_key(text);
+        if self.is_twin(role, key, copy) {
             return;
         }
         let (kind, name, parent) = match role {
@@ -391,11 +1514,11 @@ impl Parser {
                 (EventKind::Message(Role::User), "user", self.parent())
             }
             "assistant" => {
-                let l = self.llm_for(t, r.ts, r.origin);
+                let l = self.llm_for(t, r);
                 (EventKind::Message(Role::Assistant), "assistant", l)
             }
             "reasoning" => {
-                let l = self.llm_for(t, r.ts, r.origin);
+                let l = self.llm_for(t, r);
                 (EventKind::Other, "reasoning", l)
             }
             "system" | "developer" => (EventKind::Message(Role::System), role, self.parent()),
@@ -406,11 +1529,7 @@ impl Parser {
             start: r.ts,
             status: Status::Ok,
             origin: r.origin,
-            payload: PayloadRef::inline(Payload {
-                input: Some(Value::String(text.to_string())),
-                extra,
-                ..Default::default()
-            }),
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(kind, name)
         });
         if kind == EventKind::Message(Role::User) {
@@ -423,41 +1542,43 @@ impl Parser {
                 t.meta.name = Some(one_line(text, 100));
             }
         }
-        self.remember(role, text, copy, i);
+        self.remember(role, key, copy);
     }
 
     /// A tool call item (or an event that reports one): ONE event per call_id.
-    fn call(&mut self, t: &mut Trace, call_id: Option<&str>, name: &str, input: Option<Value>, r: &Rec) -> u32 {
+    fn call(&mut self, t: &mut Trace, call_id: Option<&str>, name: &str, r: &At) -> u32 {
         if let Some(id) = call_id
-            && let Some(c) = self.calls.get_mut(id)
+            && let Some(c) = self.calls.get_mut(t, id)
             && !c.requested
         {
-            // An event about this call arrived first: the call itself fills it in.
+            // An event about this call arrived first: the call itself fills it in, and
+            // becomes its first record (the event stays the second when it answered).
             c.requested = true;
-            let e = c.event;
-            let r2 = t.strings.intern(name);
-            t.event_mut(e).name = r2;
-            if input.is_some() {
-                t.payload_mut(e).input = input;
+            let (e, answered) = (c.event, c.answered);
+            let name = t.strings.intern(name);
+            let ev = t.event_mut(e);
+            ev.name = name;
+            if answered && ev.origin2.is_none() && ev.origin.line != r.origin.line {
+                ev.origin2 = Some(Box::new(ev.origin));
             }
+            ev.origin = r.origin;
             return e;
         }
-        let l = self.llm_for(t, r.ts, r.origin);
+        let l = self.llm_for(t, r);
         let e = t.add(NewEvent {
             id: call_id,
             parent: Parent::Index(l),
             start: r.ts,
             status: Status::Pending,
             origin: r.origin,
-            payload: PayloadRef::inline(Payload {
-                input,
-                ..Default::default()
-            }),
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::ToolCall, name)
         });
+        self.pending_calls += 1;
         if let Some(id) = call_id {
             self.calls.insert(
-                id.to_string(),
+                t,
+                id,
                 Call {
                     event: e,
                     requested: true,
@@ -468,8 +1589,12 @@ impl Parser {
         e
     }
 
-    fn answer(t: &mut Trace, e: u32, output: Option<Value>, failed: bool, r: &Rec) {
+    /// A call's result arrived in record `r` (its output is read from there when shown).
+    fn answer(&mut self, t: &mut Trace, e: u32, failed: bool, r: &At) {
         let ev = t.event_mut(e);
+        if ev.status == Status::Pending {
+            self.pending_calls -= 1;
+        }
         ev.status = if failed { Status::Error } else { Status::Ok };
         if ev.origin.line != r.origin.line {
             ev.origin2 = Some(Box::new(r.origin));
@@ -477,319 +1602,231 @@ impl Parser {
         if let (Some(a), Some(b)) = (ev.start, r.ts) {
             ev.duration = Some(b.saturating_sub(a).max(0));
         }
-        let p = t.payload_mut(e);
-        if failed && p.error.is_none() {
-            p.error = Some(ErrorInfo {
-                message: match output.as_ref() {
-                    Some(Value::String(s)) => one_line(s, 200),
-                    Some(o) if str_of(o, "output").is_some() => one_line(str_of(o, "output").unwrap_or(""), 200),
-                    _ => "the tool reported a failure".into(),
-                },
-                ..Default::default()
-            });
+    }
+
+    fn apply_rec(&mut self, rec: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let slow;
+        let rec = match rec {
+            Some(rec) => rec,
+            None => match sink.parse::<Value>(line, loc) {
+                Some(v) => {
+                    slow = read_value(&v);
+                    &slow
+                }
+                None => return,
+            },
+        };
+        if rec.what == What::NotObject {
+            sink.error(loc.line, "not a JSON object");
+            return;
         }
-        if output.is_some() {
-            p.output = output;
+        let ti = self.ensure_trace(sink);
+        let r = At {
+            ts: rec.ts,
+            origin: loc.origin(self.file),
+        };
+        match &rec.what {
+            What::Skip => return,
+            What::Header(_) if loc.line > 2 => {
+                sink.error(loc.line, "neither a rollout envelope nor a response item");
+                return;
+            }
+            What::Neither => {
+                sink.error(loc.line, "neither a rollout envelope nor a response item");
+                return;
+            }
+            What::Unknown(other) => {
+                if self.warned.len() < 100 && !self.warned.iter().any(|w| w == other) {
+                    self.warned.push(other.to_string());
+                    sink.warning(
+                        Some(loc.line),
+                        format!("record type {other:?} is not known to tracetui; skipped (and any more of that type)"),
+                    );
+                }
+            }
+            what => self.apply_what(&mut sink.traces[ti], what, &r),
+        }
+        if r.ts.is_some() {
+            self.prev_ts = r.ts;
         }
     }
 
-    fn response_item(&mut self, t: &mut Trace, p: &Value, r: &Rec) {
-        let ty = str_of(p, "type").unwrap_or("");
-        match ty {
-            "message" => {
-                let role = match str_of(p, "role") {
-                    Some("assistant") => "assistant",
-                    Some("user") => "user",
-                    Some("system") => "system",
-                    Some("developer") => "developer",
-                    _ => "other",
-                };
-                let extra = field(p, "phase")
-                    .map(|x| vec![("phase".to_string(), x.clone())])
-                    .unwrap_or_default();
-                self.message(t, role, &message_text(p), Copy_::Item, r, extra);
-            }
-            "reasoning" => {
-                let summary: Vec<&str> = p
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|s| str_of(s, "text")).collect())
-                    .unwrap_or_default();
-                let text = if summary.is_empty() {
-                    message_text(p)
-                } else {
-                    summary.join("\n")
-                };
-                if text.trim().is_empty() {
-                    // Encrypted reasoning only: still a step of the response.
-                    let l = self.llm_for(t, r.ts, r.origin);
-                    t.add(NewEvent {
-                        parent: Parent::Index(l),
-                        start: r.ts,
-                        status: Status::Ok,
-                        origin: r.origin,
-                        ..NewEvent::new(EventKind::Other, "reasoning (encrypted)")
-                    });
-                } else {
-                    self.message(t, "reasoning", &text, Copy_::Item, r, Vec::new());
-                }
-            }
-            x if CALL_ITEMS.contains(&x) => {
-                let call_id = str_of(p, "call_id")
-                    .or_else(|| str_of(p, "id"))
-                    .filter(|s| !s.is_empty());
-                let name = match x {
-                    "function_call" | "custom_tool_call" => {
-                        let n = str_of(p, "name").unwrap_or(x);
-                        match str_of(p, "namespace").filter(|s| !s.is_empty()) {
-                            Some(ns) => format!("{ns}.{n}"),
-                            None => n.to_string(),
+    fn apply_what(&mut self, t: &mut Trace, what: &What<'_>, r: &At) {
+        match what {
+            What::SessionMeta(m) | What::Header(m) => {
+                if t.meta.attributes.is_empty() {
+                    t.meta.attributes.extend(m.attributes.iter().cloned());
+                    if let Some(ts) = m.start {
+                        t.meta.start = Some(ts);
+                    }
+                    // The run's record: its instructions are the run's input.
+                    if m.instructions || !self.root_record {
+                        self.root_record = true;
+                        let root = t.event_mut(self.root);
+                        root.origin = r.origin;
+                        if m.instructions {
+                            root.payload = PayloadRef::Deferred;
                         }
                     }
-                    "local_shell_call" => "local_shell".to_string(),
-                    "tool_search_call" => "tool_search".to_string(),
-                    "web_search_call" => "web_search".to_string(),
-                    _ => "image_generation".to_string(),
-                };
-                let input = match x {
-                    "function_call" | "tool_search_call" => p.get("arguments").map(super::decode_embedded),
-                    "custom_tool_call" => p.get("input").map(super::decode_embedded),
-                    "local_shell_call" | "web_search_call" => p.get("action").cloned(),
-                    _ => p.get("revised_prompt").cloned(),
-                };
-                let e = self.call(t, call_id, &name, input, r);
-                // Web searches and image generations finish inside the response.
-                if matches!(x, "web_search_call" | "image_generation_call")
-                    && let Some(st) = str_of(p, "status")
-                {
-                    let out = field(p, "result").cloned();
-                    Self::answer(t, e, out, matches!(st, "failed" | "incomplete"), r);
-                    if let Some(id) = call_id
-                        && let Some(c) = self.calls.get_mut(id)
-                    {
+                }
+            }
+            What::TurnContext { turn_id, model } => {
+                if let Some(m) = model.as_deref().filter(|m| !m.is_empty()) {
+                    self.model = Some(m.to_string());
+                }
+                let i = self.turn_for(t, turn_id.as_deref(), r, false);
+                self.turns[i].has_context = true;
+                let e = self.turns[i].event;
+                let mr = self.model.as_deref().map(|m| t.strings.intern(m));
+                let ev = t.event_mut(e);
+                if let Some(mr) = mr {
+                    ev.model = mr;
+                }
+                // The turn context is what the turn shows: the turn's first record now.
+                if ev.origin2.as_deref().is_some_and(|o| o.line == r.origin.line) {
+                    ev.origin2 = None;
+                }
+                ev.origin = r.origin;
+            }
+            What::Compacted => {
+                self.add_here(t, r, EventKind::State, "compacted", Status::Ok);
+            }
+            What::Quiet | What::Ignored => {}
+            What::Text { role, copy, text } => self.message(t, role, text, *copy, r),
+            What::EncryptedReasoning => {
+                // Encrypted reasoning only: still a step of the response.
+                let l = self.llm_for(t, r);
+                t.add(NewEvent {
+                    parent: Parent::Index(l),
+                    start: r.ts,
+                    status: Status::Ok,
+                    origin: r.origin,
+                    ..NewEvent::new(EventKind::Other, "reasoning (encrypted)")
+                });
+            }
+            What::Call {
+                call_id, name, done, ..
+            } => {
+                let call_id = call_id.as_deref();
+                let e = self.call(t, call_id, name, r);
+                if let Some(failed) = *done {
+                    self.answer(t, e, failed, r);
+                    if let Some(c) = call_id.and_then(|id| self.calls.get_mut(t, id)) {
                         c.answered = true;
                     }
                 }
             }
-            x if OUTPUT_ITEMS.contains(&x) => {
-                let call_id = str_of(p, "call_id").unwrap_or("");
-                let output = match x {
-                    "tool_search_output" => p.get("tools").cloned(),
-                    _ => p.get("output").map(super::decode_embedded),
-                };
-                let failed = output.as_ref().is_some_and(output_failed);
+            What::Output { item, call_id, failed } => {
                 // Tool output goes back to the model: the next item is a new request.
                 self.llm_open = false;
-                match self.calls.get_mut(call_id).filter(|c| !c.answered) {
+                match self.calls.get_mut(t, call_id).filter(|c| !c.answered) {
                     Some(c) => {
                         c.answered = true;
                         let e = c.event;
-                        Self::answer(t, e, output, failed, r);
+                        self.answer(t, e, *failed, r);
                     }
                     None => {
                         t.diagnostics.push(Diagnostic::warning(
                             t.meta.source.clone(),
-                            Some(r.line),
-                            format!("{x} for call_id {call_id:?} matches no open call; shown on its own"),
+                            Some(r.origin.line as u64),
+                            format!("{item} for call_id {call_id:?} matches no open call; shown on its own"),
                         ));
-                        self.add_here(
-                            t,
-                            r,
-                            EventKind::Message(Role::Tool),
-                            x,
-                            if failed { Status::Error } else { Status::Ok },
-                            Payload {
-                                output,
-                                ..Default::default()
-                            },
-                        );
+                        let status = if *failed { Status::Error } else { Status::Ok };
+                        self.add_here(t, r, EventKind::Message(Role::Tool), item, status);
                     }
                 }
             }
-            "agent_message" => {
-                // Messages between agents of a multi-agent session.
-                let who = format!(
-                    "agent message {} → {}",
-                    str_of(p, "author").unwrap_or("?"),
-                    str_of(p, "recipient").unwrap_or("?")
-                );
-                self.add_here(
-                    t,
-                    r,
-                    EventKind::Message(Role::Other),
-                    &who,
-                    Status::Ok,
-                    Payload {
-                        input: p.get("content").cloned(),
-                        ..Default::default()
-                    },
-                );
+            What::AgentItem(who) => {
+                self.add_here(t, r, EventKind::Message(Role::Other), who, Status::Ok);
             }
-            _ => {
-                let name = if ty.is_empty() { "response item" } else { ty };
-                self.add_here(
-                    t,
-                    r,
-                    EventKind::Other,
-                    name,
-                    Status::Ok,
-                    Payload {
-                        input: Some(p.clone()),
-                        ..Default::default()
-                    },
-                );
+            What::OtherItem(name) => {
+                self.add_here(t, r, EventKind::Other, name, Status::Ok);
             }
-        }
-    }
-
-    fn event_msg(&mut self, t: &mut Trace, p: &Value, r: &Rec) {
-        let ty = str_of(p, "type").unwrap_or("");
-        match ty {
-            "user_message" => {
-                let text = str_of(p, "message").unwrap_or("");
-                self.message(t, "user", text, Copy_::Event, r, Vec::new());
-            }
-            "agent_message" => {
-                let text = str_of(p, "message").unwrap_or("");
-                let extra = field(p, "phase")
-                    .map(|x| vec![("phase".to_string(), x.clone())])
-                    .unwrap_or_default();
-                self.message(t, "assistant", text, Copy_::Event, r, extra);
-            }
-            "agent_reasoning" | "agent_reasoning_raw_content" => {
-                let text = str_of(p, "text").unwrap_or("");
-                self.message(t, "reasoning", text, Copy_::Event, r, Vec::new());
-            }
-            "task_started" | "turn_started" => {
-                let id = str_of(p, "turn_id");
-                let i = self.turn_for(t, id, r.ts, r.origin, true);
+            What::TurnStart(id) => {
+                let i = self.turn_for(t, id.as_deref(), r, true);
                 self.turns[i].has_task = true;
             }
-            "task_complete" | "turn_complete" | "turn_aborted" => {
-                let id = str_of(p, "turn_id");
-                let i = match id.and_then(|id| self.turns.iter().rposition(|x| x.id.as_deref() == Some(id))) {
+            What::TurnEnd {
+                turn_id,
+                aborted,
+                error,
+                duration_ms,
+            } => {
+                let i = match turn_id.as_deref().and_then(|id| self.find_turn(id)) {
                     Some(i) => i,
                     None if !self.turns.is_empty() => self.turns.len() - 1,
-                    None => self.start_turn(t, id, r.ts, r.origin),
+                    None => self.start_turn(t, turn_id.as_deref(), r),
                 };
                 let turn = &mut self.turns[i];
                 turn.closed = true;
                 let e = turn.event;
-                let error = if ty == "turn_aborted" {
-                    Some(ErrorInfo {
-                        kind: Some("aborted".into()),
-                        message: format!("turn aborted: {}", str_of(p, "reason").unwrap_or("unknown reason")),
-                        ..Default::default()
-                    })
-                } else {
-                    field(p, "error").and_then(ErrorInfo::from_value)
-                };
+                let error = *aborted || *error;
+                // The record whose error is shown; else the last that closed the turn.
+                let second = error || !turn.error_kept;
+                turn.error_kept |= error;
                 let ev = t.event_mut(e);
                 // A turn aborted first and completed after stays aborted.
                 if ev.status != Status::Error {
-                    ev.status = if error.is_some() { Status::Error } else { Status::Ok };
+                    ev.status = if error { Status::Error } else { Status::Ok };
                 }
-                ev.origin2 = Some(Box::new(r.origin));
-                if let Some(ms) = lenient_u64(p.get("duration_ms")) {
+                if second && ev.origin.line != r.origin.line {
+                    ev.origin2 = Some(Box::new(r.origin));
+                }
+                if let Some(ms) = *duration_ms {
                     ev.duration = Some((ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000);
                 } else if let (Some(a), Some(b)) = (ev.start, r.ts) {
                     ev.duration = Some(b.saturating_sub(a).max(0));
                 }
-                if error.is_some() {
-                    t.payload_mut(e).error = error;
-                }
                 self.aborted_last = t.event(e).status == Status::Error;
                 self.llm_open = false;
             }
-            "token_count" => self.token_count(t, p, r),
-            "error" | "stream_error" => {
-                self.errored_last = ty == "error";
-                self.add_here(
-                    t,
-                    r,
-                    EventKind::Error,
-                    ty,
-                    Status::Error,
-                    Payload {
-                        error: Some(ErrorInfo {
-                            kind: field(p, "codex_error_info").map(|c| match c {
-                                Value::String(s) => s.clone(),
-                                other => other.to_string(),
-                            }),
-                            message: str_of(p, "message").unwrap_or("error").to_string(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    },
-                );
+            What::Tokens(Some(info)) => self.token_count(t, info, r),
+            What::Tokens(None) => {}
+            What::ErrorEvent(ty) => {
+                self.errored_last = *ty == "error";
+                self.add_here(t, r, EventKind::Error, ty, Status::Error);
             }
-            "thread_name_updated" => {
-                if let Some(n) = str_of(p, "thread_name").filter(|s| !s.trim().is_empty()) {
+            What::ThreadName(name) => {
+                if let Some(n) = name {
                     self.named = true;
-                    t.meta.name = Some(one_line(n, 100));
+                    t.meta.name = Some(n.clone());
                 }
             }
-            _ => {
-                let call_id = str_of(p, "call_id").or_else(|| str_of(p, "callId"));
-                if let Some(id) = call_id {
-                    self.call_event(t, ty, id, p, r);
-                } else if SHOWN_EVENTS.contains(&ty) {
-                    let kind = if ty == "context_compacted" {
-                        EventKind::State
-                    } else {
-                        EventKind::Other
-                    };
-                    let input = Payload {
-                        input: Some(p.clone()),
-                        ..Default::default()
-                    };
-                    self.add_here(t, r, kind, ty, Status::Ok, input);
-                }
+            What::CallEvent {
+                ty: _,
+                call_id,
+                name,
+                begin,
+                failed,
+            } => self.call_event(t, call_id, name, *begin, *failed, r),
+            What::Shown { ty, state } => {
+                let kind = if *state { EventKind::State } else { EventKind::Other };
+                self.add_here(t, r, kind, ty, Status::Ok);
             }
+            What::NotObject | What::Skip | What::Neither | What::Unknown(_) => {}
         }
     }
 
-    /// An `event_msg` about a tool call (`exec_command_end`, `mcp_tool_call_end`, ...): it
-    /// completes the call of the same `call_id`, or stands for a call the items do not show.
-    fn call_event(&mut self, t: &mut Trace, ty: &str, call_id: &str, p: &Value, r: &Rec) {
-        let begin = ty.ends_with("_begin") || ty.ends_with("_request");
-        let name = match (str_of(p, "tool"), p.get("invocation")) {
-            (Some(tool), _) => tool.to_string(),
-            (None, Some(inv)) => match (str_of(inv, "server"), str_of(inv, "tool")) {
-                (Some(s), Some(tl)) => format!("{s}.{tl}"),
-                (_, Some(tl)) => tl.to_string(),
-                _ => ty.to_string(),
-            },
-            _ => ty
-                .trim_end_matches("_end")
-                .trim_end_matches("_begin")
-                .trim_end_matches("_request")
-                .trim_end_matches("_response")
-                .to_string(),
-        };
-        let e = match self.calls.get(call_id) {
+    /// An `event_msg` about a tool call: it completes the call of the same `call_id`, or
+    /// stands for a call the items do not show.
+    fn call_event(&mut self, t: &mut Trace, call_id: &str, name: &str, begin: bool, failed: bool, r: &At) {
+        let e = match self.calls.get_mut(t, call_id) {
             Some(c) => c.event,
             None => {
-                let input = p
-                    .get("arguments")
-                    .or_else(|| p.get("invocation").and_then(|i| i.get("arguments")))
-                    .or_else(|| p.get("command"))
-                    .cloned();
-                let l = self.llm_for(t, r.ts, r.origin);
+                let l = self.llm_for(t, r);
                 let e = t.add(NewEvent {
                     id: Some(call_id),
                     parent: Parent::Index(l),
                     start: r.ts,
                     status: Status::Pending,
                     origin: r.origin,
-                    payload: PayloadRef::inline(Payload {
-                        input,
-                        ..Default::default()
-                    }),
-                    ..NewEvent::new(EventKind::ToolCall, &name)
+                    payload: PayloadRef::Deferred,
+                    ..NewEvent::new(EventKind::ToolCall, name)
                 });
+                self.pending_calls += 1;
                 self.calls.insert(
-                    call_id.to_string(),
+                    t,
+                    call_id,
                     Call {
                         event: e,
                         requested: false,
@@ -799,69 +1836,55 @@ impl Parser {
                 e
             }
         };
-        t.payload_mut(e).set_extra(ty, p.clone());
         if begin {
             return;
         }
-        let failed = p.get("success") == Some(&Value::Bool(false))
-            || p.get("exit_code").and_then(Value::as_i64).is_some_and(|c| c != 0)
-            || matches!(str_of(p, "status"), Some("failed" | "error" | "errored"))
-            || p.get("result").and_then(|x| x.get("Err")).is_some()
-            || field(p, "error").is_some();
-        let answered = self.calls.get(call_id).is_some_and(|c| c.answered);
+        let answered = self.calls.get_mut(t, call_id).is_some_and(|c| c.answered);
         if !answered {
-            let output = p
-                .get("result")
-                .or_else(|| p.get("aggregated_output"))
-                .or_else(|| p.get("formatted_output"))
-                .or_else(|| p.get("content_items"))
-                .cloned();
-            Self::answer(t, e, output, failed, r);
+            self.answer(t, e, failed, r);
         } else if failed {
             t.event_mut(e).status = Status::Error;
         }
-        if let Some(c) = self.calls.get_mut(call_id) {
+        if let Some(c) = self.calls.get_mut(t, call_id) {
             c.answered = true;
         }
     }
 
-    fn token_count(&mut self, t: &mut Trace, p: &Value, r: &Rec) {
-        let Some(info) = field(p, "info") else { return };
-        let total = field(info, "total_token_usage");
+    fn token_count(&mut self, t: &mut Trace, info: &Tokens, r: &At) {
+        let total = info.total.as_ref();
         // Codex repeats a count when only the rate limits changed: same total, no new call.
         if let (Some(tot), Some(prev)) = (total, self.last_total.as_ref())
             && tot == prev
         {
             return;
         }
-        let n = |v: Option<&Value>, k: &str| v.and_then(|v| lenient_u64(v.get(k)));
-        let delta = match (field(info, "last_token_usage"), total, self.last_total.as_ref()) {
-            (Some(last), _, _) => last.clone(),
+        let n = |v: &Value, k: &str| lenient_u64(v.get(k));
+        let delta = match (info.last, total, self.last_total.as_ref()) {
+            (Some(last), _, _) => last,
             (None, Some(tot), Some(prev)) => {
-                let mut m = serde_json::Map::new();
-                if let (Some(o), Some(_)) = (tot.as_object(), prev.as_object()) {
-                    for (k, v) in o {
-                        if let (Some(a), Some(b)) = (v.as_u64(), prev.get(k).and_then(Value::as_u64)) {
-                            m.insert(k.clone(), Value::from(a.saturating_sub(b)));
-                        }
-                    }
+                let d = |k: &str| match (tot.get(k).and_then(Value::as_u64), prev.get(k).and_then(Value::as_u64)) {
+                    (Some(a), Some(b)) if tot.is_object() && prev.is_object() => Some(a.saturating_sub(b)),
+                    _ => None,
+                };
+                Usage {
+                    input: d("input_tokens"),
+                    output: d("output_tokens"),
+                    total: d("total_tokens"),
                 }
-                Value::Object(m)
             }
-            (None, Some(tot), None) => tot.clone(),
+            (None, Some(tot), None) => Usage {
+                input: n(tot, "input_tokens"),
+                output: n(tot, "output_tokens"),
+                total: n(tot, "total_tokens"),
+            },
             (None, None, _) => return,
         };
         if let Some(tot) = total {
             self.last_total = Some(tot.clone());
         }
-        if let Some(m) = str_of(info, "model").filter(|m| !m.is_empty()) {
+        if let Some(m) = info.model.as_deref().filter(|m| !m.is_empty()) {
             self.model = Some(m.to_string());
         }
-        let usage = Usage {
-            input: n(Some(&delta), "input_tokens"),
-            output: n(Some(&delta), "output_tokens"),
-            total: n(Some(&delta), "total_tokens"),
-        };
         // The usage belongs to the latest call of this turn that has none; a count with no
         // call before it (usage-only rollouts) is a call of its own.
         let parent = self.parent();
@@ -872,150 +1895,55 @@ impl Parser {
             Some(l) => l,
             None => {
                 self.llm_open = false;
-                self.llm_for(t, r.ts, r.origin)
+                self.llm_for(t, r)
             }
         };
-        let model = self.model.clone();
+        let mr = self.model.as_deref().map(|m| t.strings.intern(m));
         let ev = t.event_mut(l);
-        ev.usage = (!usage.is_empty()).then(|| Box::new(usage));
+        ev.usage = (!delta.is_empty()).then(|| Box::new(delta));
         if let (Some(a), Some(b)) = (ev.start, r.ts) {
             ev.duration = Some(b.saturating_sub(a).max(0));
         }
-        if ev.origin2.is_none() && ev.origin.line != r.origin.line {
+        // The count is the call's second record: its usage is shown from there.
+        if ev.origin.line != r.origin.line {
             ev.origin2 = Some(Box::new(r.origin));
         }
+        ev.payload = PayloadRef::Deferred;
         if ev.model.is_empty()
-            && let Some(m) = model.as_deref()
+            && let Some(mr) = mr
         {
-            let mr = t.strings.intern(m);
-            let ev = t.event_mut(l);
             ev.model = mr;
             ev.name = mr;
         }
-        t.payload_mut(l).set_extra("usage", delta);
         self.llm_open = false;
     }
 }
 
-struct Rec {
-    ts: Option<i64>,
-    origin: Origin,
-    line: u64,
+impl Records for Parser {
+    type Rec<'a> = Rec<'a>;
+
+    fn skim<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
+        *slot = skim_fast(line).or_else(|| serde_json::from_slice::<Value>(line).ok().map(|v| read_value(&v)));
+    }
+
+    fn apply(&mut self, rec: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        self.apply_rec(rec, line, loc, sink);
+    }
 }
 
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        let Some(v) = sink.parse::<Value>(line, loc) else {
-            return;
-        };
-        if !v.is_object() {
-            sink.error(loc.line, "not a JSON object");
-            return;
-        }
-        let ti = self.ensure_trace(sink);
-        let r = Rec {
-            ts: v.get("timestamp").and_then(parse_timestamp),
-            origin: loc.origin(self.file),
-            line: loc.line,
-        };
-        let t = &mut sink.traces[ti];
-        // Normalise the pre-envelope shape: a header, then bare items.
-        let (ty, payload) = match (str_of(&v, "type"), v.get("payload")) {
-            (Some(ty), Some(p)) if ENVELOPE_TYPES.contains(&ty) || p.is_object() => (ty.to_string(), p),
-            (_, _) if v.get("record_type").is_some() => return,
-            (Some(_), None) => ("response_item".to_string(), &v),
-            (None, None) if v.get("id").is_some() && loc.line <= 2 => ("session_meta".to_string(), &v),
-            _ => {
-                sink.error(loc.line, "neither a rollout envelope nor a response item");
-                return;
-            }
-        };
-        match ty.as_str() {
-            "session_meta" => {
-                if t.meta.attributes.is_empty() {
-                    if let Some(id) = str_of(payload, "id").filter(|s| !s.is_empty()) {
-                        t.meta
-                            .attributes
-                            .push(("session_id".into(), Value::String(id.to_string())));
-                    }
-                    for k in ["cwd", "cli_version", "originator", "source", "model_provider", "git"] {
-                        if let Some(x) = field(payload, k) {
-                            t.meta.attributes.push((k.to_string(), x.clone()));
-                        }
-                    }
-                    if let Some(ts) = payload.get("timestamp").and_then(parse_timestamp) {
-                        t.meta.start = Some(ts);
-                    }
-                    if let Some(x) =
-                        field(payload, "instructions").filter(|x| x.as_str().is_some_and(|s| !s.is_empty()))
-                    {
-                        let root = self.root;
-                        t.payload_mut(root).input = Some(x.clone());
-                    }
-                }
-            }
-            "turn_context" => {
-                let model = str_of(payload, "model").or_else(|| {
-                    payload
-                        .get("collaboration_mode")
-                        .and_then(|c| c.get("settings"))
-                        .and_then(|s| str_of(s, "model"))
-                });
-                if let Some(m) = model.filter(|m| !m.is_empty()) {
-                    self.model = Some(m.to_string());
-                }
-                let i = self.turn_for(t, str_of(payload, "turn_id"), r.ts, r.origin, false);
-                self.turns[i].has_context = true;
-                let e = self.turns[i].event;
-                if let Some(m) = self.model.as_deref() {
-                    let mr = t.strings.intern(m);
-                    t.event_mut(e).model = mr;
-                }
-                let keep: serde_json::Map<String, Value> =
-                    ["model", "effort", "approval_policy", "sandbox_policy", "cwd"]
-                        .iter()
-                        .filter_map(|k| field(payload, k).map(|x| (k.to_string(), x.clone())))
-                        .collect();
-                t.payload_mut(e).set_extra("turn_context", Value::Object(keep));
-            }
-            "response_item" => self.response_item(t, payload, &r),
-            "event_msg" => self.event_msg(t, payload, &r),
-            "compacted" => {
-                self.add_here(
-                    t,
-                    &r,
-                    EventKind::State,
-                    "compacted",
-                    Status::Ok,
-                    Payload {
-                        input: field(payload, "message").cloned(),
-                        ..Default::default()
-                    },
-                );
-            }
-            other if QUIET_TYPES.contains(&other) => {}
-            other => {
-                if self.warned.len() < 100 && !self.warned.iter().any(|w| w == other) {
-                    self.warned.push(other.to_string());
-                    sink.warning(
-                        Some(loc.line),
-                        format!("record type {other:?} is not known to tracetui; skipped (and any more of that type)"),
-                    );
-                }
-            }
-        }
-        if r.ts.is_some() {
-            self.prev_ts = r.ts;
-        }
+        engine::one(self, line, loc, sink);
+    }
+
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        engine::batch(self, batch, sink);
     }
 
     fn settle(&mut self, sink: &mut Sink) {
         let Some(ti) = self.ti else { return };
         let t = &mut sink.traces[ti];
-        let pending = t
-            .events
-            .iter()
-            .any(|e| e.kind == EventKind::ToolCall && e.status == Status::Pending);
+        let pending = self.pending_calls > 0;
         let last_turn = self.turns.last();
         // A rollout has no end marker of its own: an open turn or an unanswered call means
         // the session is running (or stopped there); a finished last turn decides otherwise.
@@ -1058,6 +1986,210 @@ impl LineParser for Parser {
             let r = t.strings.intern(&name);
             t.event_mut(self.root).name = r;
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Payloads, decoded from the event's record(s) when shown.
+
+/// The payload of a Codex event from its first record and, if any, its second.
+fn decode(ev: &Event, raw: &[&[u8]]) -> Payload {
+    let mut out = Payload::default();
+    let lines = [Some(ev.origin.line), ev.origin2.as_deref().map(|o| o.line)];
+    let mut answered = false;
+    for (i, bytes) in raw.iter().enumerate() {
+        let v: Value = match serde_json::from_slice(bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                out.error = Some(ErrorInfo::unreadable(&e));
+                return out;
+            }
+        };
+        let line = lines.get(i).copied().flatten().unwrap_or(0);
+        let Some((ty, p)) = normalize(&v, line) else {
+            continue;
+        };
+        let pty = str_of(p, "type").unwrap_or("");
+        match ev.kind {
+            EventKind::Run => {
+                if ty == "session_meta"
+                    && let Some(x) = non_empty_instructions(p)
+                {
+                    out.input = Some(x.clone());
+                }
+            }
+            EventKind::Step => match (ty, pty) {
+                ("turn_context", _) => {
+                    let keep: serde_json::Map<String, Value> =
+                        ["model", "effort", "approval_policy", "sandbox_policy", "cwd"]
+                            .iter()
+                            .filter_map(|k| field(p, k).map(|x| (k.to_string(), x.clone())))
+                            .collect();
+                    out.set_extra("turn_context", Value::Object(keep));
+                }
+                ("event_msg", "turn_aborted") => {
+                    out.error = Some(ErrorInfo {
+                        kind: Some("aborted".into()),
+                        message: format!("turn aborted: {}", str_of(p, "reason").unwrap_or("unknown reason")),
+                        ..Default::default()
+                    });
+                }
+                ("event_msg", "task_complete" | "turn_complete") => {
+                    if let Some(e) = field(p, "error").and_then(ErrorInfo::from_value) {
+                        out.error = Some(e);
+                    }
+                }
+                _ => {}
+            },
+            EventKind::LlmCall => {
+                if (ty, pty) == ("event_msg", "token_count")
+                    && let Some(info) = field(p, "info")
+                {
+                    // The call's usage: the count's last usage, else what the index took
+                    // from the difference of two totals.
+                    let usage = field(info, "last_token_usage").cloned().unwrap_or_else(|| {
+                        let u = ev.usage.as_deref().copied().unwrap_or_default();
+                        let mut m = serde_json::Map::new();
+                        for (k, x) in [
+                            ("input_tokens", u.input),
+                            ("output_tokens", u.output),
+                            ("total_tokens", u.total),
+                        ] {
+                            if let Some(x) = x {
+                                m.insert(k.into(), Value::from(x));
+                            }
+                        }
+                        Value::Object(m)
+                    });
+                    out.set_extra("usage", usage);
+                }
+            }
+            EventKind::ToolCall => call_payload(&mut out, ty, pty, p, &mut answered),
+            _ if i == 0 => record_payload(&mut out, ty, pty, p),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A tool call's share of one of its records: the call (input), its output, or an event
+/// about it.
+fn call_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value, answered: &mut bool) {
+    let mut answer = |out: &mut Payload, output: Option<Value>, failed: bool| {
+        if std::mem::replace(answered, true) {
+            return;
+        }
+        if failed && out.error.is_none() {
+            out.error = Some(ErrorInfo {
+                message: match output.as_ref() {
+                    Some(Value::String(s)) => one_line(s, 200),
+                    Some(o) if str_of(o, "output").is_some() => one_line(str_of(o, "output").unwrap_or(""), 200),
+                    _ => "the tool reported a failure".into(),
+                },
+                ..Default::default()
+            });
+        }
+        if output.is_some() {
+            out.output = output;
+        }
+    };
+    match ty {
+        "response_item" if CALL_ITEMS.contains(&pty) => {
+            let input = match pty {
+                "function_call" | "tool_search_call" => p.get("arguments").map(decode_embedded),
+                "custom_tool_call" => p.get("input").map(decode_embedded),
+                "local_shell_call" | "web_search_call" => p.get("action").cloned(),
+                _ => p.get("revised_prompt").cloned(),
+            };
+            if input.is_some() {
+                out.input = input;
+            }
+            if matches!(pty, "web_search_call" | "image_generation_call")
+                && let Some(st) = str_of(p, "status")
+            {
+                answer(out, field(p, "result").cloned(), matches!(st, "failed" | "incomplete"));
+            }
+        }
+        "response_item" if OUTPUT_ITEMS.contains(&pty) => {
+            let output = item_output(pty, p);
+            let failed = output.as_ref().is_some_and(output_failed);
+            answer(out, output, failed);
+        }
+        "event_msg" => {
+            out.set_extra(pty, p.clone());
+            if out.input.is_none() {
+                out.input = p
+                    .get("arguments")
+                    .or_else(|| p.get("invocation").and_then(|i| i.get("arguments")))
+                    .or_else(|| p.get("command"))
+                    .cloned();
+            }
+            if !(pty.ends_with("_begin") || pty.ends_with("_request")) {
+                let output = p
+                    .get("result")
+                    .or_else(|| p.get("aggregated_output"))
+                    .or_else(|| p.get("formatted_output"))
+                    .or_else(|| p.get("content_items"))
+                    .cloned();
+                answer(out, output, call_event_failed(p));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The payload of an event that is one record: a message, reasoning, an error, ...
+fn record_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value) {
+    let text = |s: String| Some(Value::String(s));
+    let phase = |out: &mut Payload| {
+        if let Some(x) = field(p, "phase") {
+            out.extra.push(("phase".into(), x.clone()));
+        }
+    };
+    match (ty, pty) {
+        ("compacted", _) => out.input = field(p, "message").cloned(),
+        ("response_item", "message") => {
+            out.input = text(content_text(p.get("content")));
+            phase(out);
+        }
+        ("response_item", "reasoning") => {
+            let summary: Vec<&str> = p
+                .get("summary")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|s| str_of(s, "text")).collect())
+                .unwrap_or_default();
+            let t = if summary.is_empty() {
+                content_text(p.get("content"))
+            } else {
+                summary.join("\n")
+            };
+            if !t.trim().is_empty() {
+                out.input = text(t);
+            }
+        }
+        ("response_item", "agent_message") => out.input = p.get("content").cloned(),
+        ("response_item", x) if OUTPUT_ITEMS.contains(&x) => out.output = item_output(x, p),
+        ("response_item", _) => out.input = Some(p.clone()),
+        ("event_msg", "user_message") => out.input = text(str_of(p, "message").unwrap_or("").to_string()),
+        ("event_msg", "agent_message") => {
+            out.input = text(str_of(p, "message").unwrap_or("").to_string());
+            phase(out);
+        }
+        ("event_msg", "agent_reasoning" | "agent_reasoning_raw_content") => {
+            out.input = text(str_of(p, "text").unwrap_or("").to_string())
+        }
+        ("event_msg", "error" | "stream_error") => {
+            out.error = Some(ErrorInfo {
+                kind: field(p, "codex_error_info").map(|c| match c {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }),
+                message: str_of(p, "message").unwrap_or("error").to_string(),
+                ..Default::default()
+            });
+        }
+        ("event_msg", x) if SHOWN_EVENTS.contains(&x) => out.input = Some(p.clone()),
+        _ => {}
     }
 }
 
@@ -1240,5 +2372,515 @@ mod tests {
             })
             .to_string()
         })
+    }
+
+    /// The skimmer's contract: what it reads, the serde_json reading reads the same.
+    /// Ok(true): the line took the fast path.
+    fn skim_agrees(line: &[u8]) -> Result<bool, String> {
+        let text = || String::from_utf8_lossy(line).into_owned();
+        let Some(fast) = skim_fast(line) else { return Ok(false) };
+        let v: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            // The skimmer is as strict as serde_json's own skipping (skim.rs), which lets a lone
+            // surrogate or a huge number in a skipped value pass where a Value does not.
+            Err(e) if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() => {
+                let _ = e;
+                return Ok(true);
+            }
+            Err(e) => return Err(format!("skimmed a line serde rejects ({e}): {}", text())),
+        };
+        let slow = read_value(&v);
+        if fast != slow {
+            return Err(format!("skim {fast:?} != serde {slow:?}: {}", text()));
+        }
+        Ok(true)
+    }
+
+    fn json_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            "[a-z ]{0,12}",
+            Just("Exit code: 0\nOutput:\nok".to_string()),
+            Just("Exit code: 1\nOutput:\nno".to_string()),
+            Just("Chunk ID: a\nProcess exited with code 2\nOutput:\n".to_string()),
+            Just("Process exited with code 0 then Exit code: 3".to_string()),
+            Just("  {\"output\": \"x\", \"metadata\": {\"exit_code\": 1}}".to_string()),
+            Just("[1, 2]".to_string()),
+            Just("\"quoted\"".to_string()),
+            Just("<environment_context>\n  <cwd>/a</cwd>".to_string()),
+            Just("é ✓ Exit code: 4".to_string()),
+            "[a-z\n\t\"\\\\é]{0,16}",
+        ]
+    }
+
+    /// A JSON string of `s`, sometimes with every character written as a `\u` escape.
+    fn quoted(s: &str, escape_all: bool) -> String {
+        if escape_all {
+            let mut out = String::from("\"");
+            for u in s.encode_utf16() {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+            out.push('"');
+            out
+        } else {
+            serde_json::to_string(s).unwrap()
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            any::<i32>().prop_map(|n| n.to_string()),
+            Just("1.5e3".to_string()),
+            (json_text(), any::<bool>()).prop_map(|(s, e)| quoted(&s, e)),
+        ];
+        leaf.prop_recursive(2, 12, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((payload_key(), inner), 0..4).prop_map(|kv| {
+                    let f: Vec<String> = kv.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                    format!("{{{}}}", f.join(","))
+                }),
+            ]
+        })
+    }
+
+    fn payload_key() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            prop::sample::select(vec![
+                "type",
+                "role",
+                "name",
+                "namespace",
+                "call_id",
+                "id",
+                "turn_id",
+                "model",
+                "message",
+                "text",
+                "content",
+                "summary",
+                "info",
+                "collaboration_mode",
+                "error",
+                "duration_ms",
+                "output",
+                "total_token_usage",
+                "last_token_usage",
+                "input_tokens",
+                "output_tokens",
+                "total_tokens",
+                "settings",
+                "metadata",
+                "exit_code",
+                "success",
+                "phase",
+            ])
+            .prop_map(str::to_string),
+            "[a-z_]{1,6}",
+        ]
+    }
+
+    /// Rollout-shaped lines of the common kinds (and a few others), fields of every type,
+    /// repeated keys sometimes; then a byte or two changed.
+    fn hot_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let kinds = prop::sample::select(vec![
+            ("response_item", "message"),
+            ("response_item", "reasoning"),
+            ("response_item", "function_call"),
+            ("response_item", "custom_tool_call"),
+            ("response_item", "function_call_output"),
+            ("response_item", "custom_tool_call_output"),
+            ("response_item", "web_search_call"),
+            ("event_msg", "user_message"),
+            ("event_msg", "agent_message"),
+            ("event_msg", "agent_reasoning"),
+            ("event_msg", "token_count"),
+            ("event_msg", "task_started"),
+            ("event_msg", "task_complete"),
+            ("event_msg", "turn_aborted"),
+            ("event_msg", "exec_command_end"),
+            ("turn_context", ""),
+            ("session_meta", ""),
+        ]);
+        let fields = prop::collection::vec((payload_key(), json_value()), 0..7);
+        let ts = prop_oneof![
+            Just("\"2026-05-01T10:00:00.123Z\"".to_string()),
+            Just("\"[trimmed]\"".to_string()),
+            Just("1777629600123".to_string()),
+            Just("null".to_string()),
+            Just("\"2026-05-01T10:00:0\\u0030Z\"".to_string()),
+        ];
+        let base = (kinds, fields, ts, any::<bool>()).prop_map(|((ty, pty), fields, ts, ty_first)| {
+            let mut f: Vec<String> = fields.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            let t = format!("\"type\":\"{pty}\"");
+            if ty_first {
+                f.insert(0, t);
+            } else {
+                f.push(t);
+            }
+            format!(
+                "{{\"timestamp\":{ts},\"type\":\"{ty}\",\"payload\":{{{}}}}}",
+                f.join(",")
+            )
+            .into_bytes()
+        });
+        let edit = (any::<prop::sample::Index>(), any::<u8>(), 0..3u8);
+        let edits = prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(edit, 1..3)];
+        (base, edits).prop_map(|(mut b, edits)| {
+            for (at, byte, op) in edits {
+                let i = at.index(b.len() + 1);
+                match op {
+                    0 if i < b.len() => b[i] = byte,
+                    1 if i < b.len() => {
+                        b.remove(i);
+                    }
+                    _ => b.insert(i, byte),
+                }
+            }
+            b
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn skimmer_reads_as_serde_json_does(line in hot_line()) {
+            skim_agrees(&line).map_err(proptest::test_runner::TestCaseError::fail)?;
+        }
+
+        #[test]
+        fn skimmer_on_arbitrary_bytes(line in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            skim_agrees(&line).map_err(proptest::test_runner::TestCaseError::fail)?;
+        }
+    }
+
+    #[test]
+    fn the_differential_test_is_not_vacuous() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let mut skimmed = 0;
+        for _ in 0..1000 {
+            let line = hot_line().new_tree(&mut runner).unwrap().current();
+            skimmed += skim_agrees(&line).unwrap() as u32;
+        }
+        assert!(skimmed > 300, "only {skimmed} of 1000 generated records skimmed");
+    }
+
+    /// Every line of the fixtures and samples: the common kinds take the fast path, and every
+    /// line reads as serde_json reads it.
+    #[test]
+    fn fixture_lines_take_the_fast_path() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<PathBuf> = Vec::new();
+        for dir in ["tests/fixtures/codex", "sample-traces/codex"] {
+            for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+                files.push(e.path());
+            }
+        }
+        let (mut hot_lines, mut fast) = (0, 0);
+        for f in files {
+            let text = std::fs::read(&f).unwrap();
+            for l in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let took = skim_agrees(l).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+                let Ok(v) = serde_json::from_slice::<Value>(l) else {
+                    continue;
+                };
+                let hot = v.get("payload").is_some_and(Value::is_object)
+                    && str_of(&v, "type")
+                        .is_some_and(|ty| is_hot(ty, v["payload"].get("type").and_then(Value::as_str)));
+                if hot {
+                    hot_lines += 1;
+                    fast += took as usize;
+                    assert!(took, "{}: not skimmed: {}", f.display(), String::from_utf8_lossy(l));
+                }
+            }
+        }
+        assert!(hot_lines >= 30 && fast == hot_lines, "{fast} of {hot_lines}");
+    }
+
+    /// A load where every line is read by serde_json (the oracle of the skimmer).
+    fn load_by_serde(path: &Path) -> Result<Loaded, LoadError> {
+        let mut p = Parser::default();
+        let mut sink = Sink::new(path);
+        let bytes = std::fs::read(path).unwrap();
+        let mut off = 0u64;
+        for (n, l) in bytes.split(|&b| b == b'\n').enumerate() {
+            let loc = LineLoc {
+                line: n as u64 + 1,
+                offset: off,
+                len: l.len(),
+            };
+            off += l.len() as u64 + 1;
+            if l.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let rec = serde_json::from_slice::<Value>(l).ok().map(|v| read_value(&v));
+            p.apply_rec(rec.as_ref(), l, loc, &mut sink);
+        }
+        p.flush(&mut sink);
+        sink.finish("Codex rollout records")
+    }
+
+    /// Everything a view shows of a trace: the tree, each event's index fields and origin,
+    /// and its payload as decoded from disk.
+    fn shown(t: &Trace) -> Vec<String> {
+        let mut out: Vec<String> = t
+            .walk()
+            .iter()
+            .map(|&(i, d)| {
+                let e = t.event(i);
+                format!(
+                    "{d} {:?} {} id={} model={} {:?} {:?} {:?} {:?} {:?} {:?} {:?} payload={:?}",
+                    e.kind,
+                    t.name(i),
+                    t.str(e.source_id),
+                    t.str(e.model),
+                    e.start,
+                    e.duration,
+                    e.status,
+                    e.usage,
+                    e.origin,
+                    e.origin2,
+                    std::mem::discriminant(&e.payload),
+                    super::super::payload(t, e)
+                )
+            })
+            .collect();
+        out.push(format!("{:?} {:?} {:?}", t.meta, t.diagnostics, t.counts()));
+        out
+    }
+
+    /// Rollouts of records sharing call and turn ids, in any order, some lines broken.
+    fn rollout_lines() -> impl proptest::strategy::Strategy<Value = Vec<String>> {
+        use proptest::prelude::*;
+        let id = prop::sample::select(vec!["c1", "c2", "c3", ""]);
+        let turn = prop::sample::select(vec!["t1", "t2", ""]);
+        let text = prop::sample::select(vec!["hi", "Fix it\nplease", "<environment_context>x", " ", "é ✓"]);
+        let out = prop::sample::select(vec![
+            "\"Exit code: 1\\nOutput:\\nno\"",
+            "\"Process exited with code 0\"",
+            "\"{\\\"output\\\": \\\"a\\\", \\\"metadata\\\": {\\\"exit_code\\\": 0}}\"",
+            "{\"type\":\"input_text\",\"text\":\"a\"}",
+            "\"plain\"",
+        ]);
+        let usage = prop::sample::select(vec![
+            "{\"total_token_usage\":{\"input_tokens\":10,\"output_tokens\":2,\"total_tokens\":12},\"last_token_usage\":{\"input_tokens\":10,\"output_tokens\":2,\"total_tokens\":12}}",
+            "{\"total_token_usage\":{\"input_tokens\":30,\"output_tokens\":5,\"total_tokens\":35}}",
+            "{\"total_token_usage\":{\"input_tokens\":30,\"output_tokens\":5,\"total_tokens\":35},\"model\":\"m2\"}",
+            "null",
+        ]);
+        let rec = (0..20u8, id, turn, text, out, usage, 0..60u32).prop_map(|(k, id, turn, text, out, usage, s)| {
+            let ts = format!("\"2026-05-01T10:00:{:02}.000Z\"", s);
+            let text = serde_json::to_string(text).unwrap();
+            let p = match k {
+                0 => format!("\"type\":\"session_meta\",\"payload\":{{\"id\":\"s\",\"cwd\":\"/a\",\"instructions\":{text}}}"),
+                1 => format!("\"type\":\"turn_context\",\"payload\":{{\"turn_id\":\"{turn}\",\"model\":\"m\",\"cwd\":\"/a\",\"effort\":\"high\"}}"),
+                2 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"task_started\",\"turn_id\":\"{turn}\"}}"),
+                3 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"task_complete\",\"turn_id\":\"{turn}\",\"duration_ms\":5}}"),
+                4 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"turn_aborted\",\"turn_id\":\"{turn}\",\"reason\":\"interrupted\"}}"),
+                5 => format!("\"type\":\"response_item\",\"payload\":{{\"type\":\"message\",\"role\":\"user\",\"content\":[{{\"type\":\"input_text\",\"text\":{text}}}]}}"),
+                6 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"user_message\",\"message\":{text}}}"),
+                7 => format!("\"type\":\"response_item\",\"payload\":{{\"type\":\"message\",\"role\":\"assistant\",\"phase\":\"final\",\"content\":[{{\"type\":\"output_text\",\"text\":{text}}}]}}"),
+                8 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"agent_message\",\"message\":{text},\"phase\":\"final\"}}"),
+                9 => format!("\"type\":\"response_item\",\"payload\":{{\"type\":\"reasoning\",\"summary\":[{{\"type\":\"summary_text\",\"text\":{text}}}],\"encrypted_content\":\"gAAA\"}}"),
+                10 => format!("\"type\":\"response_item\",\"payload\":{{\"type\":\"function_call\",\"name\":\"shell\",\"arguments\":\"{{\\\"cmd\\\":[\\\"ls\\\"]}}\",\"call_id\":\"{id}\"}}"),
+                11 => format!("\"type\":\"response_item\",\"payload\":{{\"type\":\"custom_tool_call\",\"name\":\"apply_patch\",\"input\":{text},\"call_id\":\"{id}\"}}"),
+                12 => format!("\"type\":\"response_item\",\"payload\":{{\"type\":\"function_call_output\",\"call_id\":\"{id}\",\"output\":{out}}}"),
+                13 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"token_count\",\"info\":{usage}}}"),
+                14 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"exec_command_end\",\"call_id\":\"{id}\",\"exit_code\":1,\"aggregated_output\":\"boom\"}}"),
+                15 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"mcp_tool_call_begin\",\"call_id\":\"{id}\",\"invocation\":{{\"server\":\"s\",\"tool\":\"t\",\"arguments\":{{\"q\":1}}}}}}"),
+                16 => format!("\"type\":\"response_item\",\"payload\":{{\"type\":\"web_search_call\",\"id\":\"{id}\",\"status\":\"failed\",\"action\":{{\"query\":\"q\"}}}}"),
+                17 => format!("\"type\":\"event_msg\",\"payload\":{{\"type\":\"error\",\"message\":{text}}}"),
+                18 => "\"type\":\"compacted\",\"payload\":{\"message\":\"summary\"}".to_string(),
+                _ => "\"type\":\"response_item\",\"payload\":{\"type\":\"ghost_snapshot\",\"ghost_commit\":{\"id\":\"g\"}}".to_string(),
+            };
+            format!("{{\"timestamp\":{ts},{p}}}")
+        });
+        let line = prop_oneof![12 => rec, 1 => Just("{broken".to_string()), 1 => Just("[1]".to_string())];
+        prop::collection::vec(line, 0..40)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// The fast path's events and decoded payloads are those of a serde_json reading of the
+        /// same lines.
+        #[test]
+        fn fast_loads_equal_serde_loads(lines in rollout_lines(), copies in 1usize..3) {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("rollout.jsonl");
+            // Repeated, a rollout is long enough for the engine's parallel batches.
+            let mut text = String::new();
+            for _ in 0..copies {
+                for _ in 0..(if copies > 1 { 300 / lines.len().max(1) + 1 } else { 1 }) {
+                    for l in &lines {
+                        text.push_str(l);
+                        text.push('\n');
+                    }
+                }
+            }
+            std::fs::write(&p, &text).unwrap();
+            match (Codex.load(&p), load_by_serde(&p)) {
+                (Ok(fast), Ok(slow)) => {
+                    proptest::prop_assert_eq!(fast.traces.len(), slow.traces.len());
+                    for (a, b) in fast.traces.iter().zip(&slow.traces) {
+                        proptest::prop_assert_eq!(shown(a), shown(b));
+                    }
+                }
+                (Err(a), Err(b)) => proptest::prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => proptest::prop_assert!(false, "{:?} vs {:?}", a.map(|_| ()), b.map(|_| ())),
+            }
+        }
+    }
+
+    #[test]
+    fn payloads_are_read_from_their_records() {
+        let l = Codex.load(&fixture("rollout-turns.jsonl")).unwrap();
+        let t = &l.traces[0];
+        assert!(
+            t.events.iter().all(|e| !matches!(e.payload, PayloadRef::Inline(_))),
+            "nothing is held in memory"
+        );
+        let p = |i: u32| super::super::payload(t, t.event(i));
+        let by_name = |n: &'static str| (0..t.len() as u32).filter(move |&i| t.name(i) == n);
+        let turn1 = by_name("turn 1").next().unwrap();
+        assert_eq!(
+            p(turn1).extra,
+            vec![(
+                "turn_context".to_string(),
+                serde_json::json!({"model": "gpt-test-codex", "effort": "medium", "approval_policy": "on-request", "cwd": "/src/app"})
+            )]
+        );
+        let llms: Vec<u32> = (0..t.len() as u32)
+            .filter(|&i| t.event(i).kind == EventKind::LlmCall)
+            .collect();
+        assert_eq!(
+            p(llms[0]).extra,
+            vec![(
+                "usage".to_string(),
+                serde_json::json!({"input_tokens": 100, "cached_input_tokens": 0, "output_tokens": 20, "total_tokens": 120})
+            )]
+        );
+        // No last usage: the difference of the totals.
+        assert_eq!(
+            p(llms[1]).extra,
+            vec![(
+                "usage".to_string(),
+                serde_json::json!({"input_tokens": 300, "output_tokens": 30, "total_tokens": 330})
+            )]
+        );
+        assert!(p(llms[3]).is_empty(), "no count yet");
+        let patch = p(t.find("call_b").unwrap());
+        assert_eq!(
+            patch.output,
+            Some(Value::String("Exit code: 1\nOutput:\npatch does not apply".into()))
+        );
+        assert_eq!(patch.error.unwrap().message, "Exit code: 1");
+        let shell = p(t.find("call_a").unwrap());
+        assert_eq!(shell.output.unwrap()["metadata"]["exit_code"], 0);
+        let ctx = by_name("context").next().unwrap();
+        assert_eq!(
+            p(ctx).input,
+            Some(Value::String(
+                "<environment_context>\n  <cwd>/src/app</cwd>\n</environment_context>".into()
+            ))
+        );
+        let reasoning = by_name("reasoning").next().unwrap();
+        assert_eq!(p(reasoning).input, Some(Value::String("Looking for the loader".into())));
+        let legacy = Codex.load(&fixture("rollout-legacy.jsonl")).unwrap();
+        let t = &legacy.traces[0];
+        let root = super::super::payload(t, t.event(t.roots[0]));
+        assert_eq!(
+            root.input,
+            Some(Value::String("Be brief.".into())),
+            "the header's instructions"
+        );
+    }
+
+    #[test]
+    fn a_long_session_finds_its_turns_by_id() {
+        // Each turn's records name it: many turns load in linear time, each call in its turn.
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("rollout-long.jsonl");
+        let mut text = String::new();
+        let n = 3000;
+        for i in 0..n {
+            for (ty, p) in [
+                ("turn_context", format!(r#"{{"turn_id":"t{i}","model":"m"}}"#)),
+                ("event_msg", format!(r#"{{"type":"task_started","turn_id":"t{i}"}}"#)),
+                (
+                    "response_item",
+                    format!(r#"{{"type":"function_call","name":"f","arguments":"{{}}","call_id":"c{i}"}}"#),
+                ),
+                (
+                    "response_item",
+                    format!(
+                        r#"{{"type":"function_call_output","call_id":"c{i}","output":"Exit code: {}"}}"#,
+                        i % 2
+                    ),
+                ),
+                ("event_msg", format!(r#"{{"type":"task_complete","turn_id":"t{i}"}}"#)),
+            ] {
+                text.push_str(&format!(
+                    "{{\"timestamp\":\"2026-05-01T10:00:00Z\",\"type\":\"{ty}\",\"payload\":{p}}}\n"
+                ));
+            }
+        }
+        std::fs::write(&path, text).unwrap();
+        let t = &Codex.load(&path).unwrap().traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", &t.diagnostics[..1]);
+        let turns: Vec<u32> = t.children(t.roots[0]).to_vec();
+        assert_eq!(turns.len(), n);
+        assert!(turns.iter().all(|&e| t.event(e).status == Status::Ok));
+        let c = t.find("c2999").unwrap();
+        assert_eq!(t.event(c).status, Status::Error);
+        assert_eq!(t.depth(c), 3, "run → turn → llm → call");
+        assert_eq!(t.name(t.event(t.event(c).parent).parent), "turn 3000");
+    }
+
+    #[test]
+    fn calls_reported_by_events_read_their_payload_from_both_records() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("rollout-events.jsonl");
+        let lines = [
+            r#"{"timestamp":"2026-05-01T10:00:00Z","type":"session_meta","payload":{"id":"s"}}"#,
+            // An MCP call seen only through its events: begin, then end.
+            r#"{"timestamp":"2026-05-01T10:00:01Z","type":"event_msg","payload":{"type":"mcp_tool_call_begin","call_id":"m1","invocation":{"server":"fs","tool":"read","arguments":{"path":"a"}}}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:02Z","type":"event_msg","payload":{"type":"mcp_tool_call_end","call_id":"m1","invocation":{"server":"fs","tool":"read"},"result":{"Ok":{"content":"text"}}}}"#,
+            // The end event first, the call item after it: the item is the call's first record.
+            r#"{"timestamp":"2026-05-01T10:00:03Z","type":"event_msg","payload":{"type":"exec_command_end","call_id":"e1","exit_code":2,"aggregated_output":"boom"}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:04Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"cmd\":\"make\"}","call_id":"e1"}}"#,
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let t = &Codex.load(&path).unwrap().traces[0];
+        let p = |id: &str| super::super::payload(t, t.event(t.find(id).unwrap()));
+        let m1 = t.event(t.find("m1").unwrap());
+        assert_eq!((t.name(t.find("m1").unwrap()), m1.status), ("fs.read", Status::Ok));
+        let m = p("m1");
+        assert_eq!(m.input, Some(serde_json::json!({"path": "a"})), "from the begin event");
+        assert_eq!(
+            m.output,
+            Some(serde_json::json!({"Ok": {"content": "text"}})),
+            "from the end event"
+        );
+        let keys: Vec<&str> = m.extra.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["mcp_tool_call_begin", "mcp_tool_call_end"]);
+        let e1 = t.find("e1").unwrap();
+        assert_eq!((t.name(e1), t.event(e1).status), ("shell", Status::Error));
+        assert_eq!(t.event(e1).origin.line, 5, "the call item");
+        assert_eq!(
+            t.event(e1).origin2.as_deref().map(|o| o.line),
+            Some(4),
+            "the end event that answered"
+        );
+        let e = p("e1");
+        assert_eq!(e.input, Some(serde_json::json!({"cmd": "make"})));
+        assert_eq!(e.output, Some(Value::String("boom".into())));
+        assert_eq!(e.error.unwrap().message, "boom");
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
     }
 }
