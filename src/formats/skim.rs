@@ -180,6 +180,36 @@ impl<'a> Skim<'a> {
         (self.depth <= MAX_DEPTH).then_some(())
     }
 
+    /// The next byte that is not whitespace (what kind of value comes next), if any.
+    pub fn peek_byte(&mut self) -> Option<u8> {
+        self.peek()
+    }
+
+    /// Where the skimmer is in the record (after `peek_byte`: where the next value starts;
+    /// after a value: just past it).
+    pub fn pos(&self) -> usize {
+        self.i
+    }
+
+    /// Walk an array; `item` is called for each element and must consume it.
+    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        self.enter()?;
+        if self.peek()? != b']' {
+            loop {
+                item(self)?;
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b']' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.i += 1;
+        self.depth -= 1;
+        Some(())
+    }
+
     /// The next value, as a scalar (objects and arrays as raw text).
     pub fn scalar(&mut self) -> Option<Scalar<'a>> {
         match self.peek()? {
