@@ -797,7 +797,12 @@ fn may_name_agent(raw: &[u8]) -> bool {
 /// A string value's text: borrowed when it has no escapes.
 fn unquote(raw: &[u8]) -> Option<Cow<'_, str>> {
     let inner = raw.get(1..raw.len().checked_sub(1)?)?;
-    if memchr::memchr(b'\\', inner).is_none() {
+    // Most are short (ids, times): a plain loop beats a call to memchr.
+    if !inner.contains(&b'\\') {
+        if inner.is_ascii() {
+            // SAFETY: ASCII is valid UTF-8.
+            return Some(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(inner) }));
+        }
         return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
     }
     serde_json::from_slice::<String>(raw).ok().map(Cow::Owned)
@@ -901,13 +906,10 @@ impl<'a> Rec<'a> {
         v.is_object().then(|| Rec::from_value(&v, line))
     }
 
-    /// The record by the skimmer; None when it leaves the line to serde_json.
+    /// The record by the skimmer; None when it leaves the line to serde_json. As with every
+    /// skimmer (see `skim`'s contract), the strings it skips are not checked for UTF-8: a
+    /// payload string of invalid UTF-8 shows as unreadable when decoded, the line still loads.
     fn skim(line: &'a [u8]) -> Option<Rec<'a>> {
-        // serde_json checks the UTF-8 of every string of a `Value`; the skimmer only of those
-        // it returns. A line with invalid UTF-8 anywhere was refused before: it still is.
-        if !line.is_ascii() {
-            std::str::from_utf8(line).ok()?;
-        }
         let mut r = Rec::blank();
         let mut k = Skim::new(line);
         let mut seen = Seen::default();
@@ -2160,6 +2162,291 @@ mod tests {
             2,
             "polling again reads nothing twice"
         );
+    }
+
+    /// Every line of every fixture: read by the skimmer (not left to serde_json), and the
+    /// same record as serde_json's `Value` gives.
+    #[test]
+    fn fixture_lines_take_the_fast_path() {
+        let files = [
+            "session.jsonl",
+            "sess-sub.jsonl",
+            "sess-sub/subagents/agent-a1b2c3.jsonl",
+            "damaged.jsonl",
+            "edge-cases.jsonl",
+        ];
+        let mut read = 0;
+        for f in files {
+            let src = std::fs::read(fixture(f)).unwrap();
+            for (i, line) in src.split(|&c| c == b'\n').enumerate() {
+                let Ok(v) = serde_json::from_slice::<Value>(line) else {
+                    continue;
+                };
+                if !v.is_object() {
+                    continue;
+                }
+                let fast = Rec::skim(line);
+                assert!(fast.is_some(), "{f} line {}: left to serde_json", i + 1);
+                assert_eq!(fast.unwrap(), Rec::from_value(&v, line), "{f} line {}", i + 1);
+                read += 1;
+            }
+        }
+        assert!(read > 30, "{read}");
+    }
+
+    /// The edge-case fixture: several results in one line, an id-less call, a server tool, a
+    /// denied call, escapes, a response with lines between its first and last: its payloads.
+    #[test]
+    fn payloads_are_decoded_from_their_blocks_and_lines() {
+        let l = ClaudeCode.load(&fixture("edge-cases.jsonl")).unwrap();
+        let t = &l.traces[0];
+        let inline = t
+            .events
+            .iter()
+            .filter(|e| matches!(e.payload, PayloadRef::Inline(_)))
+            .count();
+        assert_eq!(inline, 0, "every payload is left on disk");
+        let p = |id: &str| super::super::payload(t, t.event(t.find(id).unwrap()));
+        // Two results in one user line, each found again by its id; the line's denial applies.
+        let a = p("toolu_a");
+        assert_eq!(a.input.unwrap()["pattern"], "a\"b");
+        assert_eq!(a.output, Some(Value::String("found a".into())));
+        assert_eq!(a.extra, vec![("denial".to_string(), Value::String("user".into()))]);
+        let b = p("toolu_b");
+        assert_eq!(b.error.unwrap().message, "line 1\nline 2");
+        assert_eq!(t.event(t.find("toolu_b").unwrap()).status, Status::Error);
+        // A server tool answered inside the response.
+        let w = p("srvtoolu_1");
+        assert_eq!(w.output.unwrap()[0]["url"], "https://example.com");
+        // The id-less call, answered through sourceToolAssistantUUID.
+        let llm = t.find("msg_E2").unwrap();
+        let idless = t.children(llm).iter().copied().find(|&c| t.name(c) == "Glob").unwrap();
+        assert_eq!(t.event(idless).status, Status::Ok);
+        let g = super::super::payload(t, t.event(idless));
+        assert_eq!(g.output, Some(Value::String("src/a.rs".into())));
+        // The response's usage and stop reason are the last any of its lines gave, even when
+        // that was not its last line; the lines between are read again.
+        let r = p("msg_E1");
+        let extra: HashMap<_, _> = r.extra.into_iter().collect();
+        assert_eq!(extra["requestId"], "req_1");
+        assert_eq!(extra["usage"]["output_tokens"], 7);
+        assert_eq!(extra["stop_reason"], "tool_use");
+        let e = t.event(t.find("msg_E1").unwrap());
+        assert_eq!(e.usage.as_deref().unwrap().output, Some(7));
+        // A prompt with escapes and a text block with only blanks.
+        let u = p("e1");
+        assert_eq!(u.input, Some(Value::String("Fix \"it\"\n\tnow".into())));
+        assert_eq!(t.meta.name.as_deref(), Some("Fix \"it\""));
+    }
+
+    /// Lines read the fast way (skim, serde_json when unsure) and the straightforward way
+    /// (serde_json's `Value` for every line), into a trace and every event's decoded payload.
+    fn load_both(lines: &[String]) -> [(Vec<String>, Vec<Payload>, Vec<String>); 2] {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s.jsonl");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        [false, true].map(|slow| {
+            let mut p = Parser::new(&path);
+            let mut sink = Sink::new(&path);
+            let mut offset = 0;
+            for (i, l) in lines.iter().enumerate() {
+                let loc = LineLoc {
+                    line: i as u64 + 1,
+                    offset,
+                    len: l.len(),
+                };
+                offset += l.len() as u64 + 1;
+                if l.trim().is_empty() {
+                    continue;
+                }
+                let mut w = InFile {
+                    s: &mut p.s,
+                    fs: &mut p.main,
+                };
+                if slow {
+                    let v = serde_json::from_slice::<Value>(l.as_bytes())
+                        .ok()
+                        .filter(Value::is_object);
+                    let rec = v.as_ref().map(|v| Rec::from_value(v, l.as_bytes()));
+                    w.apply(rec.as_ref(), l.as_bytes(), loc, &mut sink);
+                } else {
+                    engine::one(&mut w, l.as_bytes(), loc, &mut sink);
+                }
+            }
+            p.flush(&mut sink);
+            let Some(t) = sink.traces.first() else {
+                return (Vec::new(), Vec::new(), Vec::new());
+            };
+            let events = t
+                .events
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    format!(
+                        "{i} {:?} {} id={} model={} parent={} kids={:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                        e.kind,
+                        t.str(e.name),
+                        t.str(e.source_id),
+                        t.str(e.model),
+                        e.parent,
+                        e.children,
+                        e.start,
+                        e.duration,
+                        e.status,
+                        e.usage,
+                        e.origin,
+                        e.origin2
+                    )
+                })
+                .collect();
+            let payloads = t.events.iter().map(|e| super::super::payload(t, e)).collect();
+            let diags = t
+                .diagnostics
+                .iter()
+                .map(|d| format!("{:?} {}", d.line, d.message))
+                .collect();
+            (events, payloads, diags)
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// The fast path reads what serde_json reads: record by record, and as events and
+        /// decoded payloads.
+        #[test]
+        fn the_fast_path_equals_a_serde_json_parse(lines in proptest::collection::vec(claude_line(), 1..10)) {
+            for l in &lines {
+                if let Some(fast) = Rec::skim(l.as_bytes()) {
+                    let v = serde_json::from_slice::<Value>(l.as_bytes());
+                    proptest::prop_assert!(v.is_ok(), "skimmed a line serde_json rejects: {}", l);
+                    let v = v.unwrap();
+                    proptest::prop_assert!(v.is_object());
+                    proptest::prop_assert_eq!(&fast, &Rec::from_value(&v, l.as_bytes()), "{}", l);
+                }
+            }
+            let [fast, slow] = load_both(&lines);
+            proptest::prop_assert_eq!(&fast.0, &slow.0, "events");
+            proptest::prop_assert_eq!(&fast.1, &slow.1, "payloads");
+            proptest::prop_assert_eq!(&fast.2, &slow.2, "diagnostics");
+        }
+    }
+
+    /// Claude Code lines: every field the reader looks at, values of the right and wrong
+    /// types, ids from small pools (so that calls, results and responses meet), then text
+    /// edits serde_json must agree on (a key given twice, escapes where plain text was,
+    /// spaces, a byte changed).
+    fn claude_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        use serde_json::json;
+        let text = || {
+            prop_oneof![
+                "[a-z ]{0,8}".prop_map(Value::String),
+                "[a-z<\\[ \n\t\"\\\\é\u{1}\u{a0}]{0,12}".prop_map(Value::String),
+                Just(json!("see agentId: ag-1 (done)")),
+                Just(json!(7)),
+                Just(Value::Null),
+            ]
+        };
+        let id = || prop::sample::select(vec![json!("t1"), json!("t2"), json!(""), Value::Null, json!(3)]);
+        let block = prop_oneof![
+            text().prop_map(|t| json!({"type": "text", "text": t})),
+            text().prop_map(|t| json!({"type": "thinking", "thinking": t, "signature": "s"})),
+            Just(json!({"type": "redacted_thinking", "data": "x"})),
+            (id(), prop::sample::select(vec!["Task", "Agent", "Read", ""]), text())
+                .prop_map(|(i, n, t)| json!({"type": "tool_use", "id": i, "name": n, "input": {"prompt": t}})),
+            id().prop_map(|i| json!({"type": "server_tool_use", "id": i, "name": "web_search", "input": {}})),
+            (id(), any::<bool>(), text()).prop_map(|(i, e, t)| json!({"type": "tool_result", "tool_use_id": i, "is_error": e, "content": t})),
+            (id(), text()).prop_map(|(i, t)| json!({"type": "tool_result", "tool_use_id": i, "content": [{"type": "text", "text": t}, {"type": "text", "text": "agentId: b2"}]})),
+            (id(), any::<bool>()).prop_map(|(i, e)| json!({"type": "web_search_tool_result", "tool_use_id": i, "content": if e { json!({"type": "web_search_tool_result_error"}) } else { json!([{"url": "u"}]) }})),
+            Just(json!({"type": "image", "source": {}})),
+            text(),
+            Just(json!({"type": "document"})),
+        ];
+        let content = prop_oneof![
+            2 => proptest::collection::vec(block, 0..4).prop_map(Value::Array),
+            1 => text(),
+        ];
+        let ty = prop::sample::select(vec![
+            json!("user"),
+            json!("assistant"),
+            json!("system"),
+            json!("progress"),
+            json!("summary"),
+            json!("custom-title"),
+            json!("ai-title"),
+            json!("zzz"),
+            Value::Null,
+        ]);
+        let uuid = || prop::sample::select(vec![json!("u1"), json!("u2"), json!("m1"), Value::Null]);
+        let ts = prop::sample::select(vec![
+            json!("2026-03-01T10:00:01.000Z"),
+            json!("2026-03-01T10:00:00.500Z"),
+            json!(1772359200000i64),
+            json!("soon"),
+            Value::Null,
+        ]);
+        let usage = prop_oneof![
+            (
+                any::<u32>(),
+                prop::sample::select(vec![json!(5), json!("9"), json!(-1), json!(2.5), Value::Null])
+            )
+                .prop_map(|(a, b)| json!({"input_tokens": a, "output_tokens": b, "cache_read_input_tokens": 100})),
+            Just(json!(5)),
+            Just(Value::Null),
+        ];
+        let message = (prop::sample::select(vec![json!("m1"), json!("m2"), json!(""), Value::Null]),
+            prop::sample::select(vec![json!("claude-x"), json!("<synthetic>"), json!("")]), content, usage,
+            prop::sample::select(vec![Value::Null, json!("end_turn")]))
+            .prop_map(|(id, model, content, usage, stop)| json!({"id": id, "model": model, "content": content, "usage": usage, "stop_reason": stop}));
+        let flags = (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<u8>());
+        let extra = prop::sample::select(vec![
+            json!({}),
+            json!({"toolUseResult": {"agentId": "ag-2", "status": "completed"}}),
+            json!({"toolUseResult": "Error: no"}),
+            json!({"sourceToolAssistantUUID": "u1", "toolDenialKind": "user"}),
+            json!({"sourceToolUseID": "t1"}),
+            json!({"isApiErrorMessage": true, "error": "overloaded"}),
+            json!({"error": {"message": "boom", "status": 529}, "subtype": "api_error"}),
+            json!({"isAbortedMidStream": true, "errorDetails": {"x": 1}}),
+            json!({"subtype": "compact_boundary", "content": "c", "level": "info"}),
+            json!({"level": "error"}),
+            json!({"summary": "A title", "customTitle": " ", "aiTitle": "AI"}),
+            json!({"data": {"agentId": "ag-3"}, "parentToolUseID": "t2"}),
+            json!({"isMeta": true}),
+            json!({"isCompactSummary": true}),
+        ]);
+        (ty, uuid(), uuid(), ts, message, flags, extra).prop_map(|(ty, u, p, ts, m, (side, meta, has_msg, dup, edit), extra)| {
+            let mut v = json!({"type": ty, "uuid": u, "parentUuid": p, "isSidechain": side, "sessionId": "s", "timestamp": ts});
+            if has_msg {
+                v["message"] = m;
+            }
+            if meta {
+                v["cwd"] = json!("/w");
+            }
+            if let (Some(o), Some(x)) = (v.as_object_mut(), extra.as_object()) {
+                for (k, x) in x {
+                    o.insert(k.clone(), x.clone());
+                }
+            }
+            let mut line = v.to_string();
+            if dup {
+                line = line.replacen('{', "{\"type\":\"assistant\",", 1);
+            }
+            match edit % 8 {
+                0 => line = line.replace("agentId", "agent\\u0049d"),
+                1 => line = line.replace("\":", "\": "),
+                2 => line = line.replacen("t1", "t\\u0031", 1),
+                3 => {
+                    let mut b = line.into_bytes();
+                    let i = (edit as usize * 7) % b.len();
+                    let set = b"{}[]\",:\\ a0";
+                    b[i] = set[edit as usize % set.len()];
+                    line = String::from_utf8_lossy(&b).into_owned();
+                }
+                _ => {}
+            }
+            line
+        })
     }
 
     // Arbitrary bytes: tests/parsers_never_panic.rs feeds them to every format.

@@ -541,6 +541,33 @@ mod tests {
     }
 
     #[test]
+    fn arrays_walked_element_by_element_with_their_ranges() {
+        let line = br#"[ {"a":1}, "s" ,[2,3],null]"#;
+        let mut k = Skim::new(line);
+        let mut parts = Vec::new();
+        let r = k.array(|k| {
+            let first = k.peek_byte()?;
+            let start = k.pos();
+            k.skip()?;
+            parts.push((first, &line[start..k.pos()]));
+            Some(())
+        });
+        assert!(r.is_some() && k.at_end());
+        let want: [(u8, &[u8]); 4] = [
+            (b'{', br#"{"a":1}"#),
+            (b'"', br#""s""#),
+            (b'[', b"[2,3]"),
+            (b'n', b"null"),
+        ];
+        assert_eq!(parts, want);
+        for bad in [&b"[1,]"[..], b"[1 2]", b"{}", b"[1"] {
+            let mut k = Skim::new(bad);
+            assert!(k.array(|k| k.skip()).is_none(), "{:?}", String::from_utf8_lossy(bad));
+        }
+        assert!(Skim::new(b"[]").array(|_| None).is_some(), "no element: no call");
+    }
+
+    #[test]
     fn scalars_and_raw_values() {
         let line = br#"{"s":"text","n":null,"x":12.5,"o":{"k":[1]},"e":"a\nb"}"#;
         let mut k = Skim::new(line);
