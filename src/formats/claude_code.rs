@@ -598,12 +598,14 @@ impl Records for InFile<'_> {
     }
 
     fn prefetch(&self, ahead: &Rec<'_>, sink: &Sink) {
+        // The ids its apply looks up or adds: the response's, its tool calls' and results'
+        // (a uuid is added only by a prompt, a few lines in a hundred).
         let Some(t) = sink.traces.first() else { return };
-        for id in [&ahead.msg_id, &ahead.uuid].into_iter().flatten() {
+        if let Some(id) = &ahead.msg_id {
             t.prefetch_id(id);
         }
         if let Content::Blocks(bs) = &ahead.content {
-            for b in bs.iter().take(4) {
+            for b in bs.iter().take(2) {
                 if let Some(id) = b.id.as_ref().or(b.tool_use_id.as_ref()) {
                     t.prefetch_id(id);
                 }
@@ -798,7 +800,7 @@ fn may_name_agent(raw: &[u8]) -> bool {
 fn unquote(raw: &[u8]) -> Option<Cow<'_, str>> {
     let inner = raw.get(1..raw.len().checked_sub(1)?)?;
     // Most are short (ids, times): a plain loop beats a call to memchr.
-    if !inner.contains(&b'\\') {
+    if inner.iter().all(|&c| c != b'\\') {
         if inner.is_ascii() {
             // SAFETY: ASCII is valid UTF-8.
             return Some(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(inner) }));
@@ -2192,6 +2194,21 @@ mod tests {
             }
         }
         assert!(read > 30, "{read}");
+        // And nothing of them is held in memory: every payload is decoded when shown.
+        for f in ["session.jsonl", "sess-sub.jsonl", "damaged.jsonl", "edge-cases.jsonl"] {
+            let l = ClaudeCode.load(&fixture(f)).unwrap();
+            let t = &l.traces[0];
+            assert!(
+                t.events.iter().all(|e| !matches!(e.payload, PayloadRef::Inline(_))),
+                "{f}"
+            );
+            let deferred = t
+                .events
+                .iter()
+                .filter(|e| matches!(e.payload, PayloadRef::Deferred))
+                .count();
+            assert!(deferred * 2 > t.len(), "{f}: {deferred} of {}", t.len());
+        }
     }
 
     /// The edge-case fixture: several results in one line, an id-less call, a server tool, a
