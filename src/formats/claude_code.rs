@@ -13,11 +13,27 @@
 //! - record types this reader does not know are skipped with one warning per type;
 //! - subagent transcripts hang under the Task/Agent tool call that started them, matched by the
 //!   agent id the call's result (or a `progress` line) names, else by the prompt.
+//!
+//! Built for size (DESIGN §4), on the shared engine: the skim reads of each line only what the
+//! index needs (ids, times, model, usage, the ids and names of tool_use blocks, tool_result ids
+//! and is_error, and the byte range of each content block); every payload stays on disk
+//! (`PayloadRef::Deferred`) and [`Format::decode_payload`] rebuilds it from the record(s):
+//! - a block's event (text, thinking, tool_use, ...): origin = the block's own bytes;
+//! - a tool call: origin = its tool_use block, origin2 = the user line of its result (the
+//!   line-level `toolUseResult` and `toolDenialKind` are part of the payload; the result block
+//!   is found again by its `tool_use_id`), or the result block alone when several results of
+//!   that line could not be told apart by id;
+//! - an LLM call spanning several lines: origin = its first line, origin2 = its last line so
+//!   far; the decode also reads the lines between the two that carry the same `message.id`
+//!   (usage and stop_reason are the last that any line gave, as the index does).
 
+use super::engine::{self, Records};
 use super::jsonl::{Follow, JsonlReader, LineLoc, LineParser, Sink};
+use super::skim::{Seen, Skim};
 use super::{Format, LoadError, Loaded, Probe, field, stem, str_of};
 use crate::model::*;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -58,6 +74,10 @@ const ENVELOPE: [&str; 14] = [
     "slug",
 ];
 
+/// The lines between an LLM call's first and last line are read again when it is shown, up to
+/// this many bytes (a response's lines are next to each other; a hostile file may not be).
+const MAX_SPAN: u64 = 64 << 20;
+
 impl Format for ClaudeCode {
     fn id(&self) -> &'static str {
         "claude-code"
@@ -95,6 +115,10 @@ impl Format for ClaudeCode {
             &path,
             Box::new(move || Box::new(Parser::new(&main)) as Box<dyn LineParser>),
         ))
+    }
+
+    fn decode_payload(&self, t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
+        decode(t, ev, raw)
     }
 }
 
@@ -253,10 +277,13 @@ struct TaskCall {
 struct Session {
     /// The session's run event (root of the tree).
     root: Option<u32>,
-    /// message.id → LLM call.
-    llm: HashMap<String, u32>,
-    /// tool_use id → tool call.
-    tools: HashMap<String, u32>,
+    /// LLM calls and tool calls are found by their id in the trace's own id index (message.id,
+    /// tool_use id): no second map of every id. These hold only the exceptions, keys whose
+    /// first event in the trace is not the call (an id given twice, or to another event).
+    llm_other: HashMap<String, u32>,
+    tools_other: HashMap<String, u32>,
+    /// Tool calls still waiting for their result.
+    pending: usize,
     /// assistant record uuid → its tool_use blocks that have no id, in order.
     idless: HashMap<String, Vec<u32>>,
     /// uuid of a record in a matched sidechain → the sidechain's container (old transcripts
@@ -271,6 +298,33 @@ struct Session {
     first_ts: Option<i64>,
     last_ts: Option<i64>,
     model: Option<String>,
+}
+
+impl Session {
+    /// The LLM call of a response key (the first made with it).
+    fn llm(&self, t: &Trace, key: &str) -> Option<u32> {
+        if let Some(&i) = self.llm_other.get(key) {
+            return Some(i);
+        }
+        t.find(key).filter(|&i| t.event(i).kind == EventKind::LlmCall)
+    }
+
+    /// The tool call of a tool_use id (the last made with it).
+    fn tool(&self, t: &Trace, id: &str) -> Option<u32> {
+        if let Some(&i) = self.tools_other.get(id) {
+            return Some(i);
+        }
+        t.find(id).filter(|&i| t.event(i).kind == EventKind::ToolCall)
+    }
+
+    /// A call that was pending got its answer.
+    fn answered(&mut self, t: &mut Trace, call: u32, status: Status) {
+        let e = t.event_mut(call);
+        if e.status == Status::Pending && self.pending > 0 {
+            self.pending -= 1;
+        }
+        e.status = status;
+    }
 }
 
 /// The line parser of a session file; it also reads the session's subagent files.
@@ -293,8 +347,9 @@ impl Parser {
             main: FileState::new(0, None),
             s: Session {
                 root: None,
-                llm: HashMap::new(),
-                tools: HashMap::new(),
+                llm_other: HashMap::new(),
+                tools_other: HashMap::new(),
+                pending: 0,
                 idless: HashMap::new(),
                 sidechain_of: HashMap::new(),
                 tasks: Vec::new(),
@@ -396,10 +451,7 @@ impl Parser {
         let (Some(t), Some(root)) = (sink.traces.first_mut(), self.s.root) else {
             return;
         };
-        let pending = t
-            .events
-            .iter()
-            .any(|e| e.kind == EventKind::ToolCall && e.status == Status::Pending);
+        let pending = self.s.pending > 0;
         // A transcript has no end marker: a tool call still waiting for its result means the
         // session is running (or was cut off there); otherwise the last record decides.
         let status = if pending {
@@ -484,14 +536,29 @@ struct InFile<'a> {
 
 impl LineParser for InFile<'_> {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        record(self.s, self.fs, line, loc, sink);
+        engine::one(self, line, loc, sink);
+    }
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        engine::batch(self, batch, sink);
     }
     fn flush(&mut self, _sink: &mut Sink) {}
 }
 
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        record(&mut self.s, &mut self.main, line, loc, sink);
+        let mut w = InFile {
+            s: &mut self.s,
+            fs: &mut self.main,
+        };
+        engine::one(&mut w, line, loc, sink);
+    }
+
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        let mut w = InFile {
+            s: &mut self.s,
+            fs: &mut self.main,
+        };
+        engine::batch(&mut w, batch, sink);
     }
 
     fn settle(&mut self, sink: &mut Sink) {
@@ -503,66 +570,803 @@ impl LineParser for Parser {
     }
 }
 
-/// One record of a session or subagent file.
-fn record(s: &mut Session, fs: &mut FileState, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-    let Some(v) = sink.parse::<Value>(line, loc) else {
-        return;
-    };
-    if !v.is_object() {
-        sink.error(loc.line, "not a JSON object");
-        return;
+impl Records for InFile<'_> {
+    type Rec<'a> = Rec<'a>;
+
+    fn skim<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
+        *slot = Rec::read(line);
     }
+
+    fn apply(&mut self, rec: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let owned;
+        let r = match rec {
+            Some(r) => r,
+            None => {
+                // Not a record the skim could read: say what is wrong with it.
+                let Some(v) = sink.parse::<Value>(line, loc) else {
+                    return;
+                };
+                if !v.is_object() {
+                    sink.error(loc.line, "not a JSON object");
+                    return;
+                }
+                owned = Rec::from_value(&v, line);
+                &owned
+            }
+        };
+        record(self.s, self.fs, r, line, loc, sink);
+    }
+
+    fn prefetch(&self, ahead: &Rec<'_>, sink: &Sink) {
+        // The ids its apply looks up or adds: the response's, its tool calls' and results'
+        // (a uuid is added only by a prompt, a few lines in a hundred).
+        let Some(t) = sink.traces.first() else { return };
+        if let Some(id) = &ahead.msg_id {
+            t.prefetch_id(id);
+        }
+        if let Content::Blocks(bs) = &ahead.content {
+            for b in bs.iter().take(2) {
+                if let Some(id) = b.id.as_ref().or(b.tool_use_id.as_ref()) {
+                    t.prefetch_id(id);
+                }
+            }
+        }
+    }
+}
+
+/// What the skim reads of one line: the fields the index needs, typed, borrowing from the line
+/// (owned only where a string had escapes, or on the serde_json path). Every field reads as
+/// `str_of`/`field` read the line's `Value` before: a string that is not one is absent.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Rec<'a> {
+    ty: Option<Cow<'a, str>>,
+    uuid: Option<Cow<'a, str>>,
+    parent_uuid: Option<Cow<'a, str>>,
+    /// `parentUuid` missing or null.
+    no_parent: bool,
+    sidechain: bool,
+    ts: Option<i64>,
+    /// sessionId, cwd, version, gitBranch.
+    attrs: [Option<Cow<'a, str>>; 4],
+    is_meta: bool,
+    compact: bool,
+    /// `isApiErrorMessage: true`.
+    api_error: bool,
+    /// `error` present and not null.
+    has_error: bool,
+    /// `isAbortedMidStream: true` or `errorDetails` present.
+    aborted: bool,
+    /// `toolUseResult` present and not null, and the `agentId` it names.
+    tool_use_result: bool,
+    tur_agent: Option<Cow<'a, str>>,
+    source_tool_use_id: Option<Cow<'a, str>>,
+    source_assistant: Option<Cow<'a, str>>,
+    subtype: Option<Cow<'a, str>>,
+    level: Option<Cow<'a, str>>,
+    summary: Option<Cow<'a, str>>,
+    custom_title: Option<Cow<'a, str>>,
+    ai_title: Option<Cow<'a, str>>,
+    /// `data.agentId` and `parentToolUseID` (progress lines).
+    data_agent: Option<Cow<'a, str>>,
+    parent_tool_use_id: Option<Cow<'a, str>>,
+    msg_id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    /// `message.usage`, when it is an object.
+    usage: Option<Usage>,
+    content: Content<'a>,
+}
+
+/// `message.content`.
+#[derive(Debug, PartialEq)]
+enum Content<'a> {
+    /// Missing, null or of another type.
+    None,
+    /// A string: its raw JSON (quotes included) and its text.
+    Str {
+        raw: &'a [u8],
+        text: Cow<'a, str>,
+    },
+    Blocks(Vec<Block<'a>>),
+}
+
+/// One element of `message.content`.
+#[derive(Debug, PartialEq)]
+struct Block<'a> {
+    /// Its raw JSON: the origin of the event it makes.
+    raw: &'a [u8],
+    /// A bare string in the array (its text in `text`).
+    string: bool,
+    ty: Option<Cow<'a, str>>,
+    text: Option<Cow<'a, str>>,
+    /// A non-empty `thinking` string.
+    thinking: bool,
+    id: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    tool_use_id: Option<Cow<'a, str>>,
+    is_error: bool,
+    /// `input.prompt` of a Task/Agent call.
+    prompt: Option<Cow<'a, str>>,
+    /// A server tool result whose `content.type` ends with `_error`.
+    content_error: bool,
+    /// The agent id a tool_result's text names (`agentId: ...`).
+    agent_text: Option<String>,
+}
+
+impl<'a> Block<'a> {
+    fn blank(raw: &'a [u8]) -> Block<'a> {
+        Block {
+            raw,
+            string: false,
+            ty: None,
+            text: None,
+            thinking: false,
+            id: None,
+            name: None,
+            tool_use_id: None,
+            is_error: false,
+            prompt: None,
+            content_error: false,
+            agent_text: None,
+        }
+    }
+
+    fn ty(&self) -> &str {
+        self.ty.as_deref().unwrap_or("")
+    }
+
+    /// The name a tool call gets.
+    fn tool_name(&self) -> &str {
+        self.name.as_deref().filter(|x| !x.is_empty()).unwrap_or("tool")
+    }
+
+    /// What the skim leaves to serde_json because it is rare: a Task prompt, a server result's
+    /// error type, an agent id named in a result's text.
+    fn derive_from_raw(&mut self, input: Option<&[u8]>, content: Option<&[u8]>) {
+        if matches!(self.tool_name(), "Task" | "Agent")
+            && let Some(v) = input.and_then(|i| serde_json::from_slice::<Value>(i).ok())
+        {
+            self.prompt = str_of(&v, "prompt").map(|p| Cow::Owned(p.to_string()));
+        }
+        let ty = self.ty();
+        if ty == "tool_result" && content.is_some_and(may_name_agent) {
+            let c = content.and_then(|c| serde_json::from_slice::<Value>(c).ok());
+            self.agent_text = agent_text(c.as_ref());
+        } else if ty.ends_with("_tool_result") {
+            let c = content.and_then(|c| serde_json::from_slice::<Value>(c).ok());
+            self.content_error = content_error(c.as_ref());
+        }
+    }
+
+    fn from_value(b: &Value, raw: &'a [u8]) -> Block<'a> {
+        let mut out = Block::blank(raw);
+        let owned = |k: &str| str_of(b, k).map(|x| Cow::Owned(x.to_string()));
+        if let Value::String(s) = b {
+            out.string = true;
+            out.text = Some(Cow::Owned(s.clone()));
+            return out;
+        }
+        out.ty = owned("type");
+        out.text = owned("text");
+        out.thinking = str_of(b, "thinking").is_some_and(|x| !x.is_empty());
+        out.id = owned("id");
+        out.name = owned("name");
+        out.tool_use_id = owned("tool_use_id");
+        out.is_error = b.get("is_error") == Some(&Value::Bool(true));
+        if matches!(out.tool_name(), "Task" | "Agent") {
+            out.prompt = b
+                .get("input")
+                .and_then(|i| str_of(i, "prompt"))
+                .map(|p| Cow::Owned(p.to_string()));
+        }
+        let ty = out.ty();
+        if ty == "tool_result" {
+            out.agent_text = agent_text(b.get("content"));
+        } else if ty.ends_with("_tool_result") {
+            out.content_error = content_error(b.get("content"));
+        }
+        out
+    }
+}
+
+/// The agent id a tool result's content names in its text.
+fn agent_text(content: Option<&Value>) -> Option<String> {
+    match result_content(content) {
+        Some(Value::String(x)) => agent_id_in_text(&x),
+        _ => None,
+    }
+}
+
+fn content_error(content: Option<&Value>) -> bool {
+    content
+        .and_then(|c| str_of(c, "type"))
+        .is_some_and(|ty| ty.ends_with("_error"))
+}
+
+/// Whether a result's raw content may name an agent (`agentId: `) once decoded: it has the
+/// words, or a `\u00XX` escape of one of their characters. Nearly every result has neither
+/// and is not decoded at all.
+fn may_name_agent(raw: &[u8]) -> bool {
+    if memchr::memmem::find(raw, b"agentId: ").is_some() {
+        return true;
+    }
+    memchr::memmem::find_iter(raw, b"\\u00").any(|i| {
+        let hex = raw.get(i + 4..i + 6).and_then(|h| std::str::from_utf8(h).ok());
+        hex.and_then(|h| u8::from_str_radix(h, 16).ok())
+            .is_some_and(|c| b"agentId: ".contains(&c))
+    })
+}
+
+/// A string value's text: borrowed when it has no escapes.
+fn unquote(raw: &[u8]) -> Option<Cow<'_, str>> {
+    let inner = raw.get(1..raw.len().checked_sub(1)?)?;
+    // Most are short (ids, times): a plain loop beats a call to memchr.
+    if inner.iter().all(|&c| c != b'\\') {
+        if inner.is_ascii() {
+            // SAFETY: ASCII is valid UTF-8.
+            return Some(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(inner) }));
+        }
+        return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
+    }
+    serde_json::from_slice::<String>(raw).ok().map(Cow::Owned)
+}
+
+/// The next value as `str_of` reads it: its text if a string, else nothing (the outer None:
+/// the skimmer is unsure, serde_json reads the line).
+fn text<'a>(k: &mut Skim<'a>) -> Option<Option<Cow<'a, str>>> {
+    if k.peek_byte()? != b'"' {
+        k.skip()?;
+        return Some(None);
+    }
+    let raw = k.value()?;
+    Some(Some(unquote(raw)?))
+}
+
+/// The next value is `true`.
+fn is_true(k: &mut Skim) -> Option<bool> {
+    Some(k.value()? == b"true")
+}
+
+/// The next value is present and not null.
+fn not_null(k: &mut Skim) -> Option<bool> {
+    let null = k.is_null_next();
+    k.skip()?;
+    Some(!null)
+}
+
+fn raw_ts(raw: &[u8]) -> Option<i64> {
+    if raw.first() == Some(&b'"')
+        && let Some(Cow::Borrowed(s)) = unquote(raw)
+    {
+        return parse_timestamp_str(s);
+    }
+    serde_json::from_slice::<Value>(raw)
+        .ok()
+        .as_ref()
+        .and_then(parse_timestamp)
+}
+
+/// A token count as `lenient_u64` reads it.
+fn raw_count(raw: &[u8]) -> Option<u64> {
+    if let Ok(n) = std::str::from_utf8(raw).unwrap_or("").parse::<u64>() {
+        return Some(n);
+    }
+    serde_json::from_slice::<Value>(raw)
+        .ok()
+        .and_then(|v| super::lenient_u64(Some(&v)))
+}
+
+/// The prompt's full size: new input plus what was written to / read from cache.
+fn usage_of(input: Option<u64>, created: Option<u64>, read: Option<u64>, output: Option<u64>) -> Usage {
+    let cached = created.unwrap_or(0).saturating_add(read.unwrap_or(0));
+    Usage {
+        input: input.map(|x| x.saturating_add(cached)),
+        output,
+        total: None,
+    }
+}
+
+impl<'a> Rec<'a> {
+    fn blank() -> Rec<'a> {
+        Rec {
+            ty: None,
+            uuid: None,
+            parent_uuid: None,
+            no_parent: true,
+            sidechain: false,
+            ts: None,
+            attrs: [None, None, None, None],
+            is_meta: false,
+            compact: false,
+            api_error: false,
+            has_error: false,
+            aborted: false,
+            tool_use_result: false,
+            tur_agent: None,
+            source_tool_use_id: None,
+            source_assistant: None,
+            subtype: None,
+            level: None,
+            summary: None,
+            custom_title: None,
+            ai_title: None,
+            data_agent: None,
+            parent_tool_use_id: None,
+            msg_id: None,
+            model: None,
+            usage: None,
+            content: Content::None,
+        }
+    }
+
+    /// The pure half (the engine's skim): the skimmer reads nearly every line; what it is
+    /// unsure of, serde_json reads (the same record, or None and the apply says why).
+    fn read(line: &'a [u8]) -> Option<Rec<'a>> {
+        if let Some(r) = Rec::skim(line) {
+            return Some(r);
+        }
+        let v: Value = serde_json::from_slice(line).ok()?;
+        v.is_object().then(|| Rec::from_value(&v, line))
+    }
+
+    /// The record by the skimmer; None when it leaves the line to serde_json. As with every
+    /// skimmer (see `skim`'s contract), the strings it skips are not checked for UTF-8: a
+    /// payload string of invalid UTF-8 shows as unreadable when decoded, the line still loads.
+    fn skim(line: &'a [u8]) -> Option<Rec<'a>> {
+        let mut r = Rec::blank();
+        let mut k = Skim::new(line);
+        let mut seen = Seen::default();
+        k.object(|k, key| {
+            match key {
+                b"type" => {
+                    seen.first(0)?;
+                    r.ty = text(k)?;
+                }
+                b"uuid" => {
+                    seen.first(1)?;
+                    r.uuid = text(k)?;
+                }
+                b"parentUuid" => {
+                    seen.first(2)?;
+                    r.no_parent = k.is_null_next();
+                    r.parent_uuid = text(k)?;
+                }
+                b"isSidechain" => {
+                    seen.first(3)?;
+                    r.sidechain = is_true(k)?;
+                }
+                b"timestamp" => {
+                    seen.first(4)?;
+                    r.ts = raw_ts(k.value()?);
+                }
+                b"sessionId" => {
+                    seen.first(5)?;
+                    r.attrs[0] = text(k)?;
+                }
+                b"cwd" => {
+                    seen.first(6)?;
+                    r.attrs[1] = text(k)?;
+                }
+                b"version" => {
+                    seen.first(7)?;
+                    r.attrs[2] = text(k)?;
+                }
+                b"gitBranch" => {
+                    seen.first(8)?;
+                    r.attrs[3] = text(k)?;
+                }
+                b"isMeta" => {
+                    seen.first(9)?;
+                    r.is_meta = is_true(k)?;
+                }
+                b"isCompactSummary" => {
+                    seen.first(10)?;
+                    r.compact = is_true(k)?;
+                }
+                b"isApiErrorMessage" => {
+                    seen.first(11)?;
+                    r.api_error = is_true(k)?;
+                }
+                b"error" => {
+                    seen.first(12)?;
+                    r.has_error = not_null(k)?;
+                }
+                b"isAbortedMidStream" => {
+                    seen.first(13)?;
+                    r.aborted |= is_true(k)?;
+                }
+                b"errorDetails" => {
+                    seen.first(14)?;
+                    r.aborted |= not_null(k)?;
+                }
+                b"toolUseResult" => {
+                    seen.first(15)?;
+                    r.tool_use_result = !k.is_null_next();
+                    if k.peek_byte()? == b'{' {
+                        r.tur_agent = agent_field(k)?;
+                    } else {
+                        k.skip()?;
+                    }
+                }
+                b"sourceToolUseID" => {
+                    seen.first(16)?;
+                    r.source_tool_use_id = text(k)?;
+                }
+                b"sourceToolAssistantUUID" => {
+                    seen.first(17)?;
+                    r.source_assistant = text(k)?;
+                }
+                b"subtype" => {
+                    seen.first(18)?;
+                    r.subtype = text(k)?;
+                }
+                b"level" => {
+                    seen.first(19)?;
+                    r.level = text(k)?;
+                }
+                b"summary" => {
+                    seen.first(20)?;
+                    r.summary = text(k)?;
+                }
+                b"customTitle" => {
+                    seen.first(21)?;
+                    r.custom_title = text(k)?;
+                }
+                b"aiTitle" => {
+                    seen.first(22)?;
+                    r.ai_title = text(k)?;
+                }
+                b"data" => {
+                    seen.first(23)?;
+                    if k.peek_byte()? == b'{' {
+                        r.data_agent = agent_field(k)?;
+                    } else {
+                        k.skip()?;
+                    }
+                }
+                b"parentToolUseID" => {
+                    seen.first(24)?;
+                    r.parent_tool_use_id = text(k)?;
+                }
+                b"message" => {
+                    seen.first(25)?;
+                    if k.peek_byte()? == b'{' {
+                        skim_message(k, line, &mut r)?;
+                    } else {
+                        k.skip()?;
+                    }
+                }
+                _ => k.skip()?,
+            }
+            Some(())
+        })?;
+        k.at_end().then_some(r)
+    }
+
+    /// The record from the line's `Value` (the serde_json path), with the byte ranges of the
+    /// content blocks found by serde_json too.
+    fn from_value(v: &Value, line: &'a [u8]) -> Rec<'a> {
+        let owned = |v: &Value, k: &str| str_of(v, k).map(|x| Cow::Owned(x.to_string()));
+        let is_true = |k: &str| v.get(k) == Some(&Value::Bool(true));
+        let mut r = Rec::blank();
+        r.ty = owned(v, "type");
+        r.uuid = owned(v, "uuid");
+        r.parent_uuid = owned(v, "parentUuid");
+        r.no_parent = v.get("parentUuid").is_none_or(Value::is_null);
+        r.sidechain = is_true("isSidechain");
+        r.ts = v.get("timestamp").and_then(parse_timestamp);
+        for (i, k) in ["sessionId", "cwd", "version", "gitBranch"].into_iter().enumerate() {
+            r.attrs[i] = owned(v, k);
+        }
+        r.is_meta = is_true("isMeta");
+        r.compact = is_true("isCompactSummary");
+        r.api_error = is_true("isApiErrorMessage");
+        r.has_error = field(v, "error").is_some();
+        r.aborted = is_true("isAbortedMidStream") || field(v, "errorDetails").is_some();
+        r.tool_use_result = field(v, "toolUseResult").is_some();
+        r.tur_agent = v.get("toolUseResult").and_then(|x| owned(x, "agentId"));
+        r.source_tool_use_id = owned(v, "sourceToolUseID");
+        r.source_assistant = owned(v, "sourceToolAssistantUUID");
+        r.subtype = owned(v, "subtype");
+        r.level = owned(v, "level");
+        r.summary = owned(v, "summary");
+        r.custom_title = owned(v, "customTitle");
+        r.ai_title = owned(v, "aiTitle");
+        r.data_agent = v.get("data").and_then(|d| owned(d, "agentId"));
+        r.parent_tool_use_id = owned(v, "parentToolUseID");
+        let msg = v.get("message");
+        if let Some(m) = msg {
+            r.msg_id = owned(m, "id");
+            r.model = owned(m, "model");
+            if let Some(u) = m.get("usage").filter(|u| u.is_object()) {
+                let n = |k: &str| super::lenient_u64(u.get(k));
+                r.usage = Some(usage_of(
+                    n("input_tokens"),
+                    n("cache_creation_input_tokens"),
+                    n("cache_read_input_tokens"),
+                    n("output_tokens"),
+                ));
+            }
+        }
+        let ranges = content_ranges(line);
+        r.content = match msg.and_then(|m| m.get("content")) {
+            Some(Value::String(s)) => Content::Str {
+                raw: ranges.as_ref().and_then(|r| r.first().copied()).unwrap_or(line),
+                text: Cow::Owned(s.clone()),
+            },
+            Some(Value::Array(a)) => Content::Blocks(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, b)| {
+                        let raw = ranges.as_ref().and_then(|r| r.get(i).copied()).unwrap_or(line);
+                        Block::from_value(b, raw)
+                    })
+                    .collect(),
+            ),
+            _ => Content::None,
+        };
+        r
+    }
+
+    fn blocks(&self) -> &[Block<'a>] {
+        match &self.content {
+            Content::Blocks(b) => b,
+            _ => &[],
+        }
+    }
+
+    /// The text of `message.content` (as `content_text` reads it).
+    fn text(&self) -> Cow<'_, str> {
+        match &self.content {
+            Content::None => Cow::Borrowed(""),
+            Content::Str { text, .. } => Cow::Borrowed(text),
+            Content::Blocks(bs) => {
+                let mut parts = bs.iter().filter_map(|b| match b.ty() {
+                    _ if b.string => b.text.as_deref(),
+                    "text" => Some(b.text.as_deref().unwrap_or("")),
+                    "image" => Some("[image]"),
+                    _ => None,
+                });
+                let Some(first) = parts.next() else {
+                    return Cow::Borrowed("");
+                };
+                match parts.next() {
+                    None => Cow::Borrowed(first),
+                    Some(second) => {
+                        let mut out = format!("{first}\n{second}");
+                        for p in parts {
+                            out.push('\n');
+                            out.push_str(p);
+                        }
+                        Cow::Owned(out)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The raw text of each element of `message.content` (the string itself when it is one), by
+/// serde_json: its maps keep the last of a repeated key, as `Value` does.
+fn content_ranges(line: &[u8]) -> Option<Vec<&[u8]>> {
+    use serde_json::value::RawValue;
+    type Raws<'a> = HashMap<Cow<'a, str>, &'a RawValue>;
+    let top: Raws = serde_json::from_slice(line).ok()?;
+    let msg: Raws = serde_json::from_str(top.get("message")?.get()).ok()?;
+    let content = msg.get("content")?.get();
+    if content.starts_with('"') {
+        return Some(vec![content.as_bytes()]);
+    }
+    let items: Vec<&RawValue> = serde_json::from_str(content).ok()?;
+    Some(items.into_iter().map(|r| r.get().as_bytes()).collect())
+}
+
+/// An object's `agentId` string; every other field skipped.
+fn agent_field<'a>(k: &mut Skim<'a>) -> Option<Option<Cow<'a, str>>> {
+    let mut out = None;
+    let mut seen = Seen::default();
+    k.object(|k, key| {
+        if key == b"agentId" {
+            seen.first(0)?;
+            out = text(k)?;
+        } else {
+            k.skip()?;
+        }
+        Some(())
+    })?;
+    Some(out)
+}
+
+fn skim_message<'a>(k: &mut Skim<'a>, line: &'a [u8], r: &mut Rec<'a>) -> Option<()> {
+    let mut seen = Seen::default();
+    k.object(|k, key| {
+        match key {
+            b"id" => {
+                seen.first(0)?;
+                r.msg_id = text(k)?;
+            }
+            b"model" => {
+                seen.first(1)?;
+                r.model = text(k)?;
+            }
+            b"usage" => {
+                seen.first(2)?;
+                r.usage = if k.peek_byte()? == b'{' {
+                    Some(skim_usage(k)?)
+                } else {
+                    k.skip()?;
+                    None
+                };
+            }
+            b"content" => {
+                seen.first(3)?;
+                r.content = match k.peek_byte()? {
+                    b'"' => {
+                        let raw = k.value()?;
+                        Content::Str {
+                            raw,
+                            text: unquote(raw)?,
+                        }
+                    }
+                    b'[' => Content::Blocks(skim_blocks(k, line)?),
+                    _ => {
+                        k.skip()?;
+                        Content::None
+                    }
+                };
+            }
+            _ => k.skip()?,
+        }
+        Some(())
+    })
+}
+
+fn skim_usage(k: &mut Skim) -> Option<Usage> {
+    let mut n: [Option<u64>; 4] = [None; 4];
+    let mut seen = Seen::default();
+    k.object(|k, key| {
+        let i = match key {
+            b"input_tokens" => 0,
+            b"cache_creation_input_tokens" => 1,
+            b"cache_read_input_tokens" => 2,
+            b"output_tokens" => 3,
+            _ => return k.skip(),
+        };
+        seen.first(i as u32)?;
+        n[i] = raw_count(k.value()?);
+        Some(())
+    })?;
+    Some(usage_of(n[0], n[1], n[2], n[3]))
+}
+
+fn skim_blocks<'a>(k: &mut Skim<'a>, line: &'a [u8]) -> Option<Vec<Block<'a>>> {
+    let mut out = Vec::new();
+    k.array(|k| {
+        let first = k.peek_byte()?;
+        let start = k.pos();
+        let mut b = Block::blank(&[]);
+        let (mut input, mut content) = (None, None);
+        match first {
+            b'{' => {
+                let mut seen = Seen::default();
+                k.object(|k, key| {
+                    match key {
+                        b"type" => {
+                            seen.first(0)?;
+                            b.ty = text(k)?;
+                        }
+                        b"text" => {
+                            seen.first(1)?;
+                            b.text = text(k)?;
+                        }
+                        b"thinking" => {
+                            seen.first(2)?;
+                            let raw = k.value()?;
+                            b.thinking = raw.first() == Some(&b'"') && raw.len() > 2;
+                        }
+                        b"id" => {
+                            seen.first(3)?;
+                            b.id = text(k)?;
+                        }
+                        b"name" => {
+                            seen.first(4)?;
+                            b.name = text(k)?;
+                        }
+                        b"tool_use_id" => {
+                            seen.first(5)?;
+                            b.tool_use_id = text(k)?;
+                        }
+                        b"is_error" => {
+                            seen.first(6)?;
+                            b.is_error = is_true(k)?;
+                        }
+                        b"input" => {
+                            seen.first(7)?;
+                            input = Some(k.value()?);
+                        }
+                        b"content" => {
+                            seen.first(8)?;
+                            content = Some(k.value()?);
+                        }
+                        _ => k.skip()?,
+                    }
+                    Some(())
+                })?;
+            }
+            b'"' => {
+                let raw = k.value()?;
+                b.string = true;
+                b.text = Some(unquote(raw)?);
+            }
+            _ => k.skip()?,
+        }
+        b.raw = line.get(start..k.pos())?;
+        b.derive_from_raw(input, content);
+        out.push(b);
+        Some(())
+    })?;
+    Some(out)
+}
+
+/// Where one record's events go.
+struct At {
+    ti: usize,
+    parent: u32,
+    origin: Origin,
+    loc: LineLoc,
+    file: u16,
+}
+
+/// One record of a session or subagent file.
+fn record(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
     let Some(ti) = ensure_trace(s, sink) else { return };
     sink.touch(ti);
-    let ts = v.get("timestamp").and_then(parse_timestamp);
+    let ts = r.ts;
     if let Some(x) = ts {
         s.first_ts = Some(s.first_ts.map_or(x, |f| f.min(x)));
         s.last_ts = Some(s.last_ts.map_or(x, |l| l.max(x)));
     }
-    let ty = str_of(&v, "type").unwrap_or("");
+    let ty = r.ty.as_deref().unwrap_or("");
     {
         let t = &mut sink.traces[ti];
         if t.meta.attributes.is_empty() {
-            for k in ["sessionId", "cwd", "version", "gitBranch"] {
-                if let Some(x) = str_of(&v, k).filter(|x| !x.is_empty()) {
+            for (k, x) in ["sessionId", "cwd", "version", "gitBranch"].into_iter().zip(&r.attrs) {
+                if let Some(x) = x.as_deref().filter(|x| !x.is_empty()) {
                     t.meta.attributes.push((k.to_string(), Value::String(x.to_string())));
                 }
             }
         }
     }
-    let parent = parent_of(s, fs, &v, sink, ti);
-    let origin = loc.origin(fs.file);
-    let mut r = Rec {
-        v: &v,
-        ts,
+    let parent = parent_of(s, fs, r, sink, ti);
+    let at = At {
+        ti,
         parent,
-        origin,
-        line: loc.line,
+        origin: loc.origin(fs.file),
+        loc,
+        file: fs.file,
     };
     match ty {
-        "user" => user(s, fs, &mut r, sink, ti),
-        "assistant" => assistant(s, fs, &mut r, sink, ti),
-        "system" => system(s, &mut r, sink, ti),
+        "user" => user(s, fs, r, line, &at, sink),
+        "assistant" => assistant(s, fs, r, line, &at, sink),
+        "system" => system(s, r, &at, sink),
         "summary" => {
-            if let Some(x) = str_of(&v, "summary").filter(|x| !x.trim().is_empty()) {
+            if let Some(x) = r.summary.as_deref().filter(|x| !x.trim().is_empty()) {
                 s.titles.summary.get_or_insert_with(|| x.to_string());
             }
         }
         "custom-title" => {
-            if let Some(x) = str_of(&v, "customTitle").filter(|x| !x.trim().is_empty()) {
+            if let Some(x) = r.custom_title.as_deref().filter(|x| !x.trim().is_empty()) {
                 s.titles.custom = Some(x.to_string());
             }
         }
         "ai-title" => {
-            if let Some(x) = str_of(&v, "aiTitle").filter(|x| !x.trim().is_empty()) {
+            if let Some(x) = r.ai_title.as_deref().filter(|x| !x.trim().is_empty()) {
                 s.titles.ai = Some(x.to_string());
             }
         }
         "progress" => {
             // A subagent's progress names its agent id and the Task call that runs it.
-            let data = v.get("data");
-            if let (Some(agent), Some(tool)) = (data.and_then(|d| str_of(d, "agentId")), str_of(&v, "parentToolUseID"))
-                && let Some(&task) = s.tools.get(tool)
+            if let (Some(agent), Some(tool)) = (r.data_agent.as_deref(), r.parent_tool_use_id.as_deref())
+                && let Some(task) = s.tool(&sink.traces[ti], tool)
             {
                 s.agent_task.entry(agent.to_string()).or_insert(task);
             }
@@ -583,17 +1387,8 @@ fn record(s: &mut Session, fs: &mut FileState, line: &[u8], loc: LineLoc, sink: 
     }
 }
 
-/// What one record handler needs.
-struct Rec<'a> {
-    v: &'a Value,
-    ts: Option<i64>,
-    parent: u32,
-    origin: Origin,
-    line: u64,
-}
-
 /// The event a record's events hang under: the run, a subagent container, or a sidechain.
-fn parent_of(s: &mut Session, fs: &mut FileState, v: &Value, sink: &mut Sink, ti: usize) -> u32 {
+fn parent_of(s: &mut Session, fs: &mut FileState, r: &Rec, sink: &mut Sink, ti: usize) -> u32 {
     let root = s.root.unwrap_or(NO_PARENT);
     let t = &mut sink.traces[ti];
     if fs.agent.is_some() {
@@ -602,7 +1397,7 @@ fn parent_of(s: &mut Session, fs: &mut FileState, v: &Value, sink: &mut Sink, ti
             let name = format!("agent {}", fs.agent.as_deref().unwrap_or(""));
             let c = t.add(NewEvent {
                 parent: Parent::Index(root),
-                start: v.get("timestamp").and_then(parse_timestamp),
+                start: r.ts,
                 status: Status::Unknown,
                 origin: Origin {
                     file: fs.file,
@@ -615,18 +1410,18 @@ fn parent_of(s: &mut Session, fs: &mut FileState, v: &Value, sink: &mut Sink, ti
         return fs.container.unwrap_or(root);
     }
     // The main file: sidechain records follow their parentUuid into a matched sidechain.
-    let uuid = str_of(v, "uuid");
-    if let Some(&c) = str_of(v, "parentUuid").and_then(|p| s.sidechain_of.get(p)) {
+    let uuid = r.uuid.as_deref();
+    if s.sidechain_of.is_empty() && !r.sidechain {
+        return root; // the common case: no sidechain anywhere
+    }
+    if let Some(&c) = r.parent_uuid.as_deref().and_then(|p| s.sidechain_of.get(p)) {
         if let Some(u) = uuid {
             s.sidechain_of.insert(u.to_string(), c);
         }
         return c;
     }
-    if v.get("isSidechain") == Some(&Value::Bool(true))
-        && v.get("parentUuid").is_none_or(Value::is_null)
-        && str_of(v, "type") == Some("user")
-    {
-        let prompt = content_text(v.get("message").and_then(|m| m.get("content")));
+    if r.sidechain && r.no_parent && r.ty.as_deref() == Some("user") {
+        let prompt = r.text();
         if let Some(tc) = s
             .tasks
             .iter_mut()
@@ -635,7 +1430,7 @@ fn parent_of(s: &mut Session, fs: &mut FileState, v: &Value, sink: &mut Sink, ti
             tc.claimed = true;
             let c = t.add(NewEvent {
                 parent: Parent::Index(tc.event),
-                start: v.get("timestamp").and_then(parse_timestamp),
+                start: r.ts,
                 origin: Origin {
                     file: fs.file,
                     ..Default::default()
@@ -651,218 +1446,161 @@ fn parent_of(s: &mut Session, fs: &mut FileState, v: &Value, sink: &mut Sink, ti
     root
 }
 
-fn user(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, ti: usize) {
-    let v = r.v;
-    let content = v.get("message").and_then(|m| m.get("content"));
-    let blocks: &[Value] = match content {
-        Some(Value::Array(a)) => a,
-        _ => &[],
-    };
-    let results: Vec<&Value> = blocks
-        .iter()
-        .filter(|b| str_of(b, "type") == Some("tool_result"))
-        .collect();
-    let single = results.len() == 1;
+fn user(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At, sink: &mut Sink) {
+    let blocks = r.blocks();
+    let results: Vec<&Block> = blocks.iter().filter(|b| b.ty() == "tool_result").collect();
     for b in &results {
-        tool_result(s, r, b, single, sink, ti);
+        tool_result(s, r, b, &results, line, at, sink);
     }
     // What is left is the prompt (a string, or text/image blocks).
-    let text = match content {
-        Some(Value::String(x)) => x.clone(),
-        _ if results.len() == blocks.len() => return,
-        _ => content_text(content),
+    let text = match &r.content {
+        Content::Str { text, .. } if !text.trim().is_empty() => Cow::Borrowed(text.as_ref()),
+        Content::Blocks(bs) if results.len() < bs.len() => r.text(),
+        _ => return,
     };
-    if text.trim().is_empty() && results.len() == blocks.len() {
-        return;
-    }
-    let meta = v.get("isMeta") == Some(&Value::Bool(true));
-    let compact = v.get("isCompactSummary") == Some(&Value::Bool(true));
-    let name = if compact {
+    let name = if r.compact {
         "compact summary"
-    } else if meta {
+    } else if r.is_meta {
         "user (meta)"
     } else {
         "user"
     };
-    let mut p = Payload {
-        input: Some(Value::String(text.clone())),
-        ..Default::default()
-    };
-    if let Some(x) = field(v, "toolUseResult") {
-        p.extra.push(("toolUseResult".into(), x.clone()));
-    }
-    sink.traces[ti].add(NewEvent {
-        id: str_of(v, "uuid"),
-        parent: Parent::Index(r.parent),
+    sink.traces[at.ti].add(NewEvent {
+        id: r.uuid.as_deref(),
+        parent: Parent::Index(at.parent),
         start: r.ts,
         status: Status::Ok,
-        origin: r.origin,
-        payload: PayloadRef::inline(p),
+        origin: at.origin,
+        payload: PayloadRef::Deferred,
         ..NewEvent::new(EventKind::Message(Role::User), name)
     });
-    let real_prompt = !meta && !compact && {
+    let real_prompt = !r.is_meta && !r.compact && {
         let t = text.trim_start();
         !t.starts_with('<') && !t.starts_with('[') && !t.is_empty()
     };
     if real_prompt {
         if fs.agent.is_none() && fs.container.is_none() && s.titles.prompt.is_none() {
-            s.titles.prompt = Some(text.clone());
+            s.titles.prompt = Some(text.to_string());
         }
         s.last = Last::Prompt;
     }
     if fs.first_prompt.is_none() && !text.trim().is_empty() {
-        fs.first_prompt = Some(text);
+        fs.first_prompt = Some(text.into_owned());
     }
 }
 
 /// Join a tool_result block to its call.
-fn tool_result(s: &mut Session, r: &Rec, b: &Value, single: bool, sink: &mut Sink, ti: usize) {
-    let v = r.v;
-    let t = &mut sink.traces[ti];
+fn tool_result(s: &mut Session, r: &Rec, b: &Block, results: &[&Block], line: &[u8], at: &At, sink: &mut Sink) {
+    let t = &mut sink.traces[at.ti];
     let pending = |t: &Trace, i: u32| t.event(i).status == Status::Pending;
-    let by_id = str_of(b, "tool_use_id")
+    let by_id = b
+        .tool_use_id
+        .as_deref()
         .filter(|x| !x.is_empty())
-        .or_else(|| str_of(v, "sourceToolUseID"))
-        .and_then(|id| s.tools.get(id))
-        .copied()
+        .or(r.source_tool_use_id.as_deref())
+        .and_then(|id| s.tool(t, id))
         .filter(|&i| pending(t, i));
     let call = by_id.or_else(|| {
         // No usable id: the first unanswered id-less call of the assistant record it answers.
-        let asst = str_of(v, "sourceToolAssistantUUID").or_else(|| str_of(v, "parentUuid"))?;
+        let asst = r.source_assistant.as_deref().or(r.parent_uuid.as_deref())?;
         let list = s.idless.get(asst)?;
         list.iter().copied().find(|&i| pending(t, i))
     });
-    let is_error = b.get("is_error") == Some(&Value::Bool(true));
-    let content = result_content(b.get("content"));
-    let structured = if single { field(v, "toolUseResult") } else { None };
-    let error = is_error.then(|| ErrorInfo {
-        message: match content.as_ref() {
-            Some(Value::String(x)) => x.clone(),
-            Some(other) => other.to_string(),
-            None => "tool error".into(),
-        },
-        ..Default::default()
-    });
+    let single = results.len() == 1;
+    let status = if b.is_error { Status::Error } else { Status::Ok };
+    // The result's payload is read from its whole line (the line's toolUseResult and
+    // toolDenialKind are part of it) when the block can be found again in it: the only
+    // result, or the only one with the call's id. Otherwise from the block alone.
+    let block_origin = engine::sub_origin(at.loc, at.file, line, b.raw);
     let Some(call) = call else {
         sink.warning(
-            Some(r.line),
+            Some(at.loc.line),
             format!(
                 "tool_result for {} matches no unanswered tool_use; shown on its own",
-                str_of(b, "tool_use_id").map_or("a call without id".to_string(), |x| format!("{x:?}"))
+                b.tool_use_id
+                    .as_deref()
+                    .map_or("a call without id".to_string(), |x| format!("{x:?}"))
             ),
         );
-        let t = &mut sink.traces[ti];
+        let t = &mut sink.traces[at.ti];
         t.add(NewEvent {
-            parent: Parent::Index(r.parent),
+            parent: Parent::Index(at.parent),
             start: r.ts,
-            status: if is_error { Status::Error } else { Status::Ok },
-            origin: r.origin,
-            payload: PayloadRef::inline(Payload {
-                output: structured.cloned().or(content),
-                error,
-                ..Default::default()
-            }),
+            status,
+            origin: if single { at.origin } else { block_origin },
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::Message(Role::Tool), "tool_result")
         });
         return;
     };
+    let found_again = single || {
+        let id = t.str(t.event(call).source_id);
+        !id.is_empty()
+            && b.tool_use_id.as_deref() == Some(id)
+            && results.iter().filter(|x| x.tool_use_id.as_deref() == Some(id)).count() == 1
+    };
     // The Task/Agent result names the subagent it ran.
-    let agent = structured
-        .and_then(|x| str_of(x, "agentId"))
+    let agent = if single { r.tur_agent.as_deref() } else { None }
         .map(str::to_string)
-        .or_else(|| match content.as_ref() {
-            Some(Value::String(x)) => agent_id_in_text(x),
-            _ => None,
-        });
+        .or_else(|| b.agent_text.clone());
     if let Some(a) = agent {
         s.agent_task.entry(a).or_insert(call);
     }
+    s.answered(t, call, status);
     let e = t.event_mut(call);
-    e.status = if is_error { Status::Error } else { Status::Ok };
-    e.origin2 = Some(Box::new(r.origin));
+    e.origin2 = Some(Box::new(if found_again { at.origin } else { block_origin }));
     if let (Some(a), Some(b)) = (e.start, r.ts) {
         e.duration = Some(b.saturating_sub(a).max(0));
     }
-    let p = t.payload_mut(call);
-    match structured {
-        Some(x) => {
-            p.output = Some(x.clone());
-            if let Some(c) = content.filter(|c| c != x) {
-                p.set_extra("content", c);
-            }
-        }
-        None => p.output = content,
-    }
-    p.error = error;
-    if let Some(k) = str_of(v, "toolDenialKind") {
-        p.set_extra("denial", Value::String(k.to_string()));
-    }
 }
 
-fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, ti: usize) {
-    let v = r.v;
-    let msg = v.get("message");
-    let model = msg.and_then(|m| str_of(m, "model")).filter(|m| !m.is_empty());
-    let content = msg.and_then(|m| m.get("content"));
-    let api_error = v.get("isApiErrorMessage") == Some(&Value::Bool(true))
-        || (model == Some("<synthetic>") && field(v, "error").is_some());
-    let t = &mut sink.traces[ti];
+fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At, sink: &mut Sink) {
+    let model = r.model.as_deref().filter(|m| !m.is_empty());
+    let api_error = r.api_error || (model == Some("<synthetic>") && r.has_error);
+    let t = &mut sink.traces[at.ti];
     if api_error {
-        let text = content_text(content);
-        let kind = match field(v, "error") {
-            Some(Value::String(x)) => Some(x.clone()),
-            Some(other) => Some(other.to_string()),
-            None => None,
-        };
         t.add(NewEvent {
-            id: str_of(v, "uuid"),
-            parent: Parent::Index(r.parent),
+            id: r.uuid.as_deref(),
+            parent: Parent::Index(at.parent),
             start: r.ts,
             status: Status::Error,
-            origin: r.origin,
-            payload: PayloadRef::inline(Payload {
-                error: Some(ErrorInfo {
-                    kind,
-                    message: if text.is_empty() { "API error".into() } else { text },
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
+            origin: at.origin,
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::Error, "api error")
         });
         s.last = Last::Error;
         return;
     }
-    if let Some(m) = model {
+    if let Some(m) = model
+        && s.model.as_deref() != Some(m)
+    {
         s.model = Some(m.to_string());
     }
     // One API response, several lines: they share message.id.
-    let key = msg
-        .and_then(|m| str_of(m, "id"))
-        .filter(|x| !x.is_empty())
-        .or_else(|| str_of(v, "uuid"))
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("line {}", r.line));
-    let llm = match s.llm.get(&key) {
-        Some(&i) => i,
+    let line_key;
+    let key: &str = match r.msg_id.as_deref().filter(|x| !x.is_empty()).or(r.uuid.as_deref()) {
+        Some(k) => k,
+        None => {
+            line_key = format!("line {}", at.loc.line);
+            &line_key
+        }
+    };
+    let llm = match s.llm(t, key) {
+        Some(i) => i,
         None => {
             let start = fs.prev_ts.filter(|p| r.ts.is_none_or(|x| *p <= x)).or(r.ts);
-            let mut p = Payload::default();
-            if let Some(req) = str_of(v, "requestId") {
-                p.extra.push(("requestId".into(), Value::String(req.to_string())));
-            }
             let i = t.add(NewEvent {
-                id: Some(&key),
-                parent: Parent::Index(r.parent),
+                id: Some(key),
+                parent: Parent::Index(at.parent),
                 start,
                 status: Status::Ok,
                 model,
-                origin: r.origin,
-                payload: PayloadRef::inline(p),
+                origin: at.origin,
+                payload: PayloadRef::Deferred,
                 ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("assistant"))
             });
-            if s.llm.len() < 1_000_000 {
-                s.llm.insert(key.clone(), i);
+            if t.find(key) != Some(i) && s.llm_other.len() < 1_000_000 {
+                s.llm_other.entry(key.to_string()).or_insert(i);
             }
             i
         }
@@ -872,131 +1610,99 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, 
     if let (Some(a), Some(b)) = (e.start, r.ts) {
         e.duration = Some(b.saturating_sub(a).max(0).max(e.duration.unwrap_or(0)));
     }
-    if r.origin.line != e.origin.line {
-        e.origin2 = Some(Box::new(r.origin));
+    if (at.origin.file, at.origin.line) != (e.origin.file, e.origin.line) {
+        e.origin2 = Some(Box::new(at.origin));
     }
-    if let Some(u) = msg.and_then(|m| m.get("usage")).filter(|u| u.is_object()) {
-        let n = |k: &str| super::lenient_u64(u.get(k));
-        let cached = n("cache_creation_input_tokens").unwrap_or(0) + n("cache_read_input_tokens").unwrap_or(0);
-        let usage = Usage {
-            // The prompt's full size: new input plus what was written to / read from cache.
-            input: n("input_tokens").map(|x| x + cached),
-            output: n("output_tokens"),
-            total: None,
-        };
-        e.usage = (!usage.is_empty()).then(|| Box::new(usage));
-        t.payload_mut(llm).set_extra("usage", u.clone());
+    if let Some(u) = r.usage {
+        e.usage = (!u.is_empty()).then(|| Box::new(u));
     }
-    if let Some(sr) = msg.and_then(|m| field(m, "stop_reason")) {
-        t.payload_mut(llm).set_extra("stop_reason", sr.clone());
+    if r.aborted {
+        e.status = Status::Error;
     }
-    if v.get("isAbortedMidStream") == Some(&Value::Bool(true)) || field(v, "errorDetails").is_some() {
-        t.event_mut(llm).status = Status::Error;
-        let details = field(v, "errorDetails").cloned();
-        t.payload_mut(llm).error = Some(ErrorInfo {
-            kind: Some("aborted".into()),
-            message: "the response was aborted mid-stream".into(),
-            details,
-            ..Default::default()
-        });
-    }
-    let blocks: Vec<Value> = match content {
-        Some(Value::Array(a)) => a.clone(),
-        Some(Value::String(x)) => vec![serde_json::json!({"type": "text", "text": x})],
-        _ => Vec::new(),
-    };
-    let uuid = str_of(v, "uuid").unwrap_or("");
+    let uuid = r.uuid.as_deref().unwrap_or("");
     let mut replied = false;
-    for b in &blocks {
-        let bty = str_of(b, "type").unwrap_or("");
-        let child = |kind, name: &str, id: Option<&str>, status, p: Payload, t: &mut Trace| {
+    let one_text;
+    let blocks: &[Block] = match &r.content {
+        Content::Blocks(b) => b,
+        Content::Str { raw, text } => {
+            one_text = [Block {
+                ty: Some(Cow::Borrowed("text")),
+                text: Some(Cow::Borrowed(text.as_ref())),
+                ..Block::blank(raw)
+            }];
+            &one_text
+        }
+        Content::None => &[],
+    };
+    for b in blocks {
+        let origin = engine::sub_origin(at.loc, at.file, line, b.raw);
+        let child = |kind, name: &str, id: Option<&str>, status, payload, t: &mut Trace| {
             t.add(NewEvent {
                 id,
                 parent: Parent::Index(llm),
                 start: r.ts,
                 status,
-                origin: r.origin,
-                payload: PayloadRef::inline(p),
+                origin,
+                payload,
                 ..NewEvent::new(kind, name)
             })
         };
-        match bty {
+        match b.ty() {
             "text" => {
-                let text = str_of(b, "text").unwrap_or("");
-                if text.trim().is_empty() {
+                if b.text.as_deref().unwrap_or("").trim().is_empty() {
                     continue;
                 }
-                let p = Payload {
-                    input: Some(Value::String(text.to_string())),
-                    ..Default::default()
-                };
-                child(EventKind::Message(Role::Assistant), "assistant", None, Status::Ok, p, t);
+                let kind = EventKind::Message(Role::Assistant);
+                child(kind, "assistant", None, Status::Ok, PayloadRef::Deferred, t);
                 replied = true;
             }
             "thinking" | "redacted_thinking" => {
-                let text = str_of(b, "thinking").unwrap_or("");
-                let p = Payload {
-                    input: (!text.is_empty()).then(|| Value::String(text.to_string())),
-                    ..Default::default()
+                let p = if b.thinking {
+                    PayloadRef::Deferred
+                } else {
+                    PayloadRef::None
                 };
                 child(EventKind::Other, "thinking", None, Status::Ok, p, t);
             }
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                let name = str_of(b, "name").filter(|x| !x.is_empty()).unwrap_or("tool");
-                let id = str_of(b, "id").filter(|x| !x.is_empty());
-                let input = b.get("input").cloned();
-                let prompt = input
-                    .as_ref()
-                    .and_then(|i| str_of(i, "prompt"))
-                    .unwrap_or("")
-                    .to_string();
-                let p = Payload {
-                    input,
-                    ..Default::default()
-                };
-                let i = child(EventKind::ToolCall, name, id, Status::Pending, p, t);
+                let name = b.tool_name();
+                let id = b.id.as_deref().filter(|x| !x.is_empty());
+                let i = child(EventKind::ToolCall, name, id, Status::Pending, PayloadRef::Deferred, t);
+                s.pending += 1;
                 match id {
                     Some(id) => {
-                        s.tools.insert(id.to_string(), i);
+                        // The last call of an id is the one its result answers.
+                        if t.find(id) != Some(i) {
+                            s.tools_other.insert(id.to_string(), i);
+                        }
                     }
                     None => s.idless.entry(uuid.to_string()).or_default().push(i),
                 }
                 if matches!(name, "Task" | "Agent") {
                     s.tasks.push(TaskCall {
                         event: i,
-                        prompt,
+                        prompt: b.prompt.as_deref().unwrap_or("").to_string(),
                         claimed: false,
                     });
                 }
             }
             x if x.ends_with("_tool_result") => {
                 // Server-side tools answer inside the same response.
-                let target = str_of(b, "tool_use_id").and_then(|id| s.tools.get(id)).copied();
+                let target = b.tool_use_id.as_deref().and_then(|id| s.tool(t, id));
                 match target {
                     Some(call) => {
-                        let is_error = b
-                            .get("content")
-                            .and_then(|c| str_of(c, "type"))
-                            .is_some_and(|ty| ty.ends_with("_error"));
-                        t.event_mut(call).status = if is_error { Status::Error } else { Status::Ok };
-                        t.payload_mut(call).output = b.get("content").cloned();
+                        let status = if b.content_error { Status::Error } else { Status::Ok };
+                        s.answered(t, call, status);
+                        t.event_mut(call).origin2 = Some(Box::new(origin));
                     }
                     None => {
-                        let p = Payload {
-                            output: b.get("content").cloned(),
-                            ..Default::default()
-                        };
-                        child(EventKind::Other, x, None, Status::Ok, p, t);
+                        child(EventKind::Other, x, None, Status::Ok, PayloadRef::Deferred, t);
                     }
                 }
             }
             "" => {}
             other => {
-                let p = Payload {
-                    input: Some(b.clone()),
-                    ..Default::default()
-                };
-                child(EventKind::Other, other, None, Status::Ok, p, t);
+                child(EventKind::Other, other, None, Status::Ok, PayloadRef::Deferred, t);
             }
         }
     }
@@ -1005,37 +1711,18 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &mut Rec, sink: &mut Sink, 
     }
 }
 
-fn system(s: &mut Session, r: &mut Rec, sink: &mut Sink, ti: usize) {
-    let v = r.v;
-    let subtype = str_of(v, "subtype").unwrap_or("");
-    let level = str_of(v, "level").unwrap_or("");
-    let t = &mut sink.traces[ti];
-    let is_error = matches!(subtype, "api_error" | "error" | "api_refusal") || level == "error";
-    if is_error {
-        let err = field(v, "error");
-        let mut info = err.and_then(ErrorInfo::from_value).unwrap_or_default();
-        if info.message.is_empty() {
-            info.message = str_of(v, "apiRefusalExplanation")
-                .or_else(|| str_of(v, "content"))
-                .unwrap_or(subtype)
-                .to_string();
-        }
-        if info.kind.is_none()
-            && let Some(status) = err.and_then(|e| field(e, "status"))
-        {
-            info.kind = Some(format!("status {status}"));
-        }
+fn system(s: &mut Session, r: &Rec, at: &At, sink: &mut Sink) {
+    let subtype = r.subtype.as_deref().unwrap_or("");
+    let level = r.level.as_deref().unwrap_or("");
+    let t = &mut sink.traces[at.ti];
+    if system_is_error(subtype, level) {
         t.add(NewEvent {
-            id: str_of(v, "uuid"),
-            parent: Parent::Index(r.parent),
+            id: r.uuid.as_deref(),
+            parent: Parent::Index(at.parent),
             start: r.ts,
             status: Status::Error,
-            origin: r.origin,
-            payload: PayloadRef::inline(Payload {
-                error: Some(info),
-                extra: vec![("record".into(), rest_of(v, &["error"]))],
-                ..Default::default()
-            }),
+            origin: at.origin,
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::Error, if subtype.is_empty() { "error" } else { subtype })
         });
         s.last = Last::Error;
@@ -1048,18 +1735,259 @@ fn system(s: &mut Session, r: &mut Rec, sink: &mut Sink, ti: usize) {
     };
     let state = matches!(subtype, "compact_boundary");
     t.add(NewEvent {
-        id: str_of(v, "uuid"),
-        parent: Parent::Index(r.parent),
+        id: r.uuid.as_deref(),
+        parent: Parent::Index(at.parent),
         start: r.ts,
         status: Status::Ok,
-        origin: r.origin,
-        payload: PayloadRef::inline(Payload {
-            input: field(v, "content").cloned(),
-            extra: vec![("record".into(), rest_of(v, &["content", "subtype"]))],
-            ..Default::default()
-        }),
+        origin: at.origin,
+        payload: PayloadRef::Deferred,
         ..NewEvent::new(if state { EventKind::State } else { EventKind::Other }, &name)
     });
+}
+
+fn system_is_error(subtype: &str, level: &str) -> bool {
+    matches!(subtype, "api_error" | "error" | "api_refusal") || level == "error"
+}
+
+/// A deferred payload, from the record(s) it was left in (see the module's notes).
+fn decode(t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
+    let mut out = Payload::default();
+    let mut values = Vec::with_capacity(raw.len());
+    for bytes in raw {
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(v) => values.push(v),
+            Err(e) => {
+                out.error = Some(ErrorInfo::unreadable(&e));
+                return out;
+            }
+        }
+    }
+    let Some(v) = values.first() else { return out };
+    let second = values.get(1);
+    let under_llm = t
+        .events
+        .get(ev.parent as usize)
+        .is_some_and(|p| p.kind == EventKind::LlmCall);
+    match ev.kind {
+        EventKind::LlmCall => llm_payload(t, ev, v, second, &mut out),
+        EventKind::ToolCall => {
+            out.input = v.get("input").cloned();
+            if let Some(res) = second {
+                result_payload(t, ev, res, &mut out);
+            }
+        }
+        EventKind::Message(Role::User) => {
+            out.input = Some(Value::String(match v.get("message").and_then(|m| m.get("content")) {
+                Some(Value::String(x)) => x.clone(),
+                c => content_text(c),
+            }));
+            if let Some(x) = field(v, "toolUseResult") {
+                out.extra.push(("toolUseResult".into(), x.clone()));
+            }
+        }
+        EventKind::Message(Role::Tool) => {
+            // A result no call was found for: its line when it was the only one, else its block.
+            let (b, structured) = match find_result(v, "") {
+                Some((b, true)) => (b, field(v, "toolUseResult")),
+                Some((b, false)) => (b, None),
+                None => (v, None),
+            };
+            let (content, error) = result_parts(b);
+            out.output = structured.cloned().or(content);
+            out.error = error;
+        }
+        EventKind::Message(Role::Assistant) => {
+            out.input = Some(match v {
+                Value::String(x) => Value::String(x.clone()),
+                b => Value::String(str_of(b, "text").unwrap_or("").to_string()),
+            });
+        }
+        EventKind::Error if str_of(v, "type") == Some("system") => system_error_payload(v, &mut out),
+        EventKind::Error => {
+            let content = v.get("message").and_then(|m| m.get("content"));
+            let text = content_text(content);
+            let kind = match field(v, "error") {
+                Some(Value::String(x)) => Some(x.clone()),
+                Some(other) => Some(other.to_string()),
+                None => None,
+            };
+            out.error = Some(ErrorInfo {
+                kind,
+                message: if text.is_empty() { "API error".into() } else { text },
+                ..Default::default()
+            });
+        }
+        EventKind::Other if under_llm => {
+            let ty = str_of(v, "type").unwrap_or("");
+            if matches!(ty, "thinking" | "redacted_thinking") {
+                let text = str_of(v, "thinking").unwrap_or("");
+                out.input = (!text.is_empty()).then(|| Value::String(text.to_string()));
+            } else if ty.ends_with("_tool_result") {
+                out.output = v.get("content").cloned();
+            } else {
+                out.input = Some(v.clone());
+            }
+        }
+        EventKind::State | EventKind::Other => {
+            out.input = field(v, "content").cloned();
+            out.extra.push(("record".into(), rest_of(v, &["content", "subtype"])));
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The tool_result block of a user line: the only one (true: the line's own fields belong to
+/// it), else the only one answering `id`. A block given on its own is itself.
+fn find_result<'v>(v: &'v Value, id: &str) -> Option<(&'v Value, bool)> {
+    if str_of(v, "type") == Some("tool_result") {
+        return Some((v, false));
+    }
+    let blocks = v.get("message")?.get("content")?.as_array()?;
+    let results: Vec<&Value> = blocks
+        .iter()
+        .filter(|b| str_of(b, "type") == Some("tool_result"))
+        .collect();
+    if results.len() == 1 {
+        return Some((results[0], true));
+    }
+    let mut by_id = results
+        .iter()
+        .filter(|b| !id.is_empty() && str_of(b, "tool_use_id") == Some(id));
+    match (by_id.next(), by_id.next()) {
+        (Some(b), None) => Some((b, false)),
+        _ => None,
+    }
+}
+
+/// A tool_result block's content as shown, and its error.
+fn result_parts(b: &Value) -> (Option<Value>, Option<ErrorInfo>) {
+    let is_error = b.get("is_error") == Some(&Value::Bool(true));
+    let content = result_content(b.get("content"));
+    let error = is_error.then(|| ErrorInfo {
+        message: match content.as_ref() {
+            Some(Value::String(x)) => x.clone(),
+            Some(other) => other.to_string(),
+            None => "tool error".into(),
+        },
+        ..Default::default()
+    });
+    (content, error)
+}
+
+/// A tool call's result: a user line (or one of its blocks), or a server tool's result block.
+fn result_payload(t: &Trace, ev: &Event, v: &Value, out: &mut Payload) {
+    let ty = str_of(v, "type").unwrap_or("");
+    if ty != "tool_result" && ty.ends_with("_tool_result") {
+        out.output = v.get("content").cloned();
+        return;
+    }
+    let Some((b, single)) = find_result(v, t.str(ev.source_id)) else {
+        return;
+    };
+    let (content, error) = result_parts(b);
+    match if single { field(v, "toolUseResult") } else { None } {
+        Some(x) => {
+            out.output = Some(x.clone());
+            if let Some(c) = content.filter(|c| c != x) {
+                out.set_extra("content", c);
+            }
+        }
+        None => out.output = content,
+    }
+    out.error = error;
+    // The line's own denial (a block given alone has none).
+    if ty != "tool_result"
+        && let Some(k) = str_of(v, "toolDenialKind")
+    {
+        out.set_extra("denial", Value::String(k.to_string()));
+    }
+}
+
+/// An LLM call: its first line, the lines of the same response between, and its last line.
+fn llm_payload(t: &Trace, ev: &Event, first: &Value, last: Option<&Value>, out: &mut Payload) {
+    if let Some(req) = str_of(first, "requestId") {
+        out.extra.push(("requestId".into(), Value::String(req.to_string())));
+    }
+    let key = t.str(ev.source_id);
+    let mut between = Vec::new();
+    if let Some(o2) = ev.origin2.as_deref() {
+        let from = ev.origin.offset + ev.origin.len as u64;
+        if o2.file == ev.origin.file && o2.offset > from && o2.offset - from <= MAX_SPAN {
+            let gap = Origin {
+                file: o2.file,
+                line: 0,
+                offset: from,
+                len: (o2.offset - from) as u32,
+            };
+            if let Ok(bytes) = super::read_origin(t, gap) {
+                let finder = memchr::memmem::Finder::new(key.as_bytes());
+                for l in bytes.split(|&c| c == b'\n') {
+                    if key.is_empty() || finder.find(l).is_none() {
+                        continue;
+                    }
+                    if let Ok(v) = serde_json::from_slice::<Value>(l)
+                        && same_response(&v, key)
+                    {
+                        between.push(v);
+                    }
+                }
+            }
+        }
+    }
+    for v in std::iter::once(first).chain(between.iter()).chain(last) {
+        let msg = v.get("message");
+        if let Some(u) = msg.and_then(|m| m.get("usage")).filter(|u| u.is_object()) {
+            out.set_extra("usage", u.clone());
+        }
+        if let Some(sr) = msg.and_then(|m| field(m, "stop_reason")) {
+            out.set_extra("stop_reason", sr.clone());
+        }
+        if v.get("isAbortedMidStream") == Some(&Value::Bool(true)) || field(v, "errorDetails").is_some() {
+            out.error = Some(ErrorInfo {
+                kind: Some("aborted".into()),
+                message: "the response was aborted mid-stream".into(),
+                details: field(v, "errorDetails").cloned(),
+                ..Default::default()
+            });
+        }
+    }
+}
+
+/// Whether a line between an LLM call's first and last is a part of the same response (an
+/// assistant line, not an API error, with the same key).
+fn same_response(v: &Value, key: &str) -> bool {
+    if str_of(v, "type") != Some("assistant") {
+        return false;
+    }
+    let msg = v.get("message");
+    let model = msg.and_then(|m| str_of(m, "model")).filter(|m| !m.is_empty());
+    let api_error = v.get("isApiErrorMessage") == Some(&Value::Bool(true))
+        || (model == Some("<synthetic>") && field(v, "error").is_some());
+    let k = msg
+        .and_then(|m| str_of(m, "id"))
+        .filter(|x| !x.is_empty())
+        .or_else(|| str_of(v, "uuid"));
+    !api_error && k == Some(key)
+}
+
+fn system_error_payload(v: &Value, out: &mut Payload) {
+    let subtype = str_of(v, "subtype").unwrap_or("");
+    let err = field(v, "error");
+    let mut info = err.and_then(ErrorInfo::from_value).unwrap_or_default();
+    if info.message.is_empty() {
+        info.message = str_of(v, "apiRefusalExplanation")
+            .or_else(|| str_of(v, "content"))
+            .unwrap_or(subtype)
+            .to_string();
+    }
+    if info.kind.is_none()
+        && let Some(status) = err.and_then(|e| field(e, "status"))
+    {
+        info.kind = Some(format!("status {status}"));
+    }
+    out.error = Some(info);
+    out.extra.push(("record".into(), rest_of(v, &["error"])));
 }
 
 #[cfg(test)]
@@ -1236,6 +2164,306 @@ mod tests {
             2,
             "polling again reads nothing twice"
         );
+    }
+
+    /// Every line of every fixture: read by the skimmer (not left to serde_json), and the
+    /// same record as serde_json's `Value` gives.
+    #[test]
+    fn fixture_lines_take_the_fast_path() {
+        let files = [
+            "session.jsonl",
+            "sess-sub.jsonl",
+            "sess-sub/subagents/agent-a1b2c3.jsonl",
+            "damaged.jsonl",
+            "edge-cases.jsonl",
+        ];
+        let mut read = 0;
+        for f in files {
+            let src = std::fs::read(fixture(f)).unwrap();
+            for (i, line) in src.split(|&c| c == b'\n').enumerate() {
+                let Ok(v) = serde_json::from_slice::<Value>(line) else {
+                    continue;
+                };
+                if !v.is_object() {
+                    continue;
+                }
+                let fast = Rec::skim(line);
+                assert!(fast.is_some(), "{f} line {}: left to serde_json", i + 1);
+                assert_eq!(fast.unwrap(), Rec::from_value(&v, line), "{f} line {}", i + 1);
+                read += 1;
+            }
+        }
+        assert!(read > 30, "{read}");
+        // And nothing of them is held in memory: every payload is decoded when shown.
+        for f in ["session.jsonl", "sess-sub.jsonl", "damaged.jsonl", "edge-cases.jsonl"] {
+            let l = ClaudeCode.load(&fixture(f)).unwrap();
+            let t = &l.traces[0];
+            assert!(
+                t.events.iter().all(|e| !matches!(e.payload, PayloadRef::Inline(_))),
+                "{f}"
+            );
+            let deferred = t
+                .events
+                .iter()
+                .filter(|e| matches!(e.payload, PayloadRef::Deferred))
+                .count();
+            assert!(deferred * 2 > t.len(), "{f}: {deferred} of {}", t.len());
+        }
+    }
+
+    /// The edge-case fixture: several results in one line, an id-less call, a server tool, a
+    /// denied call, escapes, a response with lines between its first and last: its payloads.
+    #[test]
+    fn payloads_are_decoded_from_their_blocks_and_lines() {
+        let l = ClaudeCode.load(&fixture("edge-cases.jsonl")).unwrap();
+        let t = &l.traces[0];
+        let inline = t
+            .events
+            .iter()
+            .filter(|e| matches!(e.payload, PayloadRef::Inline(_)))
+            .count();
+        assert_eq!(inline, 0, "every payload is left on disk");
+        let p = |id: &str| super::super::payload(t, t.event(t.find(id).unwrap()));
+        // Two results in one user line, each found again by its id; the line's denial applies.
+        let a = p("toolu_a");
+        assert_eq!(a.input.unwrap()["pattern"], "a\"b");
+        assert_eq!(a.output, Some(Value::String("found a".into())));
+        assert_eq!(a.extra, vec![("denial".to_string(), Value::String("user".into()))]);
+        let b = p("toolu_b");
+        assert_eq!(b.error.unwrap().message, "line 1\nline 2");
+        assert_eq!(t.event(t.find("toolu_b").unwrap()).status, Status::Error);
+        // A server tool answered inside the response.
+        let w = p("srvtoolu_1");
+        assert_eq!(w.output.unwrap()[0]["url"], "https://example.com");
+        // The id-less call, answered through sourceToolAssistantUUID.
+        let llm = t.find("msg_E2").unwrap();
+        let idless = t.children(llm).iter().copied().find(|&c| t.name(c) == "Glob").unwrap();
+        assert_eq!(t.event(idless).status, Status::Ok);
+        let g = super::super::payload(t, t.event(idless));
+        assert_eq!(g.output, Some(Value::String("src/a.rs".into())));
+        // The response's usage and stop reason are the last any of its lines gave, even when
+        // that was not its last line; the lines between are read again.
+        let r = p("msg_E1");
+        let extra: HashMap<_, _> = r.extra.into_iter().collect();
+        assert_eq!(extra["requestId"], "req_1");
+        assert_eq!(extra["usage"]["output_tokens"], 7);
+        assert_eq!(extra["stop_reason"], "tool_use");
+        let e = t.event(t.find("msg_E1").unwrap());
+        assert_eq!(e.usage.as_deref().unwrap().output, Some(7));
+        // A prompt with escapes and a text block with only blanks.
+        let u = p("e1");
+        assert_eq!(u.input, Some(Value::String("Fix \"it\"\n\tnow".into())));
+        assert_eq!(t.meta.name.as_deref(), Some("Fix \"it\""));
+    }
+
+    /// Lines read the fast way (skim, serde_json when unsure) and the straightforward way
+    /// (serde_json's `Value` for every line), into a trace and every event's decoded payload.
+    fn load_both(lines: &[String]) -> [(Vec<String>, Vec<Payload>, Vec<String>); 2] {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s.jsonl");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        [false, true].map(|slow| {
+            let mut p = Parser::new(&path);
+            let mut sink = Sink::new(&path);
+            let mut offset = 0;
+            for (i, l) in lines.iter().enumerate() {
+                let loc = LineLoc {
+                    line: i as u64 + 1,
+                    offset,
+                    len: l.len(),
+                };
+                offset += l.len() as u64 + 1;
+                if l.trim().is_empty() {
+                    continue;
+                }
+                let mut w = InFile {
+                    s: &mut p.s,
+                    fs: &mut p.main,
+                };
+                if slow {
+                    let v = serde_json::from_slice::<Value>(l.as_bytes())
+                        .ok()
+                        .filter(Value::is_object);
+                    let rec = v.as_ref().map(|v| Rec::from_value(v, l.as_bytes()));
+                    w.apply(rec.as_ref(), l.as_bytes(), loc, &mut sink);
+                } else {
+                    engine::one(&mut w, l.as_bytes(), loc, &mut sink);
+                }
+            }
+            p.flush(&mut sink);
+            let Some(t) = sink.traces.first() else {
+                return (Vec::new(), Vec::new(), Vec::new());
+            };
+            let events = t
+                .events
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    format!(
+                        "{i} {:?} {} id={} model={} parent={} kids={:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                        e.kind,
+                        t.str(e.name),
+                        t.str(e.source_id),
+                        t.str(e.model),
+                        e.parent,
+                        e.children,
+                        e.start,
+                        e.duration,
+                        e.status,
+                        e.usage,
+                        e.origin,
+                        e.origin2
+                    )
+                })
+                .collect();
+            let payloads = t.events.iter().map(|e| super::super::payload(t, e)).collect();
+            let diags = t
+                .diagnostics
+                .iter()
+                .map(|d| format!("{:?} {}", d.line, d.message))
+                .collect();
+            (events, payloads, diags)
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// The fast path reads what serde_json reads: record by record, and as events and
+        /// decoded payloads.
+        #[test]
+        fn the_fast_path_equals_a_serde_json_parse(lines in proptest::collection::vec(claude_line(), 1..10)) {
+            for l in &lines {
+                if let Some(fast) = Rec::skim(l.as_bytes()) {
+                    let v = serde_json::from_slice::<Value>(l.as_bytes());
+                    proptest::prop_assert!(v.is_ok(), "skimmed a line serde_json rejects: {}", l);
+                    let v = v.unwrap();
+                    proptest::prop_assert!(v.is_object());
+                    proptest::prop_assert_eq!(&fast, &Rec::from_value(&v, l.as_bytes()), "{}", l);
+                }
+            }
+            let [fast, slow] = load_both(&lines);
+            proptest::prop_assert_eq!(&fast.0, &slow.0, "events");
+            proptest::prop_assert_eq!(&fast.1, &slow.1, "payloads");
+            proptest::prop_assert_eq!(&fast.2, &slow.2, "diagnostics");
+        }
+    }
+
+    /// Claude Code lines: every field the reader looks at, values of the right and wrong
+    /// types, ids from small pools (so that calls, results and responses meet), then text
+    /// edits serde_json must agree on (a key given twice, escapes where plain text was,
+    /// spaces, a byte changed).
+    fn claude_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        use serde_json::json;
+        let text = || {
+            prop_oneof![
+                "[a-z ]{0,8}".prop_map(Value::String),
+                "[a-z<\\[ \n\t\"\\\\é\u{1}\u{a0}]{0,12}".prop_map(Value::String),
+                Just(json!("see agentId: ag-1 (done)")),
+                Just(json!(7)),
+                Just(Value::Null),
+            ]
+        };
+        let id = || prop::sample::select(vec![json!("t1"), json!("t2"), json!(""), Value::Null, json!(3)]);
+        let block = prop_oneof![
+            text().prop_map(|t| json!({"type": "text", "text": t})),
+            text().prop_map(|t| json!({"type": "thinking", "thinking": t, "signature": "s"})),
+            Just(json!({"type": "redacted_thinking", "data": "x"})),
+            (id(), prop::sample::select(vec!["Task", "Agent", "Read", ""]), text())
+                .prop_map(|(i, n, t)| json!({"type": "tool_use", "id": i, "name": n, "input": {"prompt": t}})),
+            id().prop_map(|i| json!({"type": "server_tool_use", "id": i, "name": "web_search", "input": {}})),
+            (id(), any::<bool>(), text()).prop_map(|(i, e, t)| json!({"type": "tool_result", "tool_use_id": i, "is_error": e, "content": t})),
+            (id(), text()).prop_map(|(i, t)| json!({"type": "tool_result", "tool_use_id": i, "content": [{"type": "text", "text": t}, {"type": "text", "text": "agentId: b2"}]})),
+            (id(), any::<bool>()).prop_map(|(i, e)| json!({"type": "web_search_tool_result", "tool_use_id": i, "content": if e { json!({"type": "web_search_tool_result_error"}) } else { json!([{"url": "u"}]) }})),
+            Just(json!({"type": "image", "source": {}})),
+            text(),
+            Just(json!({"type": "document"})),
+        ];
+        let content = prop_oneof![
+            2 => proptest::collection::vec(block, 0..4).prop_map(Value::Array),
+            1 => text(),
+        ];
+        let ty = prop::sample::select(vec![
+            json!("user"),
+            json!("assistant"),
+            json!("system"),
+            json!("progress"),
+            json!("summary"),
+            json!("custom-title"),
+            json!("ai-title"),
+            json!("zzz"),
+            Value::Null,
+        ]);
+        let uuid = || prop::sample::select(vec![json!("u1"), json!("u2"), json!("m1"), Value::Null]);
+        let ts = prop::sample::select(vec![
+            json!("2026-03-01T10:00:01.000Z"),
+            json!("2026-03-01T10:00:00.500Z"),
+            json!(1772359200000i64),
+            json!("soon"),
+            Value::Null,
+        ]);
+        let usage = prop_oneof![
+            (
+                any::<u32>(),
+                prop::sample::select(vec![json!(5), json!("9"), json!(-1), json!(2.5), Value::Null])
+            )
+                .prop_map(|(a, b)| json!({"input_tokens": a, "output_tokens": b, "cache_read_input_tokens": 100})),
+            Just(json!(5)),
+            Just(Value::Null),
+        ];
+        let message = (prop::sample::select(vec![json!("m1"), json!("m2"), json!(""), Value::Null]),
+            prop::sample::select(vec![json!("claude-x"), json!("<synthetic>"), json!("")]), content, usage,
+            prop::sample::select(vec![Value::Null, json!("end_turn")]))
+            .prop_map(|(id, model, content, usage, stop)| json!({"id": id, "model": model, "content": content, "usage": usage, "stop_reason": stop}));
+        let flags = (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<u8>());
+        let extra = prop::sample::select(vec![
+            json!({}),
+            json!({"toolUseResult": {"agentId": "ag-2", "status": "completed"}}),
+            json!({"toolUseResult": "Error: no"}),
+            json!({"sourceToolAssistantUUID": "u1", "toolDenialKind": "user"}),
+            json!({"sourceToolUseID": "t1"}),
+            json!({"isApiErrorMessage": true, "error": "overloaded"}),
+            json!({"error": {"message": "boom", "status": 529}, "subtype": "api_error"}),
+            json!({"isAbortedMidStream": true, "errorDetails": {"x": 1}}),
+            json!({"subtype": "compact_boundary", "content": "c", "level": "info"}),
+            json!({"level": "error"}),
+            json!({"summary": "A title", "customTitle": " ", "aiTitle": "AI"}),
+            json!({"data": {"agentId": "ag-3"}, "parentToolUseID": "t2"}),
+            json!({"isMeta": true}),
+            json!({"isCompactSummary": true}),
+        ]);
+        (ty, uuid(), uuid(), ts, message, flags, extra).prop_map(|(ty, u, p, ts, m, (side, meta, has_msg, dup, edit), extra)| {
+            let mut v = json!({"type": ty, "uuid": u, "parentUuid": p, "isSidechain": side, "sessionId": "s", "timestamp": ts});
+            if has_msg {
+                v["message"] = m;
+            }
+            if meta {
+                v["cwd"] = json!("/w");
+            }
+            if let (Some(o), Some(x)) = (v.as_object_mut(), extra.as_object()) {
+                for (k, x) in x {
+                    o.insert(k.clone(), x.clone());
+                }
+            }
+            let mut line = v.to_string();
+            if dup {
+                line = line.replacen('{', "{\"type\":\"assistant\",", 1);
+            }
+            match edit % 8 {
+                0 => line = line.replace("agentId", "agent\\u0049d"),
+                1 => line = line.replace("\":", "\": "),
+                2 => line = line.replacen("t1", "t\\u0031", 1),
+                3 => {
+                    let mut b = line.into_bytes();
+                    let i = (edit as usize * 7) % b.len();
+                    let set = b"{}[]\",:\\ a0";
+                    b[i] = set[edit as usize % set.len()];
+                    line = String::from_utf8_lossy(&b).into_owned();
+                }
+                _ => {}
+            }
+            line
+        })
     }
 
     // Arbitrary bytes: tests/parsers_never_panic.rs feeds them to every format.

@@ -202,6 +202,36 @@ impl<'a> Skim<'a> {
         (self.depth <= MAX_DEPTH).then_some(())
     }
 
+    /// The next byte that is not whitespace (what kind of value comes next), if any.
+    pub fn peek_byte(&mut self) -> Option<u8> {
+        self.peek()
+    }
+
+    /// Where the skimmer is in the record (after `peek_byte`: where the next value starts;
+    /// after a value: just past it).
+    pub fn pos(&self) -> usize {
+        self.i
+    }
+
+    /// Walk an array; `item` is called for each element and must consume it.
+    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        self.enter()?;
+        if self.peek()? != b']' {
+            loop {
+                item(self)?;
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b']' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.i += 1;
+        self.depth -= 1;
+        Some(())
+    }
+
     /// The next value, as a scalar (objects and arrays as raw text).
     pub fn scalar(&mut self) -> Option<Scalar<'a>> {
         match self.peek()? {
@@ -559,6 +589,33 @@ mod tests {
         assert!(!skims(&deep));
         let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
         assert!(skims(&ok));
+    }
+
+    #[test]
+    fn arrays_walked_element_by_element_with_their_ranges() {
+        let line = br#"[ {"a":1}, "s" ,[2,3],null]"#;
+        let mut k = Skim::new(line);
+        let mut parts = Vec::new();
+        let r = k.array(|k| {
+            let first = k.peek_byte()?;
+            let start = k.pos();
+            k.skip()?;
+            parts.push((first, &line[start..k.pos()]));
+            Some(())
+        });
+        assert!(r.is_some() && k.at_end());
+        let want: [(u8, &[u8]); 4] = [
+            (b'{', br#"{"a":1}"#),
+            (b'"', br#""s""#),
+            (b'[', b"[2,3]"),
+            (b'n', b"null"),
+        ];
+        assert_eq!(parts, want);
+        for bad in [&b"[1,]"[..], b"[1 2]", b"{}", b"[1"] {
+            let mut k = Skim::new(bad);
+            assert!(k.array(|k| k.skip()).is_none(), "{:?}", String::from_utf8_lossy(bad));
+        }
+        assert!(Skim::new(b"[]").array(|_| None).is_some(), "no element: no call");
     }
 
     #[test]
