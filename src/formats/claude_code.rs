@@ -1240,7 +1240,7 @@ fn skim_usage(k: &mut Skim) -> Option<Usage> {
 
 fn skim_blocks<'a>(k: &mut Skim<'a>, line: &'a [u8]) -> Option<Vec<Block<'a>>> {
     let mut out = Vec::new();
-    k.array(|k| {
+    k.array(|k, _| {
         let first = k.peek_byte()?;
         let start = k.pos();
         let mut b = Block::blank(&[]);

@@ -213,25 +213,6 @@ impl<'a> Skim<'a> {
         self.i
     }
 
-    /// Walk an array; `item` is called for each element and must consume it.
-    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
-        self.eat(b'[')?;
-        self.enter()?;
-        if self.peek()? != b']' {
-            loop {
-                item(self)?;
-                match self.peek()? {
-                    b',' => self.i += 1,
-                    b']' => break,
-                    _ => return None,
-                }
-            }
-        }
-        self.i += 1;
-        self.depth -= 1;
-        Some(())
-    }
-
     /// The next value, as a scalar (objects and arrays as raw text).
     pub fn scalar(&mut self) -> Option<Scalar<'a>> {
         match self.peek()? {
@@ -596,7 +577,7 @@ mod tests {
         let line = br#"[ {"a":1}, "s" ,[2,3],null]"#;
         let mut k = Skim::new(line);
         let mut parts = Vec::new();
-        let r = k.array(|k| {
+        let r = k.array(|k, _| {
             let first = k.peek_byte()?;
             let start = k.pos();
             k.skip()?;
@@ -613,9 +594,9 @@ mod tests {
         assert_eq!(parts, want);
         for bad in [&b"[1,]"[..], b"[1 2]", b"{}", b"[1"] {
             let mut k = Skim::new(bad);
-            assert!(k.array(|k| k.skip()).is_none(), "{:?}", String::from_utf8_lossy(bad));
+            assert!(k.array(|k, _| k.skip()).is_none(), "{:?}", String::from_utf8_lossy(bad));
         }
-        assert!(Skim::new(b"[]").array(|_| None).is_some(), "no element: no call");
+        assert!(Skim::new(b"[]").array(|_, _| None).is_some(), "no element: no call");
     }
 
     #[test]
