@@ -11,18 +11,26 @@
 //! usage, tool name/arguments/result, older `gen_ai.system` / `gen_ai.prompt` /
 //! `gen_ai.completion`), the OpenInference aliases (`openinference.span.kind`, `llm.*`,
 //! `tool.name`, `input.value`, `output.value`) and MCP (`mcp.method.name = tools/call`).
+//!
+//! Loading at scale (DESIGN §4) goes through the shared engine: a batch line (or, in a whole
+//! document, one `resourceSpans` entry read by the streaming [`super::document`] reader) is
+//! skimmed into one typed record per span (ids, name, times, status and the few attributes
+//! the index needs), applied in order, and each span's payload stays on disk as the span
+//! object's own byte range, decoded when shown.
 
-use super::jsonl::{Follow, LineLoc, LineParser, Sink, json_error};
+use super::document::{DocSink, Document};
+use super::engine::{self, Records};
+use super::jsonl::{Follow, LineLoc, LineParser, MAX_LINE, Sink, json_error};
+use super::skim::{Scalar, Seen, Skim};
 use super::{Format, LoadError, Loaded, Probe, decode_embedded};
 use crate::model::*;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 
 pub struct Otlp;
-
-/// Largest whole document read (a batch per line has no such limit).
-const DOC_LIMIT: u64 = 512 << 20;
 
 impl Format for Otlp {
     fn id(&self) -> &'static str {
@@ -41,6 +49,8 @@ impl Format for Otlp {
             (Some(v), _) if spans(v) => 100,
             (_, Some(v)) if spans(v) => 100,
             _ if p.first_keys.first().is_some_and(|k| k == "resourceSpans") => 90,
+            // A damaged first line: the lines after it say what the file is.
+            _ if batch_per_line(p, &p.path) => 90,
             _ => 0,
         }
     }
@@ -50,27 +60,138 @@ impl Format for Otlp {
             f.poll()?;
             return f.finish("OTLP spans");
         }
-        let v = super::read_json_file(path, DOC_LIMIT)?;
+        // One document, of any size: its `resourceSpans` entries are streamed through the
+        // engine as if each were a line.
         let mut sink = Sink::new(path);
         let mut parser = Parser::default();
-        parser.batch(
-            &v,
-            LineLoc {
-                line: 0,
-                offset: 0,
-                len: 0,
+        let scanned = Document::new(&[&["resourceSpans"]]).read(
+            path,
+            &mut DocLoad {
+                parser: &mut parser,
+                sink: &mut sink,
             },
-            &mut sink,
-        );
+        )?;
+        if scanned.list.is_none() && sink.pending().is_empty() && sink.traces.is_empty() {
+            sink.error(1, "no `resourceSpans` array: not an OTLP/JSON trace document");
+        }
         parser.flush(&mut sink);
         sink.finish("OTLP spans")
     }
 
-    /// Only the JSON Lines layout grows; a pretty-printed document is read whole.
+    /// Only the JSON Lines layout grows; a whole document is read once.
     fn follow(&self, path: &Path) -> Option<Follow> {
         let probe = Probe::open(path).ok()?;
-        let batch_per_line = probe.first.as_ref().is_some_and(|v| v.get("resourceSpans").is_some());
-        batch_per_line.then(|| Follow::new(path, Box::new(|| Box::new(Parser::default()) as Box<dyn LineParser>)))
+        batch_per_line(&probe, path)
+            .then(|| Follow::new(path, Box::new(|| Box::new(Parser::default()) as Box<dyn LineParser>)))
+    }
+
+    fn decode_payload(&self, _t: &Trace, _ev: &Event, raw: &[&[u8]]) -> Payload {
+        let Some(bytes) = raw.first() else {
+            return Payload::default();
+        };
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(v) => span_payload(&v),
+            Err(e) => Payload {
+                error: Some(ErrorInfo::unreadable(&e)),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Whether a file is the collector's JSON Lines (one batch a line) rather than one document,
+/// whatever its first line holds (a damaged first line must not make the rest unreadable).
+/// Lines: a line of the head is a whole batch, or two lines start as batches do (a pretty
+/// printed document has neither), or the first line is longer than the head and ends before
+/// the file does. A single line is a document either way.
+fn batch_per_line(p: &Probe, path: &Path) -> bool {
+    if p.first.as_ref().is_some_and(|v| v.get("resourceSpans").is_some()) {
+        return true;
+    }
+    let head = &p.head;
+    let mut starts = 0;
+    let mut lines = head.split(|&b| b == b'\n').peekable();
+    let mut first_complete = None;
+    let mut n = 0;
+    while let Some(l) = lines.next() {
+        let complete = lines.peek().is_some() || p.complete;
+        let t = l.trim_ascii();
+        if t.is_empty() {
+            continue;
+        }
+        n += 1;
+        if first_complete.is_none() {
+            first_complete = Some(complete);
+        }
+        if t.starts_with(b"{\"resourceSpans\"") {
+            starts += 1;
+        }
+        if complete
+            && t.starts_with(b"{")
+            && serde_json::from_slice::<Value>(t).is_ok_and(|v| v.get("resourceSpans").is_some_and(Value::is_array))
+        {
+            return n > 1 || lines.clone().any(|l| !l.trim_ascii().is_empty());
+        }
+        if starts >= 2 {
+            return true;
+        }
+        if n >= 256 {
+            break;
+        }
+    }
+    // A first line longer than the head: JSON Lines if a newline ends it and more follows.
+    first_complete == Some(false) && long_first_line_ends(path)
+}
+
+/// Whether the first line of a file ends (within the longest line read) and is followed by
+/// more than whitespace: read with a bounded buffer, never the whole file.
+fn long_first_line_ends(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(mut f) = super::open_regular(path) else {
+        return false;
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut read, mut ended) = (0usize, false);
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => n,
+        };
+        let mut from = 0;
+        if !ended {
+            match buf[..n].iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    ended = true;
+                    from = i + 1;
+                }
+                None => {
+                    read += n;
+                    if read > MAX_LINE {
+                        return false;
+                    }
+                    continue;
+                }
+            }
+        }
+        if buf[from..n].iter().any(|b| !b.is_ascii_whitespace()) {
+            return true;
+        }
+    }
+}
+
+/// Feeds a whole document's `resourceSpans` entries to the engine.
+struct DocLoad<'p> {
+    parser: &'p mut Parser,
+    sink: &'p mut Sink,
+}
+
+impl DocSink for DocLoad<'_> {
+    fn elements(&mut self, batch: &[(&[u8], LineLoc)]) {
+        self.parser.call += 1;
+        engine::batch(&mut Entries(self.parser), batch, self.sink);
+    }
+    fn problem(&mut self, line: u64, message: String) {
+        self.sink.error(line.max(1), message);
     }
 }
 
@@ -139,17 +260,26 @@ fn attributes(v: Option<&Value>) -> Vec<(String, Value)> {
 
 /// A trace or span id as lower-case hex: hex of any case as is, base64 decoded.
 fn norm_id(v: Option<&Value>) -> Option<String> {
-    let s = v?.as_str()?.trim();
+    norm_id_str(v?.as_str()?).map(Cow::into_owned)
+}
+
+/// [`norm_id`] of a string, borrowed when it is already lower-case hex (nearly always).
+fn norm_id_str(s: &str) -> Option<Cow<'_, str>> {
+    let s = s.trim();
     if s.is_empty() || s.bytes().all(|b| b == b'0') {
         return None; // all-zero ids mean "none"
     }
-    if s.len() % 2 == 0 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Some(s.to_ascii_lowercase());
+    if s.len().is_multiple_of(2) && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Some(if s.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(s.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(s)
+        });
     }
     if let Some(bytes) = base64(s).filter(|b| matches!(b.len(), 8 | 16)) {
-        return Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+        return Some(Cow::Owned(bytes.iter().map(|b| format!("{b:02x}")).collect()));
     }
-    Some(s.to_string())
+    Some(Cow::Borrowed(s))
 }
 
 /// Standard or URL-safe base64, with or without padding.
@@ -201,10 +331,6 @@ fn get_str<'a>(attrs: &'a [(String, Value)], key: &str) -> Option<&'a str> {
     get(attrs, key).and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
-fn get_u64(attrs: &[(String, Value)], keys: &[&str]) -> Option<u64> {
-    keys.iter().find_map(|k| super::lenient_u64(get(attrs, k)))
-}
-
 /// `gen_ai.prompt.0.role`, `gen_ai.prompt.0.content`, ... (older instrumentations) as a list.
 fn indexed(attrs: &[(String, Value)], prefix: &str) -> Option<Value> {
     let mut items: Vec<(usize, Map<String, Value>)> = Vec::new();
@@ -229,37 +355,6 @@ fn indexed(attrs: &[(String, Value)], prefix: &str) -> Option<Value> {
     }
     items.sort_by_key(|(i, _)| *i);
     Some(Value::Array(items.into_iter().map(|(_, m)| Value::Object(m)).collect()))
-}
-
-/// What a span is, by the conventions it follows.
-fn classify(attrs: &[(String, Value)]) -> EventKind {
-    let op = get_str(attrs, "gen_ai.operation.name").unwrap_or("");
-    match op {
-        "chat" | "text_completion" | "generate_content" | "completion" | "embeddings" => return EventKind::LlmCall,
-        "execute_tool" => return EventKind::ToolCall,
-        "invoke_agent" | "create_agent" => return EventKind::Run,
-        _ => {}
-    }
-    match get_str(attrs, "openinference.span.kind")
-        .map(str::to_ascii_uppercase)
-        .as_deref()
-    {
-        Some("LLM" | "EMBEDDING") => return EventKind::LlmCall,
-        Some("TOOL") => return EventKind::ToolCall,
-        Some("AGENT") => return EventKind::Run,
-        Some("CHAIN") => return EventKind::Step,
-        _ => {}
-    }
-    if get_str(attrs, "mcp.method.name") == Some("tools/call") {
-        return EventKind::ToolCall;
-    }
-    if get(attrs, "gen_ai.system").is_some()
-        || get(attrs, "gen_ai.request.model").is_some()
-        || get(attrs, "llm.model_name").is_some()
-    {
-        return EventKind::LlmCall;
-    }
-    EventKind::Step
 }
 
 /// Attribute keys the event shows in its own fields; the rest are shown as attributes.
@@ -292,263 +387,928 @@ const MAPPED: [&str; 26] = [
     "mcp.tool.name",
 ];
 
-/// The OTLP line parser; a whole document is fed to it as one batch.
-#[derive(Default)]
-pub struct Parser {
-    /// traceId → index of its trace in the sink.
-    traces: HashMap<String, usize>,
+/// The attributes the index reads, by position in [`Attrs`].
+const INDEX_KEYS: [&str; 17] = [
+    "gen_ai.operation.name",
+    "openinference.span.kind",
+    "mcp.method.name",
+    "gen_ai.system",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "llm.model_name",
+    "gen_ai.tool.name",
+    "tool.name",
+    "mcp.tool.name",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+    "llm.token_count.total",
+];
+const K_OP: usize = 0;
+const K_OI: usize = 1;
+const K_MCP: usize = 2;
+const K_SYSTEM: usize = 3;
+const K_REQ_MODEL: usize = 4;
+const K_RESP_MODEL: usize = 5;
+const K_LLM_MODEL: usize = 6;
+const K_TOOLS: [usize; 3] = [7, 8, 9];
+const K_INPUT: [usize; 3] = [10, 11, 12];
+const K_OUTPUT: [usize; 3] = [13, 14, 15];
+const K_TOTAL: [usize; 1] = [16];
+
+fn index_key(k: &[u8]) -> Option<usize> {
+    // Most attributes are not among them: a cheap first test on the length and first byte.
+    if !(7..=30).contains(&k.len()) || !matches!(k[0], b'g' | b'o' | b'm' | b'l' | b't') {
+        return None;
+    }
+    INDEX_KEYS.iter().position(|x| x.as_bytes() == k)
 }
 
-impl Parser {
-    /// One `{"resourceSpans": [...]}` batch.
-    pub fn batch(&mut self, v: &Value, loc: LineLoc, sink: &mut Sink) {
-        let Some(rs) = v.get("resourceSpans").and_then(Value::as_array) else {
-            let line = loc.line.max(1);
-            sink.error(line, "no `resourceSpans` array: not an OTLP/JSON trace batch");
-            return;
-        };
-        for r in rs {
-            let resource = attributes(r.get("resource").and_then(|x| x.get("attributes")));
-            let scopes = r
-                .get("scopeSpans")
-                .or_else(|| r.get("instrumentationLibrarySpans"))
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            for s in scopes {
-                let scope = s
-                    .get("scope")
-                    .or_else(|| s.get("instrumentationLibrary"))
-                    .and_then(|x| x.get("name"))
-                    .and_then(Value::as_str);
-                for span in s
-                    .get("spans")
-                    .and_then(Value::as_array)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
-                {
-                    self.span(span, &resource, scope, loc, sink);
-                }
+/// An attribute value the index reads: a plain `stringValue` or `intValue` as read by the
+/// skimmer, anything else as [`any_value`] makes it.
+#[derive(Clone, Debug, PartialEq)]
+enum Av<'a> {
+    Str(&'a str),
+    Int(i64),
+    V(Value),
+}
+
+impl Av<'_> {
+    fn is_null(&self) -> bool {
+        matches!(self, Av::V(Value::Null))
+    }
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Av::Str(s) => Some(s),
+            Av::V(v) => v.as_str(),
+            Av::Int(_) => None,
+        }
+    }
+    /// As [`super::lenient_u64`] reads the plain value.
+    fn as_u64(&self) -> Option<u64> {
+        match self {
+            Av::Str(s) => s.trim().parse().ok(),
+            Av::Int(n) => u64::try_from(*n).ok(),
+            Av::V(v) => super::lenient_u64(Some(v)),
+        }
+    }
+}
+
+/// The first value of each index attribute (a repeated key: the first counts, as `get` reads).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Attrs<'a>([Option<Av<'a>>; 17]);
+
+impl<'a> Attrs<'a> {
+    fn from_pairs(pairs: &[(String, Value)]) -> Attrs<'a> {
+        let mut a = Attrs::default();
+        for (k, v) in pairs {
+            if let Some(i) = index_key(k.as_bytes())
+                && a.0[i].is_none()
+            {
+                a.0[i] = Some(Av::V(v.clone()));
             }
+        }
+        a
+    }
+    fn get(&self, k: usize) -> Option<&Av<'a>> {
+        self.0[k].as_ref().filter(|v| !v.is_null())
+    }
+    fn str(&self, k: usize) -> Option<&str> {
+        self.get(k).and_then(Av::as_str).filter(|s| !s.is_empty())
+    }
+    fn cow(&self, k: usize) -> Option<Cow<'a, str>> {
+        match self.get(k)? {
+            Av::Str(s) if !s.is_empty() => Some(Cow::Borrowed(*s)),
+            Av::V(Value::String(s)) if !s.is_empty() => Some(Cow::Owned(s.clone())),
+            _ => None,
+        }
+    }
+    fn u64(&self, keys: &[usize]) -> Option<u64> {
+        keys.iter().find_map(|&k| self.get(k)?.as_u64())
+    }
+
+    /// What a span is, by the conventions it follows.
+    fn classify(&self) -> EventKind {
+        match self.str(K_OP).unwrap_or("") {
+            "chat" | "text_completion" | "generate_content" | "completion" | "embeddings" => return EventKind::LlmCall,
+            "execute_tool" => return EventKind::ToolCall,
+            "invoke_agent" | "create_agent" => return EventKind::Run,
+            _ => {}
+        }
+        match self.str(K_OI).map(str::to_ascii_uppercase).as_deref() {
+            Some("LLM" | "EMBEDDING") => return EventKind::LlmCall,
+            Some("TOOL") => return EventKind::ToolCall,
+            Some("AGENT") => return EventKind::Run,
+            Some("CHAIN") => return EventKind::Step,
+            _ => {}
+        }
+        if self.str(K_MCP) == Some("tools/call") {
+            return EventKind::ToolCall;
+        }
+        if self.get(K_SYSTEM).is_some() || self.get(K_REQ_MODEL).is_some() || self.get(K_LLM_MODEL).is_some() {
+            return EventKind::LlmCall;
+        }
+        EventKind::Step
+    }
+}
+
+/// What a span says about itself, before it is turned into an index record.
+#[derive(Default)]
+struct Fields<'a> {
+    trace_id: Option<Cow<'a, str>>,
+    span_id: Option<Cow<'a, str>>,
+    parent_id: Option<Cow<'a, str>>,
+    /// The span's `name` when it is a string.
+    name: Option<Cow<'a, str>>,
+    start: Option<i64>,
+    end: Option<i64>,
+    status_error: bool,
+    exception: bool,
+    attrs: Attrs<'a>,
+}
+
+/// One span as the index needs it; its payload stays in `bytes` (on disk).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SpanRec<'a> {
+    /// The span object's own bytes: a part of the line (or document entry).
+    bytes: &'a [u8],
+    /// Index into the batch's scopes.
+    scope: u32,
+    /// Why the span is skipped.
+    bad: Option<&'static str>,
+    trace_id: Option<Cow<'a, str>>,
+    span_id: Option<Cow<'a, str>>,
+    parent_id: Option<Cow<'a, str>>,
+    kind: EventKind,
+    name: Cow<'a, str>,
+    model: Option<Cow<'a, str>>,
+    usage: Option<Usage>,
+    start: Option<i64>,
+    end: Option<i64>,
+    error: bool,
+}
+
+impl<'a> SpanRec<'a> {
+    fn bad(bytes: &'a [u8], scope: u32, why: &'static str) -> SpanRec<'a> {
+        SpanRec {
+            bytes,
+            scope,
+            bad: Some(why),
+            trace_id: None,
+            span_id: None,
+            parent_id: None,
+            kind: EventKind::Step,
+            name: Cow::Borrowed(""),
+            model: None,
+            usage: None,
+            start: None,
+            end: None,
+            error: false,
         }
     }
 
-    fn trace_for(&mut self, trace_id: &str, resource: &[(String, Value)], sink: &mut Sink) -> usize {
+    /// The index fields of a span (the pure part, done while skimming).
+    fn of(bytes: &'a [u8], scope: u32, f: Fields<'a>) -> SpanRec<'a> {
+        if f.trace_id.is_none() {
+            return SpanRec::bad(bytes, scope, "a span without `traceId`; skipped");
+        }
+        let a = &f.attrs;
+        let mut kind = a.classify();
+        let model = a
+            .cow(K_RESP_MODEL)
+            .or_else(|| a.cow(K_REQ_MODEL))
+            .or_else(|| a.cow(K_LLM_MODEL));
+        let span_name = f.name.unwrap_or(Cow::Borrowed("span"));
+        let tool = K_TOOLS.iter().find_map(|&k| a.cow(k)).or_else(|| match &span_name {
+            _ if kind != EventKind::ToolCall => None,
+            Cow::Borrowed(s) => s.strip_prefix("tools/call ").map(Cow::Borrowed),
+            Cow::Owned(s) => s.strip_prefix("tools/call ").map(|t| Cow::Owned(t.to_string())),
+        });
+        let error = f.status_error || f.exception;
+        let name = match kind {
+            EventKind::ToolCall => tool.unwrap_or(span_name),
+            EventKind::LlmCall => model.clone().unwrap_or(span_name),
+            _ => span_name,
+        };
+        if kind == EventKind::Step && error && name == "exception" {
+            kind = EventKind::Error;
+        }
+        let usage = Usage {
+            input: a.u64(&K_INPUT),
+            output: a.u64(&K_OUTPUT),
+            total: a.u64(&K_TOTAL),
+        };
+        SpanRec {
+            bytes,
+            scope,
+            bad: None,
+            trace_id: f.trace_id,
+            span_id: f.span_id,
+            parent_id: f.parent_id,
+            kind,
+            name,
+            model,
+            usage: (!usage.is_empty()).then_some(usage),
+            start: f.start,
+            end: f.end,
+            error,
+        }
+    }
+}
+
+/// One batch line (or one `resourceSpans` entry of a document): its spans, in order.
+#[derive(Default, Debug, PartialEq)]
+pub(crate) struct Batch<'a> {
+    /// Each resource's attributes, as raw JSON (read when a trace is first met).
+    resources: Vec<Option<&'a str>>,
+    /// Each scope: (its resource, its name).
+    scopes: Vec<(u32, Option<Cow<'a, str>>)>,
+    spans: Vec<SpanRec<'a>>,
+}
+
+// ---- The straightforward reading: serde_json values (the fallback, and the tests' oracle).
+
+/// A span read from a parsed value.
+fn span_slow<'a>(bytes: &'a [u8], scope: u32) -> SpanRec<'a> {
+    let s = match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) if v.is_object() => v,
+        Ok(_) => return SpanRec::bad(bytes, scope, "a span is not a JSON object; skipped"),
+        Err(_) => return SpanRec::bad(bytes, scope, "a span is not valid JSON; skipped"),
+    };
+    SpanRec::of(bytes, scope, fields_of(&s))
+}
+
+fn fields_of<'a>(s: &Value) -> Fields<'a> {
+    let id = |a: &str, b: &str| norm_id(s.get(a).or_else(|| s.get(b))).map(Cow::Owned);
+    let status_code = s.get("status").and_then(|x| x.get("code"));
+    Fields {
+        trace_id: id("traceId", "trace_id"),
+        span_id: id("spanId", "span_id"),
+        parent_id: id("parentSpanId", "parent_span_id"),
+        name: s.get("name").and_then(Value::as_str).map(|n| Cow::Owned(n.to_string())),
+        start: nanos(s.get("startTimeUnixNano")),
+        end: nanos(s.get("endTimeUnixNano")),
+        status_error: status_is_error(status_code),
+        exception: s.get("events").and_then(Value::as_array).is_some_and(|evs| {
+            evs.iter()
+                .any(|e| e.get("name").and_then(Value::as_str) == Some("exception"))
+        }),
+        attrs: Attrs::from_pairs(&attributes(s.get("attributes"))),
+    }
+}
+
+/// Status code 2 (or its enum name) is an error.
+fn status_is_error(code: Option<&Value>) -> bool {
+    matches!(code, Some(Value::Number(n)) if n.as_u64() == Some(2))
+        || matches!(code, Some(Value::String(c)) if c == "STATUS_CODE_ERROR" || c == "2")
+}
+
+type RawMap<'a> = HashMap<String, &'a RawValue>;
+
+/// A batch line by serde_json, keeping each span's bytes; None: not a batch (apply says why).
+fn line_slow<'a>(line: &'a [u8], b: &mut Batch<'a>) -> Option<()> {
+    let top: RawMap = serde_json::from_slice(line).ok()?;
+    let list: Vec<&RawValue> = serde_json::from_str(top.get("resourceSpans")?.get()).ok()?;
+    for r in list {
+        resource_slow(r.get(), b);
+    }
+    Some(())
+}
+
+/// One `resourceSpans` entry by serde_json (anything but an object holds no spans).
+fn resource_slow<'a>(entry: &'a str, b: &mut Batch<'a>) {
+    let Ok(r) = serde_json::from_str::<RawMap>(entry) else {
+        return;
+    };
+    let res = b.resources.len() as u32;
+    let attrs = r
+        .get("resource")
+        .and_then(|x| serde_json::from_str::<RawMap>(x.get()).ok())
+        .and_then(|m| m.get("attributes").map(|a| a.get()));
+    b.resources.push(attrs.filter(|a| *a != "null"));
+    let scopes = r.get("scopeSpans").or_else(|| r.get("instrumentationLibrarySpans"));
+    let scopes: Vec<&RawValue> = scopes
+        .and_then(|s| serde_json::from_str(s.get()).ok())
+        .unwrap_or_default();
+    for s in scopes {
+        let Ok(s) = serde_json::from_str::<RawMap>(s.get()) else {
+            continue;
+        };
+        let scope = b.scopes.len() as u32;
+        let name = s
+            .get("scope")
+            .or_else(|| s.get("instrumentationLibrary"))
+            .and_then(|x| serde_json::from_str::<Value>(x.get()).ok())
+            .and_then(|x| x.get("name").and_then(Value::as_str).map(|n| Cow::Owned(n.to_string())));
+        b.scopes.push((res, name));
+        let spans: Vec<&RawValue> = s
+            .get("spans")
+            .and_then(|x| serde_json::from_str(x.get()).ok())
+            .unwrap_or_default();
+        for sp in spans {
+            let bytes = sp.get().as_bytes();
+            let mut f = Fields::default();
+            let rec = if bytes.first() == Some(&b'{') && span_fast(&mut Skim::new(bytes), &mut f).is_some() {
+                SpanRec::of(bytes, scope, f)
+            } else {
+                span_slow(bytes, scope)
+            };
+            b.spans.push(rec);
+        }
+    }
+}
+
+// ---- The fast reading: the skimmer (never more lenient than serde_json; unsure: None).
+
+/// A batch line by the skimmer.
+fn line_fast<'a>(line: &'a [u8], b: &mut Batch<'a>) -> Option<()> {
+    let mut k = Skim::new(line);
+    let mut seen = Seen::default();
+    k.object(|k, key| match key {
+        b"resourceSpans" => {
+            seen.first(0)?;
+            k.array(|k| resource_fast(k, line, b))
+        }
+        _ => k.skip(),
+    })?;
+    (k.at_end() && seen.has(0)).then_some(())
+}
+
+/// One `resourceSpans` entry by the skimmer; `src` is what the skimmer reads.
+fn resource_fast<'a>(k: &mut Skim<'a>, src: &'a [u8], b: &mut Batch<'a>) -> Option<()> {
+    let res = b.resources.len() as u32;
+    b.resources.push(None);
+    let mut seen = Seen::default();
+    k.object(|k, key| match key {
+        b"resource" => {
+            seen.first(0)?;
+            let mut inner = Seen::default();
+            k.object(|k, key| match key {
+                b"attributes" => {
+                    inner.first(0)?;
+                    b.resources[res as usize] = k.raw()?.map(|r| r.0);
+                    Some(())
+                }
+                _ => k.skip(),
+            })
+        }
+        b"scopeSpans" | b"instrumentationLibrarySpans" => {
+            // Both (which one counts depends on more than order): left to serde_json.
+            seen.first(1)?;
+            if k.is_null_next() {
+                return k.skip();
+            }
+            k.array(|k| scope_fast(k, src, res, b))
+        }
+        _ => k.skip(),
+    })
+}
+
+fn scope_fast<'a>(k: &mut Skim<'a>, src: &'a [u8], res: u32, b: &mut Batch<'a>) -> Option<()> {
+    let scope = b.scopes.len() as u32;
+    b.scopes.push((res, None));
+    let mut seen = Seen::default();
+    k.object(|k, key| match key {
+        b"scope" | b"instrumentationLibrary" => {
+            seen.first(0)?;
+            if k.is_null_next() {
+                return k.skip();
+            }
+            let mut inner = Seen::default();
+            k.object(|k, key| match key {
+                b"name" => {
+                    inner.first(0)?;
+                    b.scopes[scope as usize].1 = k.opt_str()?.map(Cow::Borrowed);
+                    Some(())
+                }
+                _ => k.skip(),
+            })
+        }
+        b"spans" => {
+            seen.first(1)?;
+            if k.is_null_next() {
+                return k.skip();
+            }
+            k.array(|k| {
+                let at = k.pos();
+                if k.next_byte()? != b'{' {
+                    k.skip()?;
+                    b.spans.push(SpanRec::bad(
+                        &src[at..k.at()],
+                        scope,
+                        "a span is not a JSON object; skipped",
+                    ));
+                    return Some(());
+                }
+                let mut f = Fields::default();
+                span_fast(k, &mut f)?;
+                b.spans.push(SpanRec::of(&src[at..k.at()], scope, f));
+                Some(())
+            })
+        }
+        _ => k.skip(),
+    })
+}
+
+/// One span object's index fields by the skimmer.
+fn span_fast<'a>(k: &mut Skim<'a>, f: &mut Fields<'a>) -> Option<()> {
+    let mut seen = Seen::default();
+    // Both spellings of an id may be there: the camelCase one counts when present.
+    let mut ids: [Option<Option<&'a str>>; 6] = [None; 6];
+    k.object(|k, key| {
+        let id: Option<usize> = match key {
+            b"traceId" => Some(0),
+            b"trace_id" => Some(1),
+            b"spanId" => Some(2),
+            b"span_id" => Some(3),
+            b"parentSpanId" => Some(4),
+            b"parent_span_id" => Some(5),
+            _ => None,
+        };
+        if let Some(i) = id {
+            seen.first(i as u32)?;
+            ids[i] = Some(k.opt_str()?);
+            return Some(());
+        }
+        match key {
+            b"name" => {
+                seen.first(6)?;
+                f.name = k.opt_str()?.map(Cow::Borrowed);
+            }
+            b"startTimeUnixNano" => {
+                seen.first(7)?;
+                f.start = nanos_scalar(k.scalar()?)?;
+            }
+            b"endTimeUnixNano" => {
+                seen.first(8)?;
+                f.end = nanos_scalar(k.scalar()?)?;
+            }
+            b"status" => {
+                seen.first(9)?;
+                f.status_error = status_fast(k)?;
+            }
+            b"events" => {
+                seen.first(10)?;
+                f.exception = events_fast(k)?;
+            }
+            b"attributes" => {
+                seen.first(11)?;
+                attrs_fast(k, &mut f.attrs)?;
+            }
+            _ => k.skip()?,
+        }
+        Some(())
+    })?;
+    let pick = |a: usize| -> Option<Cow<'a, str>> {
+        let v = if ids[a].is_some() { ids[a] } else { ids[a + 1] };
+        norm_id_str(v??)
+    };
+    f.trace_id = pick(0);
+    f.span_id = pick(2);
+    f.parent_id = pick(4);
+    Some(())
+}
+
+/// [`nanos`] of a skimmed value; the outer None: left to serde_json.
+fn nanos_scalar(v: Scalar) -> Option<Option<i64>> {
+    let n = match v {
+        Scalar::Null => return Some(None),
+        Scalar::Str(s) => s.trim().parse::<u64>().ok(),
+        Scalar::Other(raw) => match raw.first()? {
+            b'-' | b'0'..=b'9' => {
+                let s = std::str::from_utf8(raw).ok()?;
+                // serde_json reads an integer beyond u64 or with a fraction as f64.
+                s.parse::<u64>()
+                    .ok()
+                    .or_else(|| s.parse::<f64>().ok().filter(|f| *f >= 0.0).map(|f| f as u64))
+            }
+            _ => None,
+        },
+    };
+    Some(n.filter(|&n| n > 0).map(|n| n.min(i64::MAX as u64) as i64))
+}
+
+fn status_fast(k: &mut Skim) -> Option<bool> {
+    if k.next_byte()? != b'{' {
+        k.skip()?;
+        return Some(false);
+    }
+    let mut error = false;
+    let mut seen = Seen::default();
+    k.object(|k, key| match key {
+        b"code" => {
+            seen.first(0)?;
+            error = match k.scalar()? {
+                Scalar::Str(c) => c == "STATUS_CODE_ERROR" || c == "2",
+                Scalar::Other(raw) => raw == b"2",
+                Scalar::Null => false,
+            };
+            Some(())
+        }
+        _ => k.skip(),
+    })?;
+    Some(error)
+}
+
+/// Whether a span's events hold an `exception`.
+fn events_fast(k: &mut Skim) -> Option<bool> {
+    if k.next_byte()? != b'[' {
+        k.skip()?;
+        return Some(false);
+    }
+    let mut exception = false;
+    k.array(|k| {
+        if k.next_byte()? != b'{' {
+            return k.skip();
+        }
+        let mut seen = Seen::default();
+        k.object(|k, key| match key {
+            b"name" => {
+                seen.first(0)?;
+                // A string with an escape is unsure (and so is a name of another type).
+                exception |= k.opt_str()? == Some("exception");
+                Some(())
+            }
+            _ => k.skip(),
+        })
+    })?;
+    Some(exception)
+}
+
+fn attrs_fast<'a>(k: &mut Skim<'a>, a: &mut Attrs<'a>) -> Option<()> {
+    match k.next_byte()? {
+        b'n' => return k.skip(),
+        b'[' => {}
+        _ => return None, // a plain object (non-standard writers): serde_json reads it
+    }
+    k.array(|k| {
+        if k.next_byte()? != b'{' {
+            return k.skip();
+        }
+        let mut key_of: Option<Option<&'a str>> = None;
+        let mut value: Option<&'a [u8]> = None;
+        k.object(|k, key| match key {
+            b"key" => {
+                if key_of.is_some() {
+                    return None;
+                }
+                key_of = Some(match k.scalar()? {
+                    Scalar::Str(s) => Some(s),
+                    Scalar::Null | Scalar::Other(_) => None,
+                });
+                Some(())
+            }
+            b"value" => {
+                if value.is_some() {
+                    return None;
+                }
+                value = Some(k.value()?);
+                Some(())
+            }
+            _ => k.skip(),
+        })?;
+        if let Some(Some(name)) = key_of
+            && let Some(i) = index_key(name.as_bytes())
+            && a.0[i].is_none()
+        {
+            a.0[i] = Some(match value {
+                Some(raw) => av(raw)?,
+                None => Av::V(Value::Null),
+            });
+        }
+        Some(())
+    })
+}
+
+/// An attribute value: the plain cases by the skimmer, the rest as `any_value` reads it.
+fn av(raw: &[u8]) -> Option<Av<'_>> {
+    let mut k = Skim::new(raw);
+    let mut one: Option<(&[u8], Scalar)> = None;
+    let mut count = 0;
+    let fast = k.object(|k, key| {
+        count += 1;
+        one = Some((key, k.scalar()?));
+        Some(())
+    });
+    if fast.is_some() && count == 1 {
+        match one {
+            Some((b"stringValue", Scalar::Str(s))) => return Some(Av::Str(s)),
+            Some((b"intValue", Scalar::Str(s))) => {
+                return Some(match s.parse::<i64>() {
+                    Ok(n) => Av::Int(n),
+                    Err(_) => Av::V(Value::String(s.to_string())),
+                });
+            }
+            _ => {}
+        }
+    }
+    serde_json::from_slice::<Value>(raw).ok().map(|v| Av::V(any_value(&v)))
+}
+
+/// A batch line: by the skimmer, else by serde_json; None when it is not a batch.
+fn skim_line<'a>(line: &'a [u8], slot: &mut Option<Batch<'a>>) {
+    let b = slot.insert(Batch::default());
+    if line_fast(line, b).is_none() {
+        *b = Batch::default();
+        if line_slow(line, b).is_none() {
+            *slot = None;
+        }
+    }
+}
+
+/// A document's `resourceSpans` entry: by the skimmer, else by serde_json.
+fn skim_entry<'a>(entry: &'a [u8], slot: &mut Option<Batch<'a>>) {
+    let b = slot.insert(Batch::default());
+    let mut k = Skim::new(entry);
+    if resource_fast(&mut k, entry, b).is_some() && k.at_end() {
+        return;
+    }
+    *b = Batch::default();
+    match std::str::from_utf8(entry) {
+        Ok(s) if serde_json::from_str::<&RawValue>(s).is_ok() => resource_slow(s, b),
+        _ => *slot = None,
+    }
+}
+
+/// The OTLP parser: one trace per `traceId`, from batch lines or document entries.
+#[derive(Default)]
+pub struct Parser {
+    /// traceId → index of its trace in the sink.
+    traces: rustc_hash::FxHashMap<String, usize>,
+    /// The instrumentation scopes met in each trace (few), for its metadata.
+    scopes: Vec<Vec<String>>,
+    /// Whether each trace's root span (the last a trace writes) has come.
+    rooted: Vec<bool>,
+    /// The `line`/`lines` call in which each trace was last touched in the sink, and this one.
+    touched: Vec<u64>,
+    call: u64,
+}
+
+/// Scopes listed in a trace's metadata, at most.
+const MAX_SCOPES: usize = 32;
+
+impl Parser {
+    fn trace_for(&mut self, trace_id: &str, resource: Option<&str>, sink: &mut Sink) -> usize {
         if let Some(&i) = self.traces.get(trace_id) {
-            sink.touch(i);
+            // `Sink::touch` scans the list of traces touched since the tail last asked: with
+            // thousands of traces, touching at every switch between two was 9% of a load.
+            // Once a call is enough (the list is taken between calls, never during one).
+            if self.touched[i] != self.call {
+                self.touched[i] = self.call;
+                sink.touch(i);
+            } else {
+                sink.current = Some(i);
+            }
             return i;
         }
+        // The resource (service name, SDK, host) belongs to the run, not to each span.
+        let attrs = resource
+            .and_then(|r| serde_json::from_str::<Value>(r).ok())
+            .map(|v| attributes(Some(&v)))
+            .unwrap_or_default();
         let mut t = Trace::new(RunMeta {
             id: trace_id.to_string(),
             format: "otlp-json",
             source: sink.path.clone(),
-            attributes: resource.to_vec(),
+            attributes: attrs,
             ..Default::default()
         });
         t.add_file(sink.path.clone());
         let i = sink.push_trace(t);
         self.traces.insert(trace_id.to_string(), i);
+        if self.scopes.len() <= i {
+            self.scopes.resize_with(i + 1, Vec::new);
+            self.rooted.resize(i + 1, false);
+            self.touched.resize(i + 1, 0);
+        }
+        self.touched[i] = self.call; // push_trace touched it
         i
     }
 
-    fn span(&mut self, s: &Value, resource: &[(String, Value)], scope: Option<&str>, loc: LineLoc, sink: &mut Sink) {
-        let at = |line: u64| line.max(1);
-        if !s.is_object() {
-            sink.error(at(loc.line), "a span is not a JSON object; skipped");
-            return;
-        }
-        let Some(trace_id) = norm_id(s.get("traceId").or_else(|| s.get("trace_id"))) else {
-            sink.error(at(loc.line), "a span without `traceId`; skipped");
+    /// The in-order half: the spans of one batch line or document entry.
+    fn apply_batch(&mut self, rec: Option<&Batch<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink, entry: bool) {
+        let at = loc.line.max(1);
+        let Some(b) = rec else {
+            match serde_json::from_slice::<Value>(line) {
+                Err(e) => sink.error(at, json_error(&e)),
+                Ok(_) if entry => sink.error(at, "a `resourceSpans` entry is not an object; skipped"),
+                Ok(_) => sink.error(at, "no `resourceSpans` array: not an OTLP/JSON trace batch"),
+            }
             return;
         };
-        let span_id = norm_id(s.get("spanId").or_else(|| s.get("span_id")));
-        let parent_id = norm_id(s.get("parentSpanId").or_else(|| s.get("parent_span_id")));
-        let ti = self.trace_for(&trace_id, resource, sink);
-        let t = &mut sink.traces[ti];
-        if let Some(id) = span_id.as_deref()
-            && t.find(id).is_some()
-        {
-            t.diagnostics.push(Diagnostic::warning(
-                sink.path.clone(),
-                (loc.line > 0).then_some(loc.line),
-                format!("span {id} appears again; the repeat is skipped"),
-            ));
-            return;
-        }
-        let attrs = attributes(s.get("attributes"));
-        let span_name = s.get("name").and_then(Value::as_str).unwrap_or("span");
-        let start = nanos(s.get("startTimeUnixNano"));
-        let end = nanos(s.get("endTimeUnixNano"));
-        let mut kind = classify(&attrs);
-        let model = get_str(&attrs, "gen_ai.response.model")
-            .or_else(|| get_str(&attrs, "gen_ai.request.model"))
-            .or_else(|| get_str(&attrs, "llm.model_name"));
-        let tool = get_str(&attrs, "gen_ai.tool.name")
-            .or_else(|| get_str(&attrs, "tool.name"))
-            .or_else(|| get_str(&attrs, "mcp.tool.name"))
-            .or_else(|| {
-                span_name
-                    .strip_prefix("tools/call ")
-                    .filter(|_| kind == EventKind::ToolCall)
+        for s in &b.spans {
+            if let Some(why) = s.bad {
+                sink.error(at, why);
+                continue;
+            }
+            let Some(trace_id) = s.trace_id.as_deref() else {
+                continue;
+            };
+            let (res, scope) = b.scopes.get(s.scope as usize).map_or((None, None), |(r, n)| {
+                (b.resources.get(*r as usize).copied().flatten(), n.as_deref())
             });
-        let name = match kind {
-            EventKind::ToolCall => tool.unwrap_or(span_name),
-            EventKind::LlmCall => model.unwrap_or(span_name),
-            _ => span_name,
-        };
-        let usage = Usage {
-            input: get_u64(
-                &attrs,
-                &[
-                    "gen_ai.usage.input_tokens",
-                    "gen_ai.usage.prompt_tokens",
-                    "llm.token_count.prompt",
-                ],
-            ),
-            output: get_u64(
-                &attrs,
-                &[
-                    "gen_ai.usage.output_tokens",
-                    "gen_ai.usage.completion_tokens",
-                    "llm.token_count.completion",
-                ],
-            ),
-            total: get_u64(&attrs, &["llm.token_count.total"]),
-        };
-        let mut p = Payload {
-            input: get(&attrs, "gen_ai.tool.call.arguments")
-                .or_else(|| get(&attrs, "gen_ai.tool.args"))
-                .or_else(|| get(&attrs, "input.value"))
-                .or_else(|| get(&attrs, "gen_ai.input.messages"))
-                .or_else(|| get(&attrs, "gen_ai.prompt"))
-                .map(decode_embedded)
-                .or_else(|| indexed(&attrs, "gen_ai.prompt")),
-            output: get(&attrs, "gen_ai.tool.call.result")
-                .or_else(|| get(&attrs, "gen_ai.tool.result"))
-                .or_else(|| get(&attrs, "output.value"))
-                .or_else(|| get(&attrs, "gen_ai.output.messages"))
-                .or_else(|| get(&attrs, "gen_ai.completion"))
-                .map(decode_embedded)
-                .or_else(|| indexed(&attrs, "gen_ai.completion")),
-            ..Default::default()
-        };
-        // Status: code 2 (or its enum name) is an error; exception events are errors too.
-        let status_v = s.get("status");
-        let code = status_v.and_then(|x| x.get("code"));
-        let mut error = matches!(code, Some(Value::Number(n)) if n.as_u64() == Some(2))
-            || matches!(code, Some(Value::String(c)) if c == "STATUS_CODE_ERROR" || c == "2");
-        if error {
-            p.error = Some(ErrorInfo {
-                message: status_v
-                    .and_then(|x| x.get("message"))
-                    .and_then(Value::as_str)
-                    .filter(|m| !m.is_empty())
-                    .unwrap_or("span status: error")
-                    .to_string(),
-                ..Default::default()
+            let ti = self.trace_for(trace_id, res, sink);
+            if let Some(sc) = scope {
+                let known = &mut self.scopes[ti];
+                if known.len() < MAX_SCOPES && !known.iter().any(|k| k == sc) {
+                    known.push(sc.to_string());
+                }
+            }
+            let origin = engine::sub_origin(loc, 0, line, s.bytes);
+            let t = &mut sink.traces[ti];
+            if let Some(id) = s.span_id.as_deref()
+                && t.find(id).is_some()
+            {
+                t.diagnostics.push(Diagnostic::warning(
+                    sink.path.clone(),
+                    (loc.line > 0).then_some(loc.line),
+                    format!("span {id} appears again; the repeat is skipped"),
+                ));
+                continue;
+            }
+            t.add(NewEvent {
+                id: s.span_id.as_deref(),
+                parent: match s.parent_id.as_deref() {
+                    Some(pid) => Parent::Id(pid),
+                    None => Parent::None,
+                },
+                start: s.start,
+                duration: match (s.start, s.end) {
+                    (Some(a), Some(b)) if b >= a => Some(b - a),
+                    _ => None,
+                },
+                status: if s.error {
+                    Status::Error
+                } else if s.end.is_some() {
+                    Status::Ok
+                } else {
+                    Status::Unknown
+                },
+                usage: s.usage,
+                model: s.model.as_deref(),
+                payload: PayloadRef::Deferred,
+                origin,
+                ..NewEvent::new(s.kind, &s.name)
             });
-        }
-        let mut other_events = Vec::new();
-        for ev in s
-            .get("events")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-        {
-            let ev_name = ev.get("name").and_then(Value::as_str).unwrap_or("");
-            let ea = attributes(ev.get("attributes"));
-            match ev_name {
-                "exception" => {
-                    error = true;
-                    p.error = Some(ErrorInfo {
-                        kind: get_str(&ea, "exception.type").map(str::to_string),
-                        message: get_str(&ea, "exception.message").unwrap_or("exception").to_string(),
-                        stack: get_str(&ea, "exception.stacktrace").map(str::to_string),
-                        details: None,
-                    });
-                }
-                "gen_ai.content.prompt" if p.input.is_none() => {
-                    p.input = get(&ea, "gen_ai.prompt").map(decode_embedded);
-                }
-                "gen_ai.content.completion" if p.output.is_none() => {
-                    p.output = get(&ea, "gen_ai.completion").map(decode_embedded);
-                }
-                _ => {
-                    let mut m = Map::new();
-                    m.insert("name".into(), Value::String(ev_name.to_string()));
-                    if let Some(ts) = nanos(ev.get("timeUnixNano")) {
-                        m.insert("time".into(), Value::String(format_ts(ts)));
-                    }
-                    if !ea.is_empty() {
-                        m.insert("attributes".into(), Value::Object(ea.into_iter().collect()));
-                    }
-                    other_events.push(Value::Object(m));
+            // Spans are written when they end, so the root comes last: the trace is most
+            // likely whole. Its vectors grew by doubling; with thousands of traces that slack
+            // was a third of the index (1M spans in 17k traces: 382 MB peak). Once a trace.
+            if s.parent_id.is_none() && !self.rooted[ti] {
+                self.rooted[ti] = true;
+                t.events.shrink_to_fit();
+                for e in &mut t.events {
+                    e.children.shrink_to_fit();
                 }
             }
         }
-        if kind == EventKind::Step && error && name == "exception" {
-            kind = EventKind::Error;
-        }
-        let rest: Map<String, Value> = attrs
-            .iter()
-            .filter(|(k, _)| !MAPPED.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        if !rest.is_empty() {
-            p.extra.push(("attributes".into(), Value::Object(rest)));
-        }
-        if !other_events.is_empty() {
-            p.extra.push(("events".into(), Value::Array(other_events)));
-        }
-        if let Some(sc) = scope {
-            p.extra.push(("scope".into(), Value::String(sc.to_string())));
-        }
-        if let Some(k) = s.get("kind").filter(|k| !k.is_null()) {
-            p.extra.push(("span_kind".into(), k.clone()));
-        }
-        let duration = match (start, end) {
-            (Some(a), Some(b)) if b >= a => Some(b - a),
-            _ => None,
-        };
-        t.add(NewEvent {
-            id: span_id.as_deref(),
-            parent: match parent_id.as_deref() {
-                Some(pid) => Parent::Id(pid),
-                None => Parent::None,
-            },
-            start,
-            duration,
-            status: if error {
-                Status::Error
-            } else if end.is_some() {
-                Status::Ok
-            } else {
-                Status::Unknown
-            },
-            usage: (!usage.is_empty()).then_some(usage),
-            model,
-            payload: PayloadRef::Inline(Box::new(p)),
-            origin: Origin {
-                file: 0,
-                line: loc.line.min(u32::MAX as u64) as u32,
-                offset: loc.offset,
-                len: loc.len.min(u32::MAX as usize) as u32,
-            },
-            ..NewEvent::new(kind, name)
+    }
+}
+
+impl Records for Parser {
+    type Rec<'a> = Batch<'a>;
+
+    fn skim<'a>(line: &'a [u8], slot: &mut Option<Batch<'a>>) {
+        skim_line(line, slot);
+    }
+
+    fn apply(&mut self, rec: Option<&Batch<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        self.apply_batch(rec, line, loc, sink, false);
+    }
+}
+
+/// The parser reading a document's `resourceSpans` entries (each read as a line is).
+struct Entries<'p>(&'p mut Parser);
+
+impl Records for Entries<'_> {
+    type Rec<'a> = Batch<'a>;
+
+    fn skim<'a>(entry: &'a [u8], slot: &mut Option<Batch<'a>>) {
+        skim_entry(entry, slot);
+    }
+
+    fn apply(&mut self, rec: Option<&Batch<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        self.0.apply_batch(rec, line, loc, sink, true);
+    }
+}
+
+/// A span's payload from its own JSON (the event's `origin`): what the index does not hold.
+fn span_payload(s: &Value) -> Payload {
+    let attrs = attributes(s.get("attributes"));
+    let mut p = Payload {
+        input: get(&attrs, "gen_ai.tool.call.arguments")
+            .or_else(|| get(&attrs, "gen_ai.tool.args"))
+            .or_else(|| get(&attrs, "input.value"))
+            .or_else(|| get(&attrs, "gen_ai.input.messages"))
+            .or_else(|| get(&attrs, "gen_ai.prompt"))
+            .map(decode_embedded)
+            .or_else(|| indexed(&attrs, "gen_ai.prompt")),
+        output: get(&attrs, "gen_ai.tool.call.result")
+            .or_else(|| get(&attrs, "gen_ai.tool.result"))
+            .or_else(|| get(&attrs, "output.value"))
+            .or_else(|| get(&attrs, "gen_ai.output.messages"))
+            .or_else(|| get(&attrs, "gen_ai.completion"))
+            .map(decode_embedded)
+            .or_else(|| indexed(&attrs, "gen_ai.completion")),
+        ..Default::default()
+    };
+    let status_v = s.get("status");
+    if status_is_error(status_v.and_then(|x| x.get("code"))) {
+        p.error = Some(ErrorInfo {
+            message: status_v
+                .and_then(|x| x.get("message"))
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+                .unwrap_or("span status: error")
+                .to_string(),
+            ..Default::default()
         });
     }
+    let mut other_events = Vec::new();
+    for e in s
+        .get("events")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        let ev_name = e.get("name").and_then(Value::as_str).unwrap_or("");
+        let ea = attributes(e.get("attributes"));
+        match ev_name {
+            "exception" => {
+                p.error = Some(ErrorInfo {
+                    kind: get_str(&ea, "exception.type").map(str::to_string),
+                    message: get_str(&ea, "exception.message").unwrap_or("exception").to_string(),
+                    stack: get_str(&ea, "exception.stacktrace").map(str::to_string),
+                    details: None,
+                });
+            }
+            "gen_ai.content.prompt" if p.input.is_none() => {
+                p.input = get(&ea, "gen_ai.prompt").map(decode_embedded);
+            }
+            "gen_ai.content.completion" if p.output.is_none() => {
+                p.output = get(&ea, "gen_ai.completion").map(decode_embedded);
+            }
+            _ => {
+                let mut m = Map::new();
+                m.insert("name".into(), Value::String(ev_name.to_string()));
+                if let Some(ts) = nanos(e.get("timeUnixNano")) {
+                    m.insert("time".into(), Value::String(format_ts(ts)));
+                }
+                if !ea.is_empty() {
+                    m.insert("attributes".into(), Value::Object(ea.into_iter().collect()));
+                }
+                other_events.push(Value::Object(m));
+            }
+        }
+    }
+    let rest: Map<String, Value> = attrs
+        .iter()
+        .filter(|(k, _)| !MAPPED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !rest.is_empty() {
+        p.extra.push(("attributes".into(), Value::Object(rest)));
+    }
+    if !other_events.is_empty() {
+        p.extra.push(("events".into(), Value::Array(other_events)));
+    }
+    if let Some(k) = s.get("kind").filter(|k| !k.is_null()) {
+        p.extra.push(("span_kind".into(), span_kind_name(k)));
+    }
+    p
+}
+
+/// OTLP's `kind` by name: the enum's number or its `SPAN_KIND_*` name as `client`, `server`...
+/// Anything else is shown as written.
+fn span_kind_name(k: &Value) -> Value {
+    const NAMES: [&str; 6] = ["unspecified", "internal", "server", "client", "producer", "consumer"];
+    let name = match k {
+        Value::Number(n) => n.as_u64().and_then(|i| NAMES.get(i as usize).copied()),
+        Value::String(s) => s
+            .strip_prefix("SPAN_KIND_")
+            .map(str::to_ascii_lowercase)
+            .and_then(|l| NAMES.iter().find(|n| **n == l).copied())
+            .or_else(|| s.parse::<usize>().ok().and_then(|i| NAMES.get(i).copied())),
+        _ => None,
+    };
+    name.map_or_else(|| k.clone(), |n| Value::String(n.to_string()))
 }
 
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        match serde_json::from_slice::<Value>(line) {
-            Ok(v) => self.batch(&v, loc, sink),
-            Err(e) => sink.error(loc.line, json_error(&e)),
-        }
+        self.call += 1;
+        engine::one(self, line, loc, sink);
+    }
+
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        self.call += 1;
+        engine::batch(self, batch, sink);
     }
 
     fn flush(&mut self, sink: &mut Sink) {
-        for t in &mut sink.traces {
+        for (ti, t) in sink.traces.iter_mut().enumerate() {
             t.finalize();
             // An MCP `tools/call` client span inside the `execute_tool` span of the same tool is
             // the same call seen one layer down: count it once.
@@ -582,6 +1342,12 @@ impl LineParser for Parser {
                 .iter()
                 .find(|e| e.kind == EventKind::LlmCall && !e.model.is_empty())
                 .map(|e| t.str(e.model).to_string());
+            // The instrumentation scopes its spans came from (a span's own is in its raw view).
+            if let Some(sc) = self.scopes.get(ti).filter(|s| !s.is_empty()) {
+                t.meta.attributes.retain(|(k, _)| k != "otel.scope.names");
+                let names = sc.iter().map(|s| Value::String(s.clone())).collect();
+                t.meta.attributes.push(("otel.scope.names".into(), Value::Array(names)));
+            }
         }
     }
 }
@@ -697,6 +1463,505 @@ mod tests {
             r#"{"type":"assay.trace","episode_id":"e"}"#,
         ] {
             assert_eq!(Otlp.detect(&p(other)), 0, "{other}");
+        }
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn batches_load_through_the_engine_with_payloads_left_on_disk() {
+        let path = fixture("genai-batches.jsonl");
+        let l = Otlp.load(&path).unwrap();
+        assert_eq!(l.traces.len(), 2);
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(
+            tree(t),
+            vec![
+                "run invoke_agent travel [ok]",
+                "  llm gpt-4o-2024-08-06 [ok]",
+                "  tool search_hotels [error]",
+                "    step http.get [ok]",
+            ]
+        );
+        // Upper-case hex ids are the same span as their lower-case references.
+        assert!(t.find("b7ad6b7169203332").is_some());
+        assert_eq!(t.meta.name.as_deref(), Some("invoke_agent travel"));
+        let service = t.meta.attributes.iter().find(|(k, _)| k == "service.name");
+        assert_eq!(service.map(|(_, v)| v.clone()), Some(Value::from("travel-agent")));
+        let scopes = t.meta.attributes.iter().find(|(k, _)| k == "otel.scope.names").unwrap();
+        assert_eq!(
+            scopes.1,
+            serde_json::json!([
+                "opentelemetry.instrumentation.openai_v2",
+                "agent.tools",
+                "agent.framework"
+            ])
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        for i in 0..t.len() as u32 {
+            let e = t.event(i);
+            assert!(matches!(e.payload, PayloadRef::Deferred), "{}", t.name(i));
+            // The origin is the span object itself, inside its batch line.
+            let part = &bytes[e.origin.offset as usize..][..e.origin.len as usize];
+            let v: Value = serde_json::from_slice(part).unwrap();
+            assert_eq!(norm_id(v.get("spanId")).as_deref(), Some(t.str(e.source_id)));
+        }
+        let chat = t.find("b7ad6b7169203331").unwrap();
+        assert_eq!(
+            t.event(chat).usage.as_deref().map(|u| (u.input, u.output)),
+            Some((Some(120), Some(35)))
+        );
+        let p = crate::formats::payload(t, t.event(chat));
+        assert_eq!(
+            p.input.unwrap()[0]["content"],
+            "Book a \"quiet\" hotel in Zürich\nfor 2 nights"
+        );
+        assert!(
+            p.extra.iter().any(|(k, v)| k == "span_kind" && v == "client"),
+            "{:?}",
+            p.extra
+        );
+        let tool = t.find("b7ad6b7169203332").unwrap();
+        let p = crate::formats::payload(t, t.event(tool));
+        assert_eq!(p.input.unwrap()["city"], "Zürich");
+        assert_eq!(p.error.unwrap().kind.as_deref(), Some("HTTPError"));
+        assert!(
+            p.extra.iter().any(|(k, v)| k == "span_kind" && v == "internal"),
+            "{:?}",
+            p.extra
+        );
+        let events = p.extra.iter().find(|(k, _)| k == "events").unwrap();
+        assert_eq!(events.1[0]["name"], "retry");
+        // OpenInference, base64 ids, numbers where strings are usual.
+        let t2 = &l.traces[1];
+        assert_eq!(t2.meta.id, "0102030405060708090a0b0c0d0e0f10");
+        assert_eq!(tree(t2), vec!["llm claude-x [ok]"]);
+        assert_eq!(t2.counts().tokens, 12);
+        let p = crate::formats::payload(t2, t2.event(0));
+        assert_eq!(p.input, Some(serde_json::json!([{"role": "user", "content": "hi"}])));
+    }
+
+    #[test]
+    fn following_reports_the_traces_each_poll_touched() {
+        let span = |t: &str, s: &str| {
+            format!(
+                "{{\"resourceSpans\":[{{\"scopeSpans\":[{{\"spans\":[{{\"traceId\":\"{t}\",\"spanId\":\"{s}\",\"name\":\"x\"}}]}}]}}]}}\n"
+            )
+        };
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+        let p = write(d.path(), "t.jsonl", &(span(a, "01") + &span(b, "02") + &span(a, "03")));
+        let mut f = Otlp.follow(&p).unwrap();
+        assert_eq!(f.poll().unwrap().touched, vec![0, 1]);
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        std::io::Write::write_all(&mut w, span(b, "04").as_bytes()).unwrap();
+        assert_eq!(f.poll().unwrap().touched, vec![1]);
+        std::io::Write::write_all(&mut w, (span(a, "05") + &span(b, "06") + &span(a, "07")).as_bytes()).unwrap();
+        let mut touched = f.poll().unwrap().touched;
+        touched.sort();
+        assert_eq!(touched, vec![0, 1]);
+        assert_eq!((f.sink.traces[0].len(), f.sink.traces[1].len()), (4, 3));
+    }
+
+    #[test]
+    fn span_kinds_are_shown_by_name() {
+        for (k, want) in [
+            (Value::from(0), Value::from("unspecified")),
+            (Value::from(1), Value::from("internal")),
+            (Value::from(2), Value::from("server")),
+            (Value::from(3), Value::from("client")),
+            (Value::from(4), Value::from("producer")),
+            (Value::from(5), Value::from("consumer")),
+            (Value::from("SPAN_KIND_CLIENT"), Value::from("client")),
+            (Value::from("SPAN_KIND_SERVER"), Value::from("server")),
+            (Value::from("3"), Value::from("client")),
+            (Value::from(9), Value::from(9)),
+            (Value::from("weird"), Value::from("weird")),
+        ] {
+            assert_eq!(span_kind_name(&k), want, "{k}");
+        }
+    }
+
+    #[test]
+    fn a_bad_first_line_is_a_diagnostic_and_the_rest_loads() {
+        let good = std::fs::read_to_string(fixture("genai-batches.jsonl")).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        for first in [
+            "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":\"5b8e",
+            "not json at all",
+            "{\"resourceLogs\":[]}",
+            "{",
+        ] {
+            let p = write(d.path(), "t.jsonl", &format!("{first}\n{good}"));
+            for loaded in [
+                Otlp.load(&p),
+                crate::formats::load(&p, Some(&Otlp)),
+                crate::formats::load(&p, None),
+            ] {
+                let l = loaded.unwrap_or_else(|e| panic!("{first:?}: {e}"));
+                assert_eq!(l.traces.len(), 2, "{first:?}");
+                let diags: Vec<_> = l.traces[0].diagnostics.iter().map(|d| (d.line, d.severity)).collect();
+                assert_eq!(diags, vec![(Some(1), Severity::Error)], "{first:?}");
+                assert_eq!(l.traces[0].len(), 4);
+            }
+            assert!(Otlp.follow(&p).is_some(), "{first:?}: read as lines");
+        }
+    }
+
+    #[test]
+    fn a_whole_document_streams_through_the_engine() {
+        // Minified, several resourceSpans entries, one of them broken: the others load.
+        let l = std::fs::read_to_string(fixture("genai-batches.jsonl")).unwrap();
+        let entries: Vec<String> = l
+            .lines()
+            .map(|line| {
+                let v: Value = serde_json::from_str(line).unwrap();
+                v["resourceSpans"][0].to_string()
+            })
+            .collect();
+        let doc = format!(
+            "{{\"resourceSpans\":[{},{{\"scopeSpans\":[{{\"spans\":[{{\"traceId\" 1}}]}}]}},{},{}]}}",
+            entries[0], entries[1], entries[2]
+        );
+        let d = tempfile::tempdir().unwrap();
+        let p = write(d.path(), "doc.json", &doc);
+        assert!(Otlp.follow(&p).is_none(), "one line holding one document: a document");
+        let loaded = Otlp.load(&p).unwrap();
+        assert_eq!(loaded.traces.len(), 2);
+        let t = &loaded.traces[0];
+        assert_eq!(t.len(), 4);
+        assert_eq!(t.diagnostics.len(), 1, "{:?}", t.diagnostics);
+        let tool = t.find("b7ad6b7169203332").unwrap();
+        assert!(matches!(t.event(tool).payload, PayloadRef::Deferred));
+        let p = crate::formats::payload(t, t.event(tool));
+        assert_eq!(p.input.unwrap()["city"], "Zürich");
+        // Not a trace document at all: one clear error.
+        let p = write(d.path(), "other.json", "{\"resourceLogs\": []}");
+        let e = Otlp.load(&p).unwrap_err().to_string();
+        assert!(e.contains("resourceSpans"), "{e}");
+    }
+
+    /// The straightforward reading of a line: serde_json values all the way; None when the
+    /// line is not a batch. Each span: (resource attributes, scope name, span value, index).
+    #[allow(clippy::type_complexity)]
+    fn by_serde(line: &[u8]) -> Option<Vec<(Vec<(String, Value)>, Option<String>, Value, SpanRec<'static>)>> {
+        let v: Value = serde_json::from_slice(line).ok()?;
+        let mut out = Vec::new();
+        for r in v.get("resourceSpans")?.as_array()? {
+            let resource = attributes(r.get("resource").and_then(|x| x.get("attributes")));
+            let scopes = r.get("scopeSpans").or_else(|| r.get("instrumentationLibrarySpans"));
+            for s in scopes.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]) {
+                let scope = s
+                    .get("scope")
+                    .or_else(|| s.get("instrumentationLibrary"))
+                    .and_then(|x| x.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                if !s.is_object() {
+                    continue;
+                }
+                for span in s
+                    .get("spans")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                {
+                    let rec = if span.is_object() {
+                        SpanRec::of(b"", 0, fields_of(span))
+                    } else {
+                        SpanRec::bad(b"", 0, "a span is not a JSON object; skipped")
+                    };
+                    out.push((resource.clone(), scope.clone(), span.clone(), rec));
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// The fast path's contract on one line: it reads what serde_json reads. Ok(true): the
+    /// skimmer read the whole line itself.
+    fn fast_agrees(line: &[u8]) -> Result<bool, String> {
+        let text = || String::from_utf8_lossy(line).into_owned();
+        let mut slot = None;
+        skim_line(line, &mut slot);
+        let mut probe = Batch::default();
+        let skimmed = line_fast(line, &mut probe).is_some();
+        let Some(oracle) = by_serde(line) else {
+            if serde_json::from_slice::<Value>(line).is_ok() && slot.is_some() {
+                return Err(format!("read a line that is not a batch: {}", text()));
+            }
+            return Ok(false);
+        };
+        let b = slot.ok_or_else(|| format!("no batch from a line serde reads: {}", text()))?;
+        if b.spans.len() != oracle.len() {
+            return Err(format!("{} spans, serde {}: {}", b.spans.len(), oracle.len(), text()));
+        }
+        for (s, (resource, scope, span, want)) in b.spans.iter().zip(&oracle) {
+            let (res, name) = &b.scopes[s.scope as usize];
+            let got_res = b.resources[*res as usize]
+                .and_then(|r| serde_json::from_str::<Value>(r).ok())
+                .map(|v| attributes(Some(&v)))
+                .unwrap_or_default();
+            if &got_res != resource || name.as_deref() != scope.as_deref() {
+                return Err(format!("resource or scope differ: {}", text()));
+            }
+            let got_span: Value =
+                serde_json::from_slice(s.bytes).map_err(|e| format!("span bytes: {e}: {}", text()))?;
+            if &got_span != span {
+                return Err(format!("span bytes {got_span} != {span}: {}", text()));
+            }
+            let mut got = s.clone();
+            got.bytes = b"";
+            got.scope = 0;
+            if &got != want {
+                return Err(format!("fast {got:?} != serde {want:?}: {}", text()));
+            }
+            // The payload decoded from the span's bytes is the one of the span read whole.
+            let mut t = Trace::default();
+            let i = t.add(NewEvent::new(EventKind::Step, "e"));
+            let ev = t.event(i).clone();
+            if want.bad.is_none() && Otlp.decode_payload(&t, &ev, &[s.bytes]) != span_payload(span) {
+                return Err(format!("payloads differ: {}", text()));
+            }
+        }
+        Ok(skimmed)
+    }
+
+    fn json_str(s: &str) -> String {
+        serde_json::to_string(s).unwrap()
+    }
+
+    fn attr_value() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            "[a-z0-9_/ -]{0,10}".prop_map(|s| format!("{{\"stringValue\":{}}}", json_str(&s))),
+            Just("{\"stringValue\":\"chat\"}".to_string()),
+            Just("{\"stringValue\":\"execute_tool\"}".to_string()),
+            Just("{\"stringValue\":\"tools/call\"}".to_string()),
+            Just("{\"stringValue\":\"llm\"}".to_string()),
+            Just("{\"stringValue\":\"\"}".to_string()),
+            Just("{\"stringValue\":\"a\\u0062c\"}".to_string()),
+            any::<i64>().prop_map(|n| format!("{{\"intValue\":\"{n}\"}}")),
+            any::<u32>().prop_map(|n| format!("{{\"intValue\":{n}}}")),
+            Just("{\"intValue\":\" 12\"}".to_string()),
+            Just("{\"intValue\":\"18446744073709551615\"}".to_string()),
+            Just("{\"doubleValue\":2.5}".to_string()),
+            Just("{\"boolValue\":true}".to_string()),
+            Just("{}".to_string()),
+            Just("null".to_string()),
+            Just("\"plain\"".to_string()),
+            Just("7".to_string()),
+            Just("{\"stringValue\":\"x\",\"intValue\":\"3\"}".to_string()),
+            Just("{\"stringValue\":null}".to_string()),
+            Just("{\"arrayValue\":{\"values\":[{\"stringValue\":\"a\"}]}}".to_string()),
+            Just("{\"kvlistValue\":{\"values\":[{\"key\":\"k\",\"value\":{\"intValue\":\"1\"}}]}}".to_string()),
+        ]
+    }
+
+    fn attr_key() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => proptest::sample::select(INDEX_KEYS.to_vec()).prop_map(str::to_string),
+            1 => proptest::sample::select(vec!["gen_ai.tool.call.arguments", "input.value", "gen_ai.prompt.0.content", "other.key", "gen_ai.completion"]).prop_map(str::to_string),
+            1 => "[a-z.]{1,12}",
+        ]
+    }
+
+    fn scalar() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| format!("\"{n}\"")),
+            Just("1.5".to_string()),
+            Just("2".to_string()),
+            Just("\"2\"".to_string()),
+            Just("\"STATUS_CODE_ERROR\"".to_string()),
+            Just("\"exception\"".to_string()),
+            Just("\"exc\\u0065ption\"".to_string()),
+            Just("\"5B8EFFF798038103\"".to_string()),
+            Just("\"AQIDBAUGBwg=\"".to_string()),
+            Just("\"0000000000000000\"".to_string()),
+            Just("\"a1b2c3d4e5f60718\"".to_string()),
+            Just("\" 1767225600000000000 \"".to_string()),
+            Just("\"SPAN_KIND_CLIENT\"".to_string()),
+            "[a-z ]{0,8}".prop_map(|s| json_str(&s)),
+            Just("{}".to_string()),
+            Just("[]".to_string()),
+        ]
+    }
+
+    fn id_or_time() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("\"5B8EFFF798038103\"".to_string()),
+            Just("\"AQIDBAUGBwg=\"".to_string()),
+            Just("\"0000000000000000\"".to_string()),
+            Just("\"a1b2c3d4e5f60718\"".to_string()),
+            Just("\"tools/call search\"".to_string()),
+            Just("\"exception\"".to_string()),
+            Just("\" 1767225600000000000 \"".to_string()),
+            Just("null".to_string()),
+            any::<u64>().prop_map(|n| format!("\"{n}\"")),
+            any::<u64>().prop_map(|n| n.to_string()),
+            Just("-3".to_string()),
+            Just("1.5e3".to_string()),
+            "[0-9a-f]{0,16}".prop_map(|s| format!("\"{s}\"")),
+        ]
+    }
+
+    /// Span-shaped text: known keys (both id spellings, repeats), attributes, events, status.
+    fn span_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let attrs = proptest::collection::vec(
+            prop_oneof![
+                6 => (attr_key(), attr_value()).prop_map(|(k, v)| format!("{{\"key\":{},\"value\":{v}}}", json_str(&k))),
+                1 => attr_key().prop_map(|k| format!("{{\"key\":{}}}", json_str(&k))),
+                1 => attr_value().prop_map(|v| format!("{{\"value\":{v},\"key\":\"gen_ai.system\"}}")),
+                1 => scalar(),
+            ],
+            0..6,
+        )
+        .prop_map(|a| format!("[{}]", a.join(",")));
+        let events = proptest::collection::vec(
+            prop_oneof![
+                scalar().prop_map(|n| format!("{{\"name\":{n},\"attributes\":[{{\"key\":\"exception.message\",\"value\":{{\"stringValue\":\"m\"}}}}]}}")),
+                Just("{\"name\":\"gen_ai.content.prompt\",\"attributes\":[{\"key\":\"gen_ai.prompt\",\"value\":{\"stringValue\":\"[1]\"}}]}".to_string()),
+                scalar(),
+            ],
+            0..3,
+        )
+        .prop_map(|e| format!("[{}]", e.join(",")));
+        let field = prop_oneof![
+            4 => (proptest::sample::select(vec!["traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id", "name", "startTimeUnixNano", "endTimeUnixNano"]), id_or_time())
+                .prop_map(|(k, v)| format!("\"{k}\":{v}")),
+            1 => (proptest::sample::select(vec!["traceId", "spanId", "name", "startTimeUnixNano", "kind", "other"]), scalar())
+                .prop_map(|(k, v)| format!("\"{k}\":{v}")),
+            1 => scalar().prop_map(|c| format!("\"status\":{{\"code\":{c},\"message\":\"why\"}}")),
+            1 => scalar().prop_map(|c| format!("\"status\":{c}")),
+            3 => attrs.prop_map(|a| format!("\"attributes\":{a}")),
+            1 => events.prop_map(|e| format!("\"events\":{e}")),
+        ];
+        (proptest::collection::vec(field, 0..7), any::<bool>(), 0..6u8).prop_map(|(f, spaced, dups)| {
+            let sep = if spaced { ", " } else { "," };
+            let mut f = f;
+            f.insert(0, "\"traceId\":\"4bf92f3577b34da6a3ce929d0e0e4736\"".to_string());
+            // Repeated keys now and then (serde_json keeps the last; the skimmer declines them).
+            if dups != 0 {
+                let mut keys = std::collections::HashSet::new();
+                f.retain(|x| keys.insert(x.split(':').next().unwrap_or("").to_string()));
+            }
+            format!("{{{}}}", f.join(sep))
+        })
+    }
+
+    /// Batch lines: several resources, scopes and spans; then sometimes a byte changed.
+    fn line_text() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let scope = (
+            prop_oneof![
+                Just(String::new()),
+                Just("\"scope\":{\"name\":\"lib\",\"version\":\"1\"},".to_string()),
+                Just("\"scope\":null,".to_string()),
+                Just("\"instrumentationLibrary\":{\"name\":\"old\"},".to_string())
+            ],
+            proptest::collection::vec(prop_oneof![6 => span_text(), 1 => scalar()], 0..4),
+        )
+            .prop_map(|(sc, spans)| format!("{{{sc}\"spans\":[{}]}}", spans.join(",")));
+        let resource = (
+            prop_oneof![
+                Just(String::new()),
+                Just(
+                    "\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc\"}}]},"
+                        .to_string()
+                ),
+                Just("\"resource\":{},".to_string())
+            ],
+            proptest::collection::vec(scope, 0..3),
+            proptest::sample::select(vec!["scopeSpans", "instrumentationLibrarySpans"]),
+        )
+            .prop_map(|(r, scopes, key)| format!("{{{r}\"{key}\":[{}]}}", scopes.join(",")));
+        let base = proptest::collection::vec(resource, 0..3)
+            .prop_map(|rs| format!("{{\"resourceSpans\":[{}]}}", rs.join(",")).into_bytes());
+        let edit = (any::<proptest::sample::Index>(), any::<u8>(), 0..3u8);
+        let edits = prop_oneof![3 => Just(Vec::new()), 1 => proptest::collection::vec(edit, 1..3)];
+        (base, edits).prop_map(|(mut b, edits)| {
+            for (at, byte, op) in edits {
+                let i = at.index(b.len() + 1);
+                match op {
+                    0 if i < b.len() => b[i] = byte,
+                    1 if i < b.len() => {
+                        b.remove(i);
+                    }
+                    _ => b.insert(i, byte),
+                }
+            }
+            b
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1500))]
+        #[test]
+        fn the_fast_path_reads_what_serde_reads(line in line_text()) {
+            fast_agrees(&line).map_err(proptest::test_runner::TestCaseError::fail)?;
+        }
+
+        #[test]
+        fn the_fast_path_on_arbitrary_bytes(line in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            fast_agrees(&line).map_err(proptest::test_runner::TestCaseError::fail)?;
+        }
+    }
+
+    #[test]
+    fn the_differential_test_is_not_vacuous() {
+        // Enough generated spans are read by the skimmer (and so compared) to mean something.
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let (mut lines, mut spans) = (0, 0);
+        for _ in 0..500 {
+            let line = line_text().new_tree(&mut runner).unwrap().current();
+            lines += fast_agrees(&line).unwrap() as u32;
+            let mut slot = None;
+            skim_line(&line, &mut slot);
+            for s in slot.iter().flat_map(|b| &b.spans) {
+                let mut k = Skim::new(s.bytes);
+                spans += (span_fast(&mut k, &mut Fields::default()).is_some() && k.at_end()) as u32;
+            }
+        }
+        assert!(
+            lines > 100 && spans > 300,
+            "only {lines} of 500 lines and {spans} spans skimmed"
+        );
+    }
+
+    #[test]
+    fn fixture_lines_take_the_fast_path() {
+        for name in ["genai-batches.jsonl", "collector.jsonl"] {
+            let text = std::fs::read(fixture(name)).unwrap();
+            for (i, l) in text.split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
+                let damaged = name == "collector.jsonl" && i == 1;
+                assert_eq!(fast_agrees(l), Ok(!damaged), "{name} line {}", i + 1);
+            }
+        }
+        // A minified document's entries too.
+        let doc = std::fs::read_to_string(fixture("genai-document.json")).unwrap();
+        let v: Value = serde_json::from_str(&doc).unwrap();
+        for entry in v["resourceSpans"].as_array().unwrap() {
+            let text = entry.to_string();
+            let mut b = Batch::default();
+            let mut k = Skim::new(text.as_bytes());
+            assert!(
+                resource_fast(&mut k, text.as_bytes(), &mut b).is_some() && k.at_end(),
+                "{text}"
+            );
+            assert!(!b.spans.is_empty());
         }
     }
 

@@ -256,6 +256,41 @@ impl<'a> Skim<'a> {
         }
     }
 
+    /// Walk an array; `item` is called at each element and must consume it.
+    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        self.enter()?;
+        if self.peek()? != b']' {
+            loop {
+                item(self)?;
+                match self.peek()? {
+                    b',' => self.i += 1,
+                    b']' => break,
+                    _ => return None,
+                }
+            }
+        }
+        self.i += 1;
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// Where the next value starts (after whitespace), to cut a part of the record out.
+    pub fn pos(&mut self) -> usize {
+        self.ws();
+        self.i
+    }
+
+    /// Where the skimmer is (just after the last value read), whitespace not skipped.
+    pub fn at(&self) -> usize {
+        self.i
+    }
+
+    /// The first byte of the next value.
+    pub fn next_byte(&mut self) -> Option<u8> {
+        self.peek()
+    }
+
     pub fn is_null_next(&mut self) -> bool {
         self.peek() == Some(b'n')
     }
