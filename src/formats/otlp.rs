@@ -730,7 +730,7 @@ fn line_fast<'a>(line: &'a [u8], b: &mut Batch<'a>) -> Option<()> {
     k.object(|k, key| match key {
         b"resourceSpans" => {
             seen.first(0)?;
-            k.array(|k| resource_fast(k, line, b))
+            k.array(|k, _| resource_fast(k, line, b))
         }
         _ => k.skip(),
     })?;
@@ -761,7 +761,7 @@ fn resource_fast<'a>(k: &mut Skim<'a>, src: &'a [u8], b: &mut Batch<'a>) -> Opti
             if k.is_null_next() {
                 return k.skip();
             }
-            k.array(|k| scope_fast(k, src, res, b))
+            k.array(|k, _| scope_fast(k, src, res, b))
         }
         _ => k.skip(),
     })
@@ -792,8 +792,8 @@ fn scope_fast<'a>(k: &mut Skim<'a>, src: &'a [u8], res: u32, b: &mut Batch<'a>) 
             if k.is_null_next() {
                 return k.skip();
             }
-            k.array(|k| {
-                let at = k.pos();
+            k.array(|k, _| {
+                let at = k.value_start();
                 if k.next_byte()? != b'{' {
                     k.skip()?;
                     b.spans.push(SpanRec::bad(
@@ -920,7 +920,7 @@ fn events_fast(k: &mut Skim) -> Option<bool> {
         return Some(false);
     }
     let mut exception = false;
-    k.array(|k| {
+    k.array(|k, _| {
         if k.next_byte()? != b'{' {
             return k.skip();
         }
@@ -944,7 +944,7 @@ fn attrs_fast<'a>(k: &mut Skim<'a>, a: &mut Attrs<'a>) -> Option<()> {
         b'[' => {}
         _ => return None, // a plain object (non-standard writers): serde_json reads it
     }
-    k.array(|k| {
+    k.array(|k, _| {
         if k.next_byte()? != b'{' {
             return k.skip();
         }

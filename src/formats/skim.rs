@@ -256,27 +256,8 @@ impl<'a> Skim<'a> {
         }
     }
 
-    /// Walk an array; `item` is called at each element and must consume it.
-    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
-        self.eat(b'[')?;
-        self.enter()?;
-        if self.peek()? != b']' {
-            loop {
-                item(self)?;
-                match self.peek()? {
-                    b',' => self.i += 1,
-                    b']' => break,
-                    _ => return None,
-                }
-            }
-        }
-        self.i += 1;
-        self.depth -= 1;
-        Some(())
-    }
-
     /// Where the next value starts (after whitespace), to cut a part of the record out.
-    pub fn pos(&mut self) -> usize {
+    pub fn value_start(&mut self) -> usize {
         self.ws();
         self.i
     }
