@@ -16,14 +16,16 @@
 //! came from, by each line's own type: the Run event of an episode reads its `episode_start`
 //! (input) and `episode_end` (output, outcome); a joined tool call its call and result lines.
 
+use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
+use super::skim::{Raw, Seen, Skim};
 use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, stem};
 use crate::model::*;
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::Path;
 
 pub struct Assay;
@@ -303,11 +305,12 @@ fn outcome_failed(o: &str) -> bool {
     )
 }
 
-// ---- the line parser ----
+// ---- what the index reads of a line ----
 
-/// The envelope of any Assay line: only what the index needs, borrowed; payloads are raw.
+/// The record as serde_json reads it: only what the index needs, borrowed, payloads raw. The
+/// slow path (whatever the skimmer leaves), and the oracle the skimmer is tested against.
 #[derive(Deserialize)]
-struct Rec<'a> {
+struct RawRec<'a> {
     #[serde(borrow, default, rename = "type")]
     ty: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -354,6 +357,125 @@ struct Rec<'a> {
     meta: Option<&'a RawValue>,
 }
 
+/// A line's `type`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+enum Ty<'a> {
+    /// Absent or null: an untyped (legacy) line.
+    #[default]
+    None,
+    Str(Cow<'a, str>),
+    /// Present but not a string: the line is skipped with an error.
+    NotString,
+}
+
+/// What the index needs of one line, decoded in the parallel half (the engine's skim): the
+/// in-order half reads nothing from the line again. Serde's `null` is absence, as for
+/// `Option<&RawValue>`. Strings are borrowed unless they had escapes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Rec<'a> {
+    ty: Ty<'a>,
+    /// `episode_id` / `step_id`: present (not null), and read as an id.
+    has_episode: bool,
+    has_step: bool,
+    episode_id: Option<Cow<'a, str>>,
+    step_id: Option<Cow<'a, str>>,
+    id: Option<Cow<'a, str>>,
+    request_id: Option<Cow<'a, str>>,
+    /// `timestamp` as written, and read as a time.
+    timestamp: Option<&'a str>,
+    start: Option<i64>,
+    kind: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    tool_name: Option<Cow<'a, str>>,
+    tool: Option<Cow<'a, str>>,
+    outcome: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    /// The model where Assay's OTel import puts it (`meta["gen_ai.request.model"]`), read for
+    /// steps that name none of their own.
+    meta_model: Option<Cow<'a, str>>,
+    /// `call_index` as written (it becomes part of the tool call's id).
+    call_index: Option<&'a str>,
+    error: bool,
+    result: Option<&'a str>,
+    /// An MCP `isError: true` inside `result` (read for tool_result lines only).
+    result_error: bool,
+    prompt: bool,
+    response: bool,
+    text: bool,
+    tool_calls: Option<&'a str>,
+    /// `isError` / `is_error` is `true` on the line itself.
+    flags_error: bool,
+    meta: Option<&'a str>,
+}
+
+impl<'a> Rec<'a> {
+    /// The record from serde_json's reading of the line (the straightforward path).
+    fn from_raw(r: &RawRec<'a>) -> Rec<'a> {
+        let raw = |v: Option<&'a RawValue>| v.map(RawValue::get);
+        let mut rec = Rec {
+            ty: match r.ty {
+                None => Ty::None,
+                Some(v) => raw_str(Some(v)).map_or(Ty::NotString, Ty::Str),
+            },
+            has_episode: present(r.episode_id),
+            has_step: present(r.step_id),
+            episode_id: raw_id(r.episode_id),
+            step_id: raw_id(r.step_id),
+            id: raw_id(r.id),
+            request_id: raw_id(r.request_id),
+            timestamp: raw(r.timestamp),
+            start: None,
+            kind: raw_str(r.kind),
+            name: raw_str(r.name),
+            tool_name: raw_str(r.tool_name),
+            tool: raw_str(r.tool),
+            outcome: raw_str(r.outcome),
+            model: raw_str(r.model),
+            meta_model: None,
+            call_index: raw(r.call_index),
+            error: present(r.error),
+            result: raw(r.result),
+            result_error: false,
+            prompt: present(r.prompt),
+            response: present(r.response),
+            text: present(r.text),
+            tool_calls: raw(r.tool_calls),
+            flags_error: raw_true(r.is_error_camel) || raw_true(r.is_error),
+            meta: raw(r.meta),
+        };
+        rec.derive();
+        rec
+    }
+
+    /// The fields read from other fields (both paths share this, in the parallel half).
+    fn derive(&mut self) {
+        self.start = self.timestamp.and_then(ts_of_raw);
+        let (step, result) = (self.ty_str() == Some("step"), self.ty_str() == Some("tool_result"));
+        if step && self.model.is_none() {
+            self.meta_model = self.meta.and_then(meta_model);
+        }
+        if result && self.shape() == Some(Shape::Calls) {
+            self.result_error = self.result.is_some_and(result_flags_error);
+        }
+    }
+
+    fn ty_str(&self) -> Option<&str> {
+        match &self.ty {
+            Ty::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn shape(&self) -> Option<Shape> {
+        Shape::of(self.ty_str(), self.has_episode || self.has_step)
+    }
+
+    /// A step's model: its own, else the one its meta names.
+    fn step_model(&self) -> Option<&str> {
+        self.model.as_deref().or(self.meta_model.as_deref())
+    }
+}
+
 /// The model of an LLM step, where Assay's OTel import puts it.
 #[derive(Deserialize)]
 struct MetaModel<'a> {
@@ -363,18 +485,12 @@ struct MetaModel<'a> {
     response: Option<&'a RawValue>,
 }
 
-impl Rec<'_> {
-    fn model(&self) -> Option<Cow<'_, str>> {
-        raw_str(self.model).or_else(|| {
-            let m = self.meta.filter(|m| m.get().starts_with('{'))?;
-            let mm = serde_json::from_str::<MetaModel<'_>>(m.get()).ok()?;
-            raw_str(mm.request).or_else(|| raw_str(mm.response))
-        })
+fn meta_model(meta: &str) -> Option<Cow<'_, str>> {
+    if !meta.starts_with('{') {
+        return None;
     }
-
-    fn flags_error(&self) -> bool {
-        raw_true(self.is_error_camel) || raw_true(self.is_error)
-    }
+    let mm = serde_json::from_str::<MetaModel<'_>>(meta).ok()?;
+    raw_str(mm.request).or_else(|| raw_str(mm.response))
 }
 
 /// A present, non-null raw value.
@@ -404,8 +520,19 @@ fn raw_id(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
     }
 }
 
-fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
-    let v: Value = serde_json::from_str(r?.get()).ok()?;
+/// A `timestamp` as written (integer milliseconds, or any time `parse_timestamp` reads) in
+/// nanoseconds. The two common shapes are read here; anything else as a JSON value.
+fn ts_of_raw(s: &str) -> Option<i64> {
+    if !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit()) {
+        // What `Value::as_i64` gives for an integer that fits (18 digits always do).
+        return s.parse::<i64>().ok()?.checked_mul(1_000_000);
+    }
+    if let Some(inner) = s.strip_prefix('"').and_then(|x| x.strip_suffix('"'))
+        && !inner.contains('\\')
+    {
+        return parse_timestamp_str(inner);
+    }
+    let v: Value = serde_json::from_str(s).ok()?;
     parse_timestamp_ms(&v)
 }
 
@@ -428,34 +555,127 @@ impl ErrorFlags<'_> {
     }
 }
 
-fn result_flags_error(result: Option<&RawValue>) -> bool {
-    result.is_some_and(|r| {
-        r.get().starts_with('{') && serde_json::from_str::<ErrorFlags<'_>>(r.get()).is_ok_and(|f| f.any())
+fn result_flags_error(result: &str) -> bool {
+    result.starts_with('{') && serde_json::from_str::<ErrorFlags<'_>>(result).is_ok_and(|f| f.any())
+}
+
+/// The pure half of reading a line (the engine's skim): the skimmer reads nearly every line;
+/// what it is unsure of, serde_json reads (same record, or None and the in-order half reports
+/// why).
+fn parse_fast_into<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
+    let rec = slot.insert(Rec::default());
+    if skim_into(line, rec).is_none() {
+        // serde would read a JSON array into the struct field by field: only objects are records.
+        *slot = (first_byte(line) == Some(b'{'))
+            .then(|| serde_json::from_slice::<RawRec>(line).ok())
+            .flatten()
+            .map(|r| Rec::from_raw(&r));
+        return;
+    }
+    rec.derive();
+}
+
+fn first_byte(line: &[u8]) -> Option<u8> {
+    line.iter().find(|b| !b.is_ascii_whitespace()).copied()
+}
+
+/// A raw value's string, if it is one: Some(None) when it is not a string, None when it has
+/// escapes (left to serde_json, which unescapes).
+fn plain_str(raw: &str) -> Option<Option<&str>> {
+    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        None => Some(None),
+        Some(inner) if inner.contains('\\') => None,
+        Some(inner) => Some(Some(inner)),
+    }
+}
+
+/// `raw_str` on the skimmer's raw value.
+fn skim_str<'a>(raw: Option<Raw<'a>>) -> Option<Option<Cow<'a, str>>> {
+    match raw {
+        None => Some(None),
+        Some(r) => Some(plain_str(r.0)?.map(Cow::Borrowed)),
+    }
+}
+
+/// `raw_id` on the skimmer's raw value.
+fn skim_id<'a>(raw: Option<Raw<'a>>) -> Option<Option<Cow<'a, str>>> {
+    let Some(r) = raw else { return Some(None) };
+    Some(match plain_str(r.0)? {
+        Some(s) => (!s.is_empty()).then_some(Cow::Borrowed(s)),
+        None if r.0.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => Some(Cow::Borrowed(r.0)),
+        None => None,
     })
 }
 
-/// One legacy `tool_calls[]` entry: just what names it and decides its status.
-#[derive(Deserialize)]
-struct LegacyCall<'a> {
-    #[serde(borrow, default)]
-    tool_name: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    tool: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    function: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
+/// The record as `Rec::from_raw` reads it, by the skimmer; None when the skimmer leaves the
+/// line to serde_json (see `skim`'s contract). On None, what `r` holds is partial.
+fn skim_into<'a>(line: &'a [u8], r: &mut Rec<'a>) -> Option<()> {
+    let mut k = Skim::new(line);
+    let mut seen = Seen::default();
+    k.object(|k, key| {
+        // Every known field is read as serde reads a `RawValue` (UTF-8 checked).
+        let field = match key {
+            b"type" => 0,
+            b"episode_id" => 1,
+            b"step_id" => 2,
+            b"id" => 3,
+            b"request_id" => 4,
+            b"timestamp" => 5,
+            b"kind" => 6,
+            b"name" => 7,
+            b"tool_name" => 8,
+            b"tool" => 9,
+            b"call_index" => 10,
+            b"error" => 11,
+            b"result" => 12,
+            b"outcome" => 13,
+            b"model" => 14,
+            b"prompt" => 15,
+            b"response" => 16,
+            b"text" => 17,
+            b"tool_calls" => 18,
+            b"isError" => 19,
+            b"is_error" => 20,
+            b"meta" => 21,
+            _ => return k.skip(),
+        };
+        seen.first(field)?;
+        let v = k.raw()?;
+        match field {
+            0 => {
+                r.ty = match v {
+                    None => Ty::None,
+                    Some(v) => plain_str(v.0)?.map_or(Ty::NotString, |s| Ty::Str(Cow::Borrowed(s))),
+                }
+            }
+            1 => (r.has_episode, r.episode_id) = (v.is_some(), skim_id(v)?),
+            2 => (r.has_step, r.step_id) = (v.is_some(), skim_id(v)?),
+            3 => r.id = skim_id(v)?,
+            4 => r.request_id = skim_id(v)?,
+            5 => r.timestamp = v.map(|v| v.0),
+            6 => r.kind = skim_str(v)?,
+            7 => r.name = skim_str(v)?,
+            8 => r.tool_name = skim_str(v)?,
+            9 => r.tool = skim_str(v)?,
+            10 => r.call_index = v.map(|v| v.0),
+            11 => r.error = v.is_some(),
+            12 => r.result = v.map(|v| v.0),
+            13 => r.outcome = skim_str(v)?,
+            14 => r.model = skim_str(v)?,
+            15 => r.prompt = v.is_some(),
+            16 => r.response = v.is_some(),
+            17 => r.text = v.is_some(),
+            18 => r.tool_calls = v.map(|v| v.0),
+            // The two flags are one field of the record (either one true).
+            19 | 20 => r.flags_error |= v.is_some_and(|v| v.0 == "true"),
+            _ => r.meta = v.map(|v| v.0),
+        }
+        Some(())
+    })?;
+    k.at_end().then_some(())
 }
 
-#[derive(Deserialize)]
-struct FunctionName<'a> {
-    #[serde(borrow, default)]
-    name: Option<&'a RawValue>,
-}
+// ---- the line parser ----
 
 /// Per-trace state.
 struct State {
@@ -466,15 +686,32 @@ struct State {
     failed: bool,
     /// Episode events that came before their `episode_start`: they join the run when it comes.
     early: Vec<u32>,
+    /// The tool_call/tool_result trace's calls still waiting for a result, and its failed
+    /// ones: its status without a walk over its events at every settle.
+    pending: u32,
+    errors: u32,
 }
 
 /// The Assay line parser. Every trace of its sink is made here, so trace index = state index.
 pub struct Parser {
-    traces: HashMap<(Shape, String), usize>,
+    episodes: FxHashMap<Box<str>, usize>,
+    requests: FxHashMap<Box<str>, usize>,
+    /// The trace of the documented tool_call/tool_result lines (one per file).
+    calls: Option<usize>,
     states: Vec<State>,
-    /// The documented tool_call/tool_result trace's calls: id → event.
-    calls: HashMap<String, u32>,
+    /// Call ids given again: results join the latest call of that id (the trace's own id
+    /// index keeps the first). Ids too long for the trace's string store are kept here too.
+    repeated: FxHashMap<Box<str>, u32>,
+    /// Traces already reported touched since the last flush (the sink's list is searched
+    /// on every touch, and interleaved episodes touch thousands of traces).
+    touched: Vec<bool>,
+    touched_list: Vec<usize>,
+    /// A tool call's id, `step#index`, built here without an allocation a line.
+    scratch: String,
 }
+
+/// Ids longer than this are stored truncated by a trace (`Strings::push`): not found by it.
+const LONG_ID: usize = 64 * 1024;
 
 impl Default for Parser {
     fn default() -> Self {
@@ -485,18 +722,29 @@ impl Default for Parser {
 impl Parser {
     pub fn new() -> Parser {
         Parser {
-            traces: HashMap::new(),
+            episodes: FxHashMap::default(),
+            requests: FxHashMap::default(),
+            calls: None,
             states: Vec::new(),
-            calls: HashMap::new(),
+            repeated: FxHashMap::default(),
+            touched: Vec::new(),
+            touched_list: Vec::new(),
+            scratch: String::new(),
         }
     }
 
-    /// The trace for `key`, made when first seen.
-    fn trace_for(&mut self, shape: Shape, key: &str, id: &str, sink: &mut Sink) -> usize {
-        if let Some(&i) = self.traces.get(&(shape, key.to_string())) {
+    fn touch(&mut self, i: usize, sink: &mut Sink) {
+        if self.touched[i] {
+            sink.current = Some(i);
+        } else {
+            self.touched[i] = true;
+            self.touched_list.push(i);
             sink.touch(i);
-            return i;
         }
+    }
+
+    /// A new trace (its index is its state's).
+    fn new_trace(&mut self, shape: Shape, id: &str, sink: &mut Sink) -> usize {
         let mut t = Trace::new(RunMeta {
             id: id.to_string(),
             format: "assay",
@@ -513,20 +761,33 @@ impl Parser {
             ended: false,
             failed: false,
             early: Vec::new(),
+            pending: 0,
+            errors: 0,
         });
-        self.traces.insert((shape, key.to_string()), i);
+        self.touched.push(true);
+        self.touched_list.push(i);
+        i
+    }
+
+    fn episode_trace(&mut self, eid: &str, sink: &mut Sink) -> usize {
+        if let Some(&i) = self.episodes.get(eid) {
+            self.touch(i, sink);
+            return i;
+        }
+        let i = self.new_trace(Shape::Episode, eid, sink);
+        self.episodes.insert(eid.into(), i);
         i
     }
 
     fn episode(&mut self, rec: &Rec<'_>, ty: &str, loc: LineLoc, sink: &mut Sink) {
-        let Some(eid) = raw_id(rec.episode_id) else {
+        let Some(eid) = rec.episode_id.as_deref() else {
             sink.error(loc.line, format!("`{ty}` record without an `episode_id`; skipped"));
             return;
         };
-        let ti = self.trace_for(Shape::Episode, &eid, &eid, sink);
+        let ti = self.episode_trace(eid, sink);
         let origin = loc.origin(0);
-        let start = raw_ts(rec.timestamp);
-        if present(rec.timestamp) && start.is_none() {
+        let start = rec.start;
+        if rec.timestamp.is_some() && start.is_none() {
             sink.warning(Some(loc.line), "`timestamp` is not a time; ignored");
         }
         let st = &mut self.states[ti];
@@ -552,7 +813,7 @@ impl Parser {
                     status: Status::Pending,
                     payload: PayloadRef::Deferred,
                     origin,
-                    ..NewEvent::new(EventKind::Run, &eid)
+                    ..NewEvent::new(EventKind::Run, eid)
                 });
                 st.root = Some(r);
                 t.meta.start = start;
@@ -561,8 +822,7 @@ impl Parser {
                 }
             }
             "episode_end" => {
-                let outcome = raw_str(rec.outcome);
-                let failed = outcome.as_deref().is_some_and(outcome_failed);
+                let failed = rec.outcome.as_deref().is_some_and(outcome_failed);
                 let status = if failed { Status::Error } else { Status::Ok };
                 if st.ended {
                     warn(
@@ -576,6 +836,9 @@ impl Parser {
                 st.ended = true;
                 st.failed = failed;
                 t.meta.end = start;
+                // An ended episode rarely grows again: give back what its growth reserved
+                // (a quarter of its events' memory on average, most of a file's index).
+                t.events.shrink_to_fit();
                 match st.root {
                     Some(r) => {
                         let e = t.event_mut(r);
@@ -592,7 +855,7 @@ impl Parser {
                             status,
                             payload: PayloadRef::Deferred,
                             origin,
-                            ..NewEvent::new(EventKind::Run, &eid)
+                            ..NewEvent::new(EventKind::Run, eid)
                         });
                         st.root = Some(r);
                         for e in std::mem::take(&mut st.early) {
@@ -602,26 +865,26 @@ impl Parser {
                 }
             }
             "step" => {
-                let step_id = raw_id(rec.step_id);
-                let kind = raw_str(rec.kind);
-                let name = raw_str(rec.name);
-                let model = rec.model();
-                let is_llm = kind.as_deref().is_some_and(|k| {
+                let step_id = rec.step_id.as_deref();
+                let kind = rec.kind.as_deref();
+                let model = rec.step_model();
+                let is_llm = kind.is_some_and(|k| {
                     let k = k.to_ascii_lowercase();
                     k == "llm" || k == "model" || k.starts_with("llm_") || k == "completion" || k == "chat"
                 });
-                let name = name
+                let name = rec
+                    .name
                     .as_deref()
                     .filter(|s| !s.is_empty())
-                    .or(model.as_deref())
-                    .or(kind.as_deref())
+                    .or(model)
+                    .or(kind)
                     .unwrap_or("step");
                 let ev = NewEvent {
-                    id: step_id.as_deref(),
+                    id: step_id,
                     parent: under_run(st),
                     start,
                     status: Status::Ok,
-                    model: model.as_deref().filter(|s| !s.is_empty()),
+                    model: model.filter(|s| !s.is_empty()),
                     payload: PayloadRef::Deferred,
                     origin,
                     ..NewEvent::new(if is_llm { EventKind::LlmCall } else { EventKind::Step }, name)
@@ -642,26 +905,27 @@ impl Parser {
             }
             _ => {
                 // tool_call: a child of the step it names, waiting for it when it has not come.
-                let step_id = raw_id(rec.step_id);
-                let tool = raw_str(rec.tool_name).or_else(|| raw_str(rec.tool));
-                let idx = rec.call_index.map(|c| c.get()).unwrap_or("0");
-                let id = step_id.as_deref().map(|s| format!("{s}#{idx}"));
-                let parent = match step_id.as_deref() {
+                let step_id = rec.step_id.as_deref();
+                let tool = rec.tool_name.as_deref().or(rec.tool.as_deref());
+                let id = step_id.map(|s| {
+                    use std::fmt::Write;
+                    self.scratch.clear();
+                    let _ = write!(self.scratch, "{s}#{}", rec.call_index.unwrap_or("0"));
+                    self.scratch.as_str()
+                });
+                let parent = match step_id {
                     Some(s) => Parent::Id(s),
                     None => under_run(st),
                 };
                 let held = step_id.is_none() && st.root.is_none();
                 let i = t.add(NewEvent {
-                    id: id.as_deref(),
+                    id,
                     parent,
                     start,
-                    status: if present(rec.error) { Status::Error } else { Status::Ok },
+                    status: if rec.error { Status::Error } else { Status::Ok },
                     payload: PayloadRef::Deferred,
                     origin,
-                    ..NewEvent::new(
-                        EventKind::ToolCall,
-                        tool.as_deref().filter(|s| !s.is_empty()).unwrap_or("tool"),
-                    )
+                    ..NewEvent::new(EventKind::ToolCall, tool.filter(|s| !s.is_empty()).unwrap_or("tool"))
                 });
                 if held {
                     st.early.push(i);
@@ -674,21 +938,22 @@ impl Parser {
     }
 
     fn request(&mut self, rec: &Rec<'_>, loc: LineLoc, sink: &mut Sink) {
-        let rid = raw_id(rec.request_id);
-        let (key, id) = match &rid {
-            Some(r) if !self.traces.contains_key(&(Shape::Request, r.to_string())) => (r.to_string(), r.to_string()),
+        let id = match rec.request_id.as_deref() {
+            Some(r) if !self.requests.contains_key(r) => r.to_string(),
             Some(r) => {
                 sink.warning(
                     Some(loc.line),
                     format!("request_id {r:?} repeats; loaded as another trace"),
                 );
-                (format!("{r}\u{0}{}", loc.line), format!("{r} (line {})", loc.line))
+                format!("{r} (line {})", loc.line)
             }
-            None => (format!("\u{0}{}", loc.line), format!("request line {}", loc.line)),
+            None => format!("request line {}", loc.line),
         };
-        let ti = self.trace_for(Shape::Request, &key, &id, sink);
-        let model = raw_str(rec.model);
-        let model = model.as_deref().filter(|s| !s.is_empty());
+        let ti = self.new_trace(Shape::Request, &id, sink);
+        if let Some(r) = rec.request_id.as_deref() {
+            self.requests.entry(r.into()).or_insert(ti);
+        }
+        let model = rec.model.as_deref().filter(|s| !s.is_empty());
         let origin = loc.origin(0);
         let t = &mut sink.traces[ti];
         let r = t.add(NewEvent {
@@ -708,7 +973,7 @@ impl Parser {
         });
         self.states[ti].root = Some(r);
         self.states[ti].ended = true;
-        if !present(rec.prompt) || !(present(rec.response) || present(rec.text)) {
+        if !rec.prompt || !(rec.response || rec.text) {
             warn(
                 t,
                 &sink.path,
@@ -719,10 +984,10 @@ impl Parser {
     }
 
     fn legacy(&mut self, rec: &Rec<'_>, loc: LineLoc, sink: &mut Sink) {
-        let has_llm = present(rec.prompt) || present(rec.response) || present(rec.text);
-        let own_tool = raw_str(rec.tool);
+        let has_llm = rec.prompt || rec.response || rec.text;
+        let own_tool = rec.tool.as_deref();
         let list: Vec<LegacyCall<'_>> = match rec.tool_calls {
-            Some(r) if r.get() != "null" => match serde_json::from_str::<Vec<&RawValue>>(r.get()) {
+            Some(r) => match serde_json::from_str::<Vec<&RawValue>>(r) {
                 Ok(items) => {
                     let mut out = Vec::new();
                     for (k, item) in items.into_iter().enumerate() {
@@ -740,7 +1005,7 @@ impl Parser {
                     Vec::new()
                 }
             },
-            _ => Vec::new(),
+            None => Vec::new(),
         };
         if !has_llm && own_tool.is_none() && list.is_empty() {
             sink.warning(
@@ -749,14 +1014,15 @@ impl Parser {
             );
             return;
         }
-        let id = raw_id(rec.id)
-            .or_else(|| raw_id(rec.request_id))
-            .map(|s| s.into_owned())
+        let id = rec
+            .id
+            .as_deref()
+            .or(rec.request_id.as_deref())
+            .map(str::to_owned)
             .unwrap_or_else(|| format!("{}:{}", stem(&sink.path), loc.line));
         // Each legacy line is one recorded request, so one trace, whatever its id says.
-        let ti = self.trace_for(Shape::Legacy, &format!("{}", loc.offset), &id, sink);
-        let model = raw_str(rec.model);
-        let model = model.as_deref().filter(|s| !s.is_empty());
+        let ti = self.new_trace(Shape::Legacy, &id, sink);
+        let model = rec.model.as_deref().filter(|s| !s.is_empty());
         let origin = loc.origin(0);
         let t = &mut sink.traces[ti];
         t.meta.model = model.map(str::to_owned);
@@ -778,10 +1044,10 @@ impl Parser {
                 ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("llm"))
             });
         }
-        let status = |result: Option<&RawValue>, error: Option<&RawValue>| {
-            if present(error) {
+        let status = |result: bool, error: bool| {
+            if error {
                 Status::Error
-            } else if present(result) {
+            } else if result {
                 Status::Ok
             } else {
                 // A legacy line records the call, not necessarily how it went.
@@ -797,8 +1063,8 @@ impl Parser {
                 ..NewEvent::new(EventKind::ToolCall, if name.is_empty() { "tool" } else { name })
             });
         };
-        if let Some(n) = &own_tool {
-            add_tool(n, status(rec.result, rec.error));
+        if let Some(n) = own_tool {
+            add_tool(n, status(rec.result.is_some(), rec.error));
         }
         for c in &list {
             let fname = c
@@ -809,34 +1075,59 @@ impl Parser {
                 .or_else(|| raw_str(c.name))
                 .or_else(|| raw_str(c.tool))
                 .or(fname);
-            add_tool(name.as_deref().unwrap_or("tool"), status(c.result, c.error));
+            add_tool(
+                name.as_deref().unwrap_or("tool"),
+                status(present(c.result), present(c.error)),
+            );
         }
     }
 
-    /// The documented `tool_call` / `tool_result` lines: one trace per file.
+    /// The event a tool_call/tool_result id names in the calls trace: the latest call given
+    /// that id, found by the trace's own id index (no copy of the ids is held here).
+    fn call_of(&self, t: &Trace, id: &str) -> Option<u32> {
+        self.repeated.get(id).copied().or_else(|| t.find(id))
+    }
+
+    /// The documented `tool_call` / `tool_result` lines: one trace per file. Call and result
+    /// are one event: the first line of the two is its `origin`, the other its `origin2`.
     fn call_or_result(&mut self, rec: &Rec<'_>, is_call: bool, loc: LineLoc, sink: &mut Sink) {
-        let name = stem(&sink.path);
-        let ti = self.trace_for(Shape::Calls, "", &name, sink);
+        let ti = match self.calls {
+            Some(i) => {
+                self.touch(i, sink);
+                i
+            }
+            None => {
+                let i = self.new_trace(Shape::Calls, &stem(&sink.path), sink);
+                self.calls = Some(i);
+                i
+            }
+        };
         let origin = loc.origin(0);
-        let ts = raw_ts(rec.timestamp);
-        let id = raw_id(rec.id);
+        let ts = rec.start;
+        let id = rec.id.as_deref();
+        let joined = id.and_then(|i| self.call_of(&sink.traces[ti], i));
+        let st = &mut self.states[ti];
         let t = &mut sink.traces[ti];
         let diag = |t: &mut Trace, msg: String| {
             warn(t, &sink.path, loc.line, msg);
         };
-        let result_status = if present(rec.error) || rec.flags_error() || result_flags_error(rec.result) {
+        let result_status = if rec.error || rec.flags_error || rec.result_error {
             Status::Error
         } else {
             Status::Ok
         };
-        if is_call {
-            let tool = raw_str(rec.tool)
-                .or_else(|| raw_str(rec.tool_name))
-                .or_else(|| raw_str(rec.name));
-            let tool = tool.as_deref().filter(|s| !s.is_empty()).unwrap_or("tool");
-            if let Some(id) = id.as_deref()
-                && let Some(&e) = self.calls.get(id)
+        // A new event for `id`: the trace indexes the first of an id, later ones are kept here.
+        let remember = |repeated: &mut FxHashMap<Box<str>, u32>, e: u32| {
+            if let Some(id) = id
+                && (joined.is_some() || id.len() > LONG_ID)
             {
+                repeated.insert(id.into(), e);
+            }
+        };
+        if is_call {
+            let tool = rec.tool.as_deref().or(rec.tool_name.as_deref()).or(rec.name.as_deref());
+            let tool = tool.filter(|s| !s.is_empty()).unwrap_or("tool");
+            if let (Some(id), Some(e)) = (id, joined) {
                 let ev = t.event_mut(e);
                 if is_orphan_result(ev) {
                     // Its result came first: the call completes that event.
@@ -859,19 +1150,17 @@ impl Parser {
                 diag(t, "`tool_call` without an `id`: no result can join it".into());
             }
             let e = t.add(NewEvent {
-                id: id.as_deref(),
+                id,
                 start: ts,
                 status: Status::Pending,
                 payload: PayloadRef::Deferred,
                 origin,
                 ..NewEvent::new(EventKind::ToolCall, tool)
             });
-            if let Some(id) = id {
-                self.calls.insert(id.into_owned(), e);
-            }
+            st.pending += 1;
+            remember(&mut self.repeated, e);
             return;
         }
-        let joined = id.as_deref().and_then(|i| self.calls.get(i).copied());
         match joined {
             Some(e) if t.event(e).status == Status::Pending => {
                 let ev = t.event_mut(e);
@@ -880,41 +1169,103 @@ impl Parser {
                 if let (Some(a), Some(b)) = (ev.start, ts) {
                     ev.duration = Some(b.saturating_sub(a).max(0));
                 }
+                st.pending -= 1;
+                st.errors += (result_status == Status::Error) as u32;
             }
             Some(_) => diag(
                 t,
-                format!(
-                    "a second tool_result for id {:?}; ignored",
-                    id.as_deref().unwrap_or_default()
-                ),
+                format!("a second tool_result for id {:?}; ignored", id.unwrap_or_default()),
             ),
             None => {
                 diag(
                     t,
-                    match id.as_deref() {
+                    match id {
                         Some(i) => format!("tool_result for id {i:?} has no tool_call before it"),
                         None => "tool_result without an `id`: no call to join".into(),
                     },
                 );
-                let tool = raw_str(rec.tool).or_else(|| raw_str(rec.tool_name));
-                let label = match tool.as_deref() {
+                let label = match rec.tool.as_deref().or(rec.tool_name.as_deref()) {
                     Some(n) if !n.is_empty() => format!("{n} (result without call)"),
                     _ => "(result without call)".to_string(),
                 };
                 let e = t.add(NewEvent {
-                    id: id.as_deref(),
+                    id,
                     start: ts,
                     status: result_status,
                     payload: PayloadRef::Deferred,
                     origin,
                     ..NewEvent::new(EventKind::ToolCall, &label)
                 });
-                if let Some(id) = id {
-                    self.calls.insert(id.into_owned(), e);
-                }
+                st.errors += (result_status == Status::Error) as u32;
+                remember(&mut self.repeated, e);
             }
         }
     }
+
+    /// The in-order half: the events of one line (read again slowly, with a diagnostic,
+    /// when the fast parse failed).
+    fn apply(&mut self, fast: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let slow;
+        let rec = match fast {
+            Some(r) => r,
+            None => {
+                if first_byte(line) != Some(b'{') {
+                    let what = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                        Ok(_) => "a JSON value that is not an object".to_string(),
+                        Err(e) => super::jsonl::json_error(&e),
+                    };
+                    sink.error(loc.line, format!("{what}; record skipped"));
+                    return;
+                }
+                let Some(raw) = sink.parse::<RawRec<'_>>(line, loc) else {
+                    return;
+                };
+                slow = Rec::from_raw(&raw);
+                &slow
+            }
+        };
+        let ty = match &rec.ty {
+            Ty::None => None,
+            Ty::Str(s) => Some(s.as_ref()),
+            Ty::NotString => {
+                sink.error(loc.line, "`type` is not a string; record skipped");
+                return;
+            }
+        };
+        match (rec.shape(), ty) {
+            (Some(Shape::Episode), Some(t)) => self.episode(rec, t, loc, sink),
+            (Some(Shape::Request), _) => self.request(rec, loc, sink),
+            (Some(Shape::Calls), t) => self.call_or_result(rec, t == Some("tool_call"), loc, sink),
+            (Some(Shape::Legacy), _) => self.legacy(rec, loc, sink),
+            (_, t) => sink.warning(
+                Some(loc.line),
+                format!("unknown record type {:?}; skipped", t.unwrap_or_default()),
+            ),
+        }
+    }
+}
+
+/// One legacy `tool_calls[]` entry: just what names it and decides its status.
+#[derive(Deserialize)]
+struct LegacyCall<'a> {
+    #[serde(borrow, default)]
+    tool_name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    function: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FunctionName<'a> {
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
 }
 
 /// A warning on a trace built here, bounded as the sink bounds its own (hostile input).
@@ -929,42 +1280,25 @@ fn is_orphan_result(ev: &Event) -> bool {
     ev.origin2.is_none() && ev.status != Status::Pending
 }
 
+impl Records for Parser {
+    type Rec<'a> = Rec<'a>;
+
+    fn skim<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
+        parse_fast_into(line, slot);
+    }
+
+    fn apply(&mut self, rec: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        Parser::apply(self, rec, line, loc, sink);
+    }
+}
+
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        // serde would read a JSON array into the struct field by field: only objects are records.
-        if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            let what = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-                Ok(_) => "a JSON value that is not an object".to_string(),
-                Err(e) => super::jsonl::json_error(&e),
-            };
-            sink.error(loc.line, format!("{what}; record skipped"));
-            return;
-        }
-        let Some(rec) = sink.parse::<Rec<'_>>(line, loc) else {
-            return;
-        };
-        let ty: Option<Cow<'_, str>> = match rec.ty {
-            None => None,
-            Some(r) if r.get() == "null" => None,
-            Some(r) => match raw_str(Some(r)) {
-                Some(s) => Some(s),
-                None => {
-                    sink.error(loc.line, "`type` is not a string; record skipped");
-                    return;
-                }
-            },
-        };
-        let shape = Shape::of(ty.as_deref(), present(rec.episode_id) || present(rec.step_id));
-        match (shape, ty.as_deref()) {
-            (Some(Shape::Episode), Some(t)) => self.episode(&rec, t, loc, sink),
-            (Some(Shape::Request), _) => self.request(&rec, loc, sink),
-            (Some(Shape::Calls), t) => self.call_or_result(&rec, t == Some("tool_call"), loc, sink),
-            (Some(Shape::Legacy), _) => self.legacy(&rec, loc, sink),
-            (_, t) => sink.warning(
-                Some(loc.line),
-                format!("unknown record type {:?}; skipped", t.unwrap_or_default()),
-            ),
-        }
+        engine::one(self, line, loc, sink);
+    }
+
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        engine::batch(self, batch, sink);
     }
 
     /// Statuses as far as the file goes now (may be called many times while it grows).
@@ -972,21 +1306,24 @@ impl LineParser for Parser {
         for (i, st) in self.states.iter().enumerate() {
             let t = &mut sink.traces[i];
             t.meta.status = match st.shape {
-                Shape::Calls => {
-                    let mut s = RunStatus::Ok;
-                    for e in &t.events {
-                        match e.status {
-                            Status::Error => s = RunStatus::Error,
-                            Status::Pending if s != RunStatus::Error => s = RunStatus::Running,
-                            _ => {}
-                        }
-                    }
-                    s
-                }
+                Shape::Calls if st.errors > 0 => RunStatus::Error,
+                Shape::Calls if st.pending > 0 => RunStatus::Running,
+                Shape::Calls => RunStatus::Ok,
                 _ if !st.ended => RunStatus::Running,
                 _ if st.failed => RunStatus::Error,
                 _ => RunStatus::Ok,
             };
+        }
+    }
+
+    fn flush(&mut self, sink: &mut Sink) {
+        self.settle(sink);
+        for t in &mut sink.traces {
+            t.finalize();
+        }
+        // The caller takes the sink's touched list now (`Follow::poll_some`): start anew.
+        for i in self.touched_list.drain(..) {
+            self.touched[i] = false;
         }
     }
 }
@@ -1491,5 +1828,375 @@ mod tests {
                 }
             }
         }
+    }
+
+    // ---- the fast path against serde_json ----
+
+    /// The skimmer's reading of a line, or None where it leaves the line to serde_json.
+    fn skim(line: &[u8]) -> Option<Rec<'_>> {
+        let mut r = Rec::default();
+        skim_into(line, &mut r)?;
+        r.derive();
+        Some(r)
+    }
+
+    /// serde_json's reading of a line (the straightforward path): None where it fails.
+    fn by_serde(line: &[u8]) -> Option<Rec<'_>> {
+        (first_byte(line) == Some(b'{'))
+            .then(|| serde_json::from_slice::<RawRec>(line).ok())
+            .flatten()
+            .map(|r| Rec::from_raw(&r))
+    }
+
+    /// The skimmer's contract: what it reads, serde_json reads the same. Ok(true): skimmed.
+    fn skim_agrees(line: &[u8]) -> Result<bool, String> {
+        let text = || String::from_utf8_lossy(line).into_owned();
+        let Some(fast) = skim(line) else { return Ok(false) };
+        match by_serde(line) {
+            None => Err(format!("skimmed a line serde rejects: {}", text())),
+            Some(slow) if slow != fast => Err(format!("skim {fast:?} != serde {slow:?}: {}", text())),
+            Some(_) => Ok(true),
+        }
+    }
+
+    /// The same parser, reading every line with serde_json (the straightforward path).
+    struct SerdeOnly(Parser);
+
+    impl Records for SerdeOnly {
+        type Rec<'a> = Rec<'a>;
+        fn skim<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
+            *slot = by_serde(line);
+        }
+        fn apply(&mut self, rec: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+            self.0.apply(rec, line, loc, sink);
+        }
+    }
+
+    /// The traces of `lines` read by `R` through the engine, in batches of `batch` lines and
+    /// flushed after each (as the explorer's slices are), as their full debug text.
+    fn traces_by<R: Records + LineParser>(mut p: R, lines: &[Vec<u8>], batch: usize) -> Vec<String> {
+        let mut sink = Sink::new(Path::new("mem.jsonl"));
+        let mut offset = 0u64;
+        let locs: Vec<(&[u8], LineLoc)> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let loc = LineLoc {
+                    line: i as u64 + 1,
+                    offset,
+                    len: l.len(),
+                };
+                offset += l.len() as u64 + 1;
+                (l.as_slice(), loc)
+            })
+            .filter(|(l, _)| !l.iter().all(u8::is_ascii_whitespace))
+            .collect();
+        for part in locs.chunks(batch.max(1)) {
+            engine::batch(&mut p, part, &mut sink);
+            p.flush(&mut sink);
+            sink.take_touched();
+        }
+        sink.traces.iter().map(|t| format!("{t:?}")).collect()
+    }
+
+    impl LineParser for SerdeOnly {
+        fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+            engine::one(self, line, loc, sink);
+        }
+        fn flush(&mut self, sink: &mut Sink) {
+            self.0.flush(sink);
+        }
+    }
+
+    /// A JSON scalar as text, with the shapes the index reads (and escapes, which the skimmer
+    /// leaves to serde_json).
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            (0u64..2_000_000_000_000).prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|f| serde_json::to_string(&f).unwrap()),
+            "[0-9eE.+-]{1,6}",
+            prop::sample::select(vec![
+                "\"episode_start\"",
+                "\"step\"",
+                "\"tool_call\"",
+                "\"tool_result\"",
+                "\"episode_end\"",
+                "\"assay.trace\"",
+                "\"e1\"",
+                "\"s1\"",
+                "\"llm\"",
+                "\"LLM_chat\"",
+                "\"fail\"",
+                "\"\"",
+                "\"2025-12-27T10:00:00Z\"",
+                "\"2025-12-27T10:00:00.500Z\"",
+                "\"1766601666050\"",
+                "\"st\\u0065p\"",
+                "\"e\\\"1\"",
+            ])
+            .prop_map(str::to_string),
+            ".{0,12}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+            "[a-z\\\\\"\u{1}\t é✓]{0,40}".prop_map(|s| format!("\"{s}\"")),
+        ]
+    }
+
+    fn text_value() -> impl Strategy<Value = String> {
+        scalar().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((text_key(), inner), 0..4).prop_map(|kv| {
+                    let f: Vec<String> = kv.into_iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+                    format!("{{{}}}", f.join(", "))
+                }),
+            ]
+        })
+    }
+
+    fn text_key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => prop::sample::select(vec![
+                "type", "episode_id", "step_id", "id", "request_id", "timestamp", "kind", "name",
+                "tool_name", "tool", "call_index", "error", "result", "outcome", "model", "prompt",
+                "response", "text", "tool_calls", "isError", "is_error", "meta", "args", "content",
+                "gen_ai.request.model", "gen_ai.response.model", "typ\\u0065",
+            ])
+            .prop_map(str::to_string),
+            1 => "[a-z_]{1,8}",
+        ]
+    }
+
+    /// Assay-shaped records as text: known and unknown keys (repeated sometimes), values of
+    /// every type, `type` and an episode id most of the time; then a byte or two changed.
+    fn text_record() -> impl Strategy<Value = Vec<u8>> {
+        let base = (
+            prop::collection::vec((text_key(), text_value()), 0..9),
+            prop::option::of(prop::sample::select(vec![
+                "episode_start",
+                "step",
+                "tool_call",
+                "tool_result",
+                "episode_end",
+                "assay.trace",
+            ])),
+            prop::option::of(prop::sample::select(vec!["e1", "e2", "7"])),
+        )
+            .prop_map(|(fields, ty, ep)| {
+                let mut f: Vec<String> = fields.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                if let Some(t) = ty {
+                    f.insert(0, format!("\"type\":\"{t}\""));
+                }
+                if let Some(e) = ep {
+                    f.push(format!("\"episode_id\":\"{e}\""));
+                }
+                format!("{{{}}}", f.join(",")).into_bytes()
+            });
+        let edit = (any::<prop::sample::Index>(), any::<u8>(), 0..3u8);
+        let edits = prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(edit, 1..3)];
+        (base, edits).prop_map(|(mut b, edits)| {
+            for (at, byte, op) in edits {
+                let i = at.index(b.len() + 1);
+                match op {
+                    0 if i < b.len() => b[i] = byte,
+                    1 if i < b.len() => {
+                        b.remove(i);
+                    }
+                    _ => b.insert(i, byte),
+                }
+            }
+            b
+        })
+    }
+
+    /// Lines of one file: episode lines over a few episodes, steps and their tool calls in
+    /// any order, documented call/result lines sharing a few ids, V1 and legacy lines.
+    fn file_line() -> impl Strategy<Value = Vec<u8>> {
+        let ep = prop::sample::select(vec!["a", "b", "c"]);
+        let step = prop::sample::select(vec!["s1", "s2", "s3"]);
+        let ts = prop_oneof![
+            (1000u64..1100).prop_map(|n| n.to_string()),
+            Just("\"2025-12-27T10:00:01Z\"".to_string()),
+            Just("\"soon\"".to_string()),
+            Just("null".to_string()),
+        ];
+        let v2 = (
+            prop::sample::select(vec!["episode_start", "step", "tool_call", "episode_end"]),
+            ep,
+            step,
+            ts.clone(),
+            prop::sample::select(vec!["llm", "tool", "chat"]),
+            prop::option::of(prop::sample::select(vec!["search", "", "gpt-x"])),
+            prop::sample::select(vec!["null", "\"timeout\""]),
+            prop::sample::select(vec!["\"pass\"", "\"fail\"", "null"]),
+            prop::sample::select(vec![
+                "{}",
+                "{\"gen_ai.request.model\":\"m1\"}",
+                "{\"gen_ai.response.model\":\"m2\",\"x\":[1]}",
+            ]),
+        )
+            .prop_map(|(ty, ep, step, ts, kind, name, error, outcome, meta)| {
+                let name = name.map(|n| format!(",\"name\":\"{n}\",\"tool_name\":\"{n}\"")).unwrap_or_default();
+                format!(
+                    "{{\"type\":\"{ty}\",\"episode_id\":\"{ep}\",\"step_id\":\"{step}\",\"timestamp\":{ts},\"kind\":\"{kind}\"{name},\"call_index\":0,\"args\":{{\"q\":\"x\\ny\"}},\"error\":{error},\"outcome\":{outcome},\"meta\":{meta},\"content\":\"t\\\"x\"}}"
+                )
+            });
+        let calls = (
+            any::<bool>(),
+            prop::sample::select(vec!["c1", "c2", "c3"]),
+            ts,
+            prop::sample::select(vec![
+                "{\"ok\":true}",
+                "{\"content\":[],\"isError\":true}",
+                "\"plain\"",
+                "null",
+            ]),
+            any::<bool>(),
+        )
+            .prop_map(|(call, id, ts, result, flag)| {
+                if call {
+                    format!("{{\"type\":\"tool_call\",\"id\":\"{id}\",\"tool\":\"t_{id}\",\"arguments\":{{}},\"timestamp\":{ts}}}")
+                } else {
+                    let flag = if flag { ",\"is_error\":true" } else { "" };
+                    format!("{{\"type\":\"tool_result\",\"id\":\"{id}\",\"result\":{result},\"timestamp\":{ts}{flag}}}")
+                }
+            });
+        prop_oneof![
+            6 => v2.prop_map(String::into_bytes),
+            3 => calls.prop_map(String::into_bytes),
+            1 => prop::sample::select(vec![
+                r#"{"schema_version":1,"type":"assay.trace","request_id":"q1","prompt":"p","response":"r","model":"gpt-x"}"#,
+                r#"{"schema_version":1,"type":"assay.trace","request_id":7,"prompt":"p"}"#,
+                r#"{"prompt":"p","response":"r","tool_calls":[{"tool_name":"exec","args":{}},{"function":{"name":"f"},"error":"x"},3]}"#,
+                r#"{"id":"lg","tool":"Search","args":{},"result":1}"#,
+                r#"{"type":"mystery","episode_id":"a"}"#,
+                r#"{"type":5}"#,
+                r#"[1,2]"#,
+                r#"{"type":"step","episode_id":"a","step_id":"s9","type":"step"}"#,
+                "",
+                "{broken",
+            ])
+            .prop_map(|s| s.as_bytes().to_vec()),
+            1 => text_record(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn skimmer_never_disagrees_with_serde(line in text_record()) {
+            skim_agrees(&line).map_err(TestCaseError::fail)?;
+        }
+
+        #[test]
+        fn skimmer_on_arbitrary_bytes(line in prop::collection::vec(any::<u8>(), 0..300)) {
+            skim_agrees(&line).map_err(TestCaseError::fail)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The events (every field, the tree, statuses, diagnostics) of the fast path are
+        /// those of reading every line with serde_json, in any batching.
+        #[test]
+        fn fast_path_events_are_serde_events(
+            lines in prop::collection::vec(file_line(), 0..40),
+            batch in 1usize..400,
+        ) {
+            let fast = traces_by(Parser::new(), &lines, batch);
+            // Same batches: the trees' history of moves (a view's hint) follows the flushes.
+            let slow = traces_by(SerdeOnly(Parser::new()), &lines, batch);
+            prop_assert_eq!(fast, slow);
+        }
+    }
+
+    #[test]
+    fn the_differential_tests_are_not_vacuous() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let (mut skimmed, mut slow, mut file_fast) = (0, 0, 0);
+        for _ in 0..1000 {
+            let line = text_record().new_tree(&mut runner).unwrap().current();
+            skimmed += skim_agrees(&line).unwrap() as u32;
+            slow += (skim(&line).is_none() && by_serde(&line).is_some()) as u32;
+            let line = file_line().new_tree(&mut runner).unwrap().current();
+            file_fast += skim(&line).is_some() as u32;
+        }
+        assert!(skimmed > 200, "only {skimmed} of 1000 generated records skimmed");
+        assert!(slow > 10, "only {slow} of 1000 generated records read by the fallback");
+        assert!(file_fast > 500, "only {file_fast} of 1000 file lines skimmed");
+    }
+
+    #[test]
+    fn fixture_lines_take_the_fast_path() {
+        let mut lines = 0;
+        for f in [
+            "interleaved.jsonl",
+            "v1.jsonl",
+            "legacy.jsonl",
+            "calls.jsonl",
+            "damaged.jsonl",
+        ] {
+            let text = std::fs::read(fixture(f)).unwrap();
+            for l in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                if by_serde(l).is_none() {
+                    continue; // damaged on purpose
+                }
+                lines += 1;
+                assert_eq!(skim_agrees(l), Ok(true), "{f}: {}", String::from_utf8_lossy(l));
+            }
+        }
+        assert!(lines >= 20, "{lines}");
+        // And the lines Assay's own recorders write (shapes of its MCP import and golden trace).
+        for l in [
+            r#"{"type":"episode_start","episode_id":"edge_case","timestamp":1766601666050,"input":{"prompt":"<mcp:session>"},"meta":{"episode_id":"edge_case","source":"mcp_import"}}"#,
+            r#"{"type":"step","episode_id":"edge_case","step_id":"step_000","idx":0,"timestamp":1766601666050,"kind":"tool","name":"valid_tool","content":null,"content_sha256":null,"truncations":[],"meta":{"jsonrpc_id":"1"}}"#,
+            r#"{"type":"tool_call","episode_id":"edge_case","step_id":"step_001","timestamp":1766601666050,"tool_name":"orphan_request","call_index":0,"args":{"reason":"timeout"},"args_sha256":null,"result":null,"result_sha256":null,"error":"timeout/no_response","truncations":[]}"#,
+            r#"{"type":"episode_end","episode_id":"edge_case","timestamp":1766601666050,"outcome":null,"final_output":"{\"content\":[{\"text\":\"Done\",\"type\":\"text\"}]}"}"#,
+        ] {
+            assert_eq!(skim_agrees(l.as_bytes()), Ok(true), "{l}");
+        }
+    }
+
+    #[test]
+    fn what_the_skimmer_reads_of_a_line() {
+        let r = skim(br#"{"type":"step","episode_id":"e","step_id":12,"timestamp":1000,"kind":"llm","meta":{"gen_ai.request.model":"m"},"content":"a\nb"}"#).unwrap();
+        assert_eq!(r.ty, Ty::Str("step".into()));
+        assert_eq!((r.episode_id.as_deref(), r.step_id.as_deref()), (Some("e"), Some("12")));
+        assert_eq!(r.start, Some(1_000_000_000), "integer milliseconds");
+        assert_eq!(r.step_model(), Some("m"), "the model of the OTel import's meta");
+        let r =
+            skim(br#"{"type":"tool_result","id":"c","result":{"isError":true},"timestamp":"2025-12-27T10:00:01Z"}"#)
+                .unwrap();
+        assert!(r.result_error);
+        assert_eq!(r.start, parse_timestamp_str("2025-12-27T10:00:01Z"));
+        // An escape in a field the index reads, a repeated field: left to serde_json.
+        assert_eq!(skim(br#"{"type":"step","episode_id":"e\"1"}"#), None);
+        assert_eq!(skim(br#"{"type":"step","type":"step"}"#), None);
+        assert_eq!(
+            by_serde(br#"{"type":"step","episode_id":"e\"1"}"#)
+                .unwrap()
+                .episode_id
+                .as_deref(),
+            Some("e\"1")
+        );
+    }
+
+    #[test]
+    fn a_repeated_call_id_joins_later_results_to_the_latest_call() {
+        let lines = concat!(
+            "{\"type\":\"tool_call\",\"id\":\"x\",\"tool\":\"first\"}\n",
+            "{\"type\":\"tool_call\",\"id\":\"x\",\"tool\":\"second\"}\n",
+            "{\"type\":\"tool_result\",\"id\":\"x\",\"result\":1}\n",
+        );
+        let t = &parse_bytes(lines.as_bytes())[0];
+        let st: Vec<_> = t.events.iter().map(|e| e.status).collect();
+        assert_eq!(st, vec![Status::Pending, Status::Ok]);
+        assert_eq!(t.meta.status, RunStatus::Running, "the first call still waits");
+        assert_eq!(diag_lines(t), vec![(Some(2), Severity::Warning)]);
     }
 }
