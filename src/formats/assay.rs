@@ -18,7 +18,7 @@
 
 use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
-use super::skim::{Raw, Seen, Skim};
+use super::skim::{Seen, Skim};
 use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, stem};
 use crate::model::*;
 use rustc_hash::FxHashMap;
@@ -357,122 +357,189 @@ struct RawRec<'a> {
     meta: Option<&'a RawValue>,
 }
 
-/// A line's `type`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-enum Ty<'a> {
-    /// Absent or null: an untyped (legacy) line.
-    #[default]
-    None,
-    Str(Cow<'a, str>),
-    /// Present but not a string: the line is skipped with an error.
-    NotString,
+/// Where a value's JSON text is in its line, `start..end` (`0..0`: absent or null; no value
+/// ends at byte 0). Eight bytes where a borrowed string is sixteen and a `Cow` twenty-four:
+/// the engine fills a slot per line, so the record's size is memory written per line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
 }
 
-/// What the index needs of one line, decoded in the parallel half (the engine's skim): the
-/// in-order half reads nothing from the line again. Serde's `null` is absence, as for
-/// `Option<&RawValue>`. Strings are borrowed unless they had escapes.
+impl Span {
+    /// The span of `part`, a subslice of `line` (what serde and the skimmer borrow).
+    fn of(line: &[u8], part: &str) -> Span {
+        let (base, at) = (line.as_ptr() as usize, part.as_ptr() as usize);
+        if at < base || at + part.len() > base + line.len() || line.len() > u32::MAX as usize {
+            return Span::default();
+        }
+        let start = (at - base) as u32;
+        Span {
+            start,
+            end: start + part.len() as u32,
+        }
+    }
+
+    fn of_opt(line: &[u8], part: Option<&str>) -> Span {
+        part.map_or(Span::default(), |p| Span::of(line, p))
+    }
+
+    fn is_some(self) -> bool {
+        self.end != 0
+    }
+
+    /// The value's JSON text. Ids, names and times are nearly always ASCII, checked here a
+    /// word at a time: `from_utf8` on each of a line's few short values was 6% of a load.
+    fn raw(self, line: &[u8]) -> Option<&str> {
+        if !self.is_some() {
+            return None;
+        }
+        let b = line.get(self.start as usize..self.end as usize)?;
+        if b.is_ascii() {
+            // SAFETY: ASCII is valid UTF-8.
+            Some(unsafe { std::str::from_utf8_unchecked(b) })
+        } else {
+            std::str::from_utf8(b).ok()
+        }
+    }
+
+    /// The value as a string (`raw_str`): unescaped, borrowed when it has no escapes.
+    fn text(self, line: &[u8]) -> Option<Cow<'_, str>> {
+        str_of(self.raw(line)?)
+    }
+
+    /// The value as an id (`raw_id`): a non-empty string, or a number's text.
+    fn ident(self, line: &[u8]) -> Option<Cow<'_, str>> {
+        id_of(self.raw(line)?)
+    }
+}
+
+/// A line's `type`, read in the parallel half.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum LineType {
+    /// Absent or null: an untyped (legacy) line.
+    #[default]
+    Untyped,
+    /// Present but not a string: the line is skipped with an error.
+    NotString,
+    EpisodeStart,
+    Step,
+    ToolCall,
+    EpisodeEnd,
+    ToolResult,
+    AssayTrace,
+    /// Any other string (the in-order half names it in a warning).
+    Other,
+}
+
+impl LineType {
+    fn of(ty: Option<&str>) -> LineType {
+        match ty {
+            None => LineType::Untyped,
+            Some("episode_start") => LineType::EpisodeStart,
+            Some("step") => LineType::Step,
+            Some("tool_call") => LineType::ToolCall,
+            Some("episode_end") => LineType::EpisodeEnd,
+            Some("tool_result") => LineType::ToolResult,
+            Some("assay.trace") => LineType::AssayTrace,
+            Some(_) => LineType::Other,
+        }
+    }
+}
+
+/// What the index needs of one line, read in the parallel half (the engine's skim) as the
+/// places of its values in the line; times and the line's shape already decoded. Serde's
+/// `null` is absence, as for `Option<&RawValue>`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Rec<'a> {
-    ty: Ty<'a>,
-    /// `episode_id` / `step_id`: present (not null), and read as an id.
-    has_episode: bool,
-    has_step: bool,
-    episode_id: Option<Cow<'a, str>>,
-    step_id: Option<Cow<'a, str>>,
-    id: Option<Cow<'a, str>>,
-    request_id: Option<Cow<'a, str>>,
-    /// `timestamp` as written, and read as a time.
-    timestamp: Option<&'a str>,
-    start: Option<i64>,
-    kind: Option<Cow<'a, str>>,
-    name: Option<Cow<'a, str>>,
-    tool_name: Option<Cow<'a, str>>,
-    tool: Option<Cow<'a, str>>,
-    outcome: Option<Cow<'a, str>>,
-    model: Option<Cow<'a, str>>,
+pub(crate) struct Rec {
+    ty: Span,
+    episode_id: Span,
+    step_id: Span,
+    id: Span,
+    request_id: Span,
+    timestamp: Span,
+    kind: Span,
+    name: Span,
+    tool_name: Span,
+    tool: Span,
+    /// As written: it becomes part of the tool call's id.
+    call_index: Span,
+    result: Span,
+    outcome: Span,
+    model: Span,
+    tool_calls: Span,
+    meta: Span,
     /// The model where Assay's OTel import puts it (`meta["gen_ai.request.model"]`), read for
     /// steps that name none of their own.
-    meta_model: Option<Cow<'a, str>>,
-    /// `call_index` as written (it becomes part of the tool call's id).
-    call_index: Option<&'a str>,
+    meta_model: Span,
+    /// `timestamp` read as a time.
+    start: Option<i64>,
+    line_type: LineType,
+    shape: Option<Shape>,
     error: bool,
-    result: Option<&'a str>,
-    /// An MCP `isError: true` inside `result` (read for tool_result lines only).
-    result_error: bool,
     prompt: bool,
     response: bool,
     text: bool,
-    tool_calls: Option<&'a str>,
     /// `isError` / `is_error` is `true` on the line itself.
     flags_error: bool,
-    meta: Option<&'a str>,
+    /// An MCP `isError: true` inside `result` (read for tool_result lines only).
+    result_error: bool,
 }
 
-impl<'a> Rec<'a> {
+impl Rec {
     /// The record from serde_json's reading of the line (the straightforward path).
-    fn from_raw(r: &RawRec<'a>) -> Rec<'a> {
-        let raw = |v: Option<&'a RawValue>| v.map(RawValue::get);
+    fn from_raw(line: &[u8], r: &RawRec<'_>) -> Rec {
+        let span = |v: Option<&RawValue>| Span::of_opt(line, v.map(RawValue::get));
         let mut rec = Rec {
-            ty: match r.ty {
-                None => Ty::None,
-                Some(v) => raw_str(Some(v)).map_or(Ty::NotString, Ty::Str),
-            },
-            has_episode: present(r.episode_id),
-            has_step: present(r.step_id),
-            episode_id: raw_id(r.episode_id),
-            step_id: raw_id(r.step_id),
-            id: raw_id(r.id),
-            request_id: raw_id(r.request_id),
-            timestamp: raw(r.timestamp),
-            start: None,
-            kind: raw_str(r.kind),
-            name: raw_str(r.name),
-            tool_name: raw_str(r.tool_name),
-            tool: raw_str(r.tool),
-            outcome: raw_str(r.outcome),
-            model: raw_str(r.model),
-            meta_model: None,
-            call_index: raw(r.call_index),
-            error: present(r.error),
-            result: raw(r.result),
-            result_error: false,
-            prompt: present(r.prompt),
-            response: present(r.response),
-            text: present(r.text),
-            tool_calls: raw(r.tool_calls),
+            ty: span(r.ty),
+            episode_id: span(r.episode_id),
+            step_id: span(r.step_id),
+            id: span(r.id),
+            request_id: span(r.request_id),
+            timestamp: span(r.timestamp),
+            kind: span(r.kind),
+            name: span(r.name),
+            tool_name: span(r.tool_name),
+            tool: span(r.tool),
+            call_index: span(r.call_index),
+            result: span(r.result),
+            outcome: span(r.outcome),
+            model: span(r.model),
+            tool_calls: span(r.tool_calls),
+            meta: span(r.meta),
+            error: r.error.is_some(),
+            prompt: r.prompt.is_some(),
+            response: r.response.is_some(),
+            text: r.text.is_some(),
             flags_error: raw_true(r.is_error_camel) || raw_true(r.is_error),
-            meta: raw(r.meta),
+            ..Rec::default()
         };
-        rec.derive();
+        rec.derive(line);
         rec
     }
 
     /// The fields read from other fields (both paths share this, in the parallel half).
-    fn derive(&mut self) {
-        self.start = self.timestamp.and_then(ts_of_raw);
-        let (step, result) = (self.ty_str() == Some("step"), self.ty_str() == Some("tool_result"));
-        if step && self.model.is_none() {
-            self.meta_model = self.meta.and_then(meta_model);
+    fn derive(&mut self, line: &[u8]) {
+        self.start = self.timestamp.raw(line).and_then(ts_of_raw);
+        let ty = self.ty.raw(line).map(str_of);
+        self.line_type = match &ty {
+            None => LineType::Untyped,
+            Some(None) => LineType::NotString,
+            Some(Some(t)) => LineType::of(Some(t)),
+        };
+        let ty = ty.flatten();
+        self.shape = Shape::of(ty.as_deref(), self.episode_id.is_some() || self.step_id.is_some());
+        if self.line_type == LineType::Step && !self.model.is_some() {
+            self.meta_model = Span::of_opt(line, self.meta.raw(line).and_then(meta_model));
         }
-        if result && self.shape() == Some(Shape::Calls) {
-            self.result_error = self.result.is_some_and(result_flags_error);
+        if self.line_type == LineType::ToolResult && self.shape == Some(Shape::Calls) {
+            self.result_error = self.result.raw(line).is_some_and(result_flags_error);
         }
-    }
-
-    fn ty_str(&self) -> Option<&str> {
-        match &self.ty {
-            Ty::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn shape(&self) -> Option<Shape> {
-        Shape::of(self.ty_str(), self.has_episode || self.has_step)
     }
 
     /// A step's model: its own, else the one its meta names.
-    fn step_model(&self) -> Option<&str> {
-        self.model.as_deref().or(self.meta_model.as_deref())
+    fn step_model<'l>(&self, line: &'l [u8]) -> Option<Cow<'l, str>> {
+        self.model.text(line).or_else(|| self.meta_model.text(line))
     }
 }
 
@@ -485,39 +552,47 @@ struct MetaModel<'a> {
     response: Option<&'a RawValue>,
 }
 
-fn meta_model(meta: &str) -> Option<Cow<'_, str>> {
+/// The raw JSON string of the model a `meta` object names, if it names one.
+fn meta_model(meta: &str) -> Option<&str> {
     if !meta.starts_with('{') {
         return None;
     }
     let mm = serde_json::from_str::<MetaModel<'_>>(meta).ok()?;
-    raw_str(mm.request).or_else(|| raw_str(mm.response))
-}
-
-/// A present, non-null raw value.
-fn present(r: Option<&RawValue>) -> bool {
-    r.is_some_and(|r| r.get() != "null")
-}
-
-/// A raw JSON string, unescaped (borrowed when it has no escapes).
-fn raw_str(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    let r = r?;
-    if !r.get().starts_with('"') {
-        return None;
+    fn string(v: Option<&RawValue>) -> Option<&str> {
+        v.map(RawValue::get).filter(|s| s.starts_with('"'))
     }
-    serde_json::from_str::<Cow<'_, str>>(r.get()).ok()
+    string(mm.request).or_else(|| string(mm.response))
+}
+
+/// A raw JSON string, unescaped (borrowed when it has no escapes); None for other values.
+fn str_of(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    // A byte loop: these strings are short, and a `memchr` call each cost more.
+    if inner.bytes().any(|b| b == b'\\') {
+        serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
 }
 
 /// An id that may be written as a string or a number.
-fn raw_id(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    let r = r?;
-    let s = r.get();
-    if s.starts_with('"') {
-        raw_str(Some(r)).filter(|s| !s.is_empty())
-    } else if s.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
-        Some(Cow::Borrowed(s))
+fn id_of(raw: &str) -> Option<Cow<'_, str>> {
+    if raw.starts_with('"') {
+        str_of(raw).filter(|s| !s.is_empty())
+    } else if raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        Some(Cow::Borrowed(raw))
     } else {
         None
     }
+}
+
+/// `str_of` on an optional raw value (serde's reading of a field).
+fn raw_str(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    str_of(r?.get())
+}
+
+fn present(r: Option<&RawValue>) -> bool {
+    r.is_some_and(|r| r.get() != "null")
 }
 
 /// A `timestamp` as written (integer milliseconds, or any time `parse_timestamp` reads) in
@@ -562,58 +637,35 @@ fn result_flags_error(result: &str) -> bool {
 /// The pure half of reading a line (the engine's skim): the skimmer reads nearly every line;
 /// what it is unsure of, serde_json reads (same record, or None and the in-order half reports
 /// why).
-fn parse_fast_into<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
+fn parse_fast_into(line: &[u8], slot: &mut Option<Rec>) {
     let rec = slot.insert(Rec::default());
     if skim_into(line, rec).is_none() {
-        // serde would read a JSON array into the struct field by field: only objects are records.
-        *slot = (first_byte(line) == Some(b'{'))
-            .then(|| serde_json::from_slice::<RawRec>(line).ok())
-            .flatten()
-            .map(|r| Rec::from_raw(&r));
+        *slot = by_serde(line);
         return;
     }
-    rec.derive();
+    rec.derive(line);
+}
+
+/// serde_json's reading of a line; None where it fails, or the line is not an object (serde
+/// would read a JSON array into the struct field by field).
+fn by_serde(line: &[u8]) -> Option<Rec> {
+    if first_byte(line) != Some(b'{') {
+        return None;
+    }
+    let raw = serde_json::from_slice::<RawRec>(line).ok()?;
+    Some(Rec::from_raw(line, &raw))
 }
 
 fn first_byte(line: &[u8]) -> Option<u8> {
     line.iter().find(|b| !b.is_ascii_whitespace()).copied()
 }
 
-/// A raw value's string, if it is one: Some(None) when it is not a string, None when it has
-/// escapes (left to serde_json, which unescapes).
-fn plain_str(raw: &str) -> Option<Option<&str>> {
-    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
-        None => Some(None),
-        Some(inner) if inner.contains('\\') => None,
-        Some(inner) => Some(Some(inner)),
-    }
-}
-
-/// `raw_str` on the skimmer's raw value.
-fn skim_str<'a>(raw: Option<Raw<'a>>) -> Option<Option<Cow<'a, str>>> {
-    match raw {
-        None => Some(None),
-        Some(r) => Some(plain_str(r.0)?.map(Cow::Borrowed)),
-    }
-}
-
-/// `raw_id` on the skimmer's raw value.
-fn skim_id<'a>(raw: Option<Raw<'a>>) -> Option<Option<Cow<'a, str>>> {
-    let Some(r) = raw else { return Some(None) };
-    Some(match plain_str(r.0)? {
-        Some(s) => (!s.is_empty()).then_some(Cow::Borrowed(s)),
-        None if r.0.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => Some(Cow::Borrowed(r.0)),
-        None => None,
-    })
-}
-
 /// The record as `Rec::from_raw` reads it, by the skimmer; None when the skimmer leaves the
 /// line to serde_json (see `skim`'s contract). On None, what `r` holds is partial.
-fn skim_into<'a>(line: &'a [u8], r: &mut Rec<'a>) -> Option<()> {
+fn skim_into(line: &[u8], r: &mut Rec) -> Option<()> {
     let mut k = Skim::new(line);
     let mut seen = Seen::default();
     k.object(|k, key| {
-        // Every known field is read as serde reads a `RawValue` (UTF-8 checked).
         let field = match key {
             b"type" => 0,
             b"episode_id" => 1,
@@ -640,35 +692,32 @@ fn skim_into<'a>(line: &'a [u8], r: &mut Rec<'a>) -> Option<()> {
             _ => return k.skip(),
         };
         seen.first(field)?;
-        let v = k.raw()?;
+        // Read as serde reads a `RawValue`: UTF-8 checked, null is absence.
+        let v = k.raw()?.map(|v| v.0);
+        let span = Span::of_opt(line, v);
         match field {
-            0 => {
-                r.ty = match v {
-                    None => Ty::None,
-                    Some(v) => plain_str(v.0)?.map_or(Ty::NotString, |s| Ty::Str(Cow::Borrowed(s))),
-                }
-            }
-            1 => (r.has_episode, r.episode_id) = (v.is_some(), skim_id(v)?),
-            2 => (r.has_step, r.step_id) = (v.is_some(), skim_id(v)?),
-            3 => r.id = skim_id(v)?,
-            4 => r.request_id = skim_id(v)?,
-            5 => r.timestamp = v.map(|v| v.0),
-            6 => r.kind = skim_str(v)?,
-            7 => r.name = skim_str(v)?,
-            8 => r.tool_name = skim_str(v)?,
-            9 => r.tool = skim_str(v)?,
-            10 => r.call_index = v.map(|v| v.0),
+            0 => r.ty = span,
+            1 => r.episode_id = span,
+            2 => r.step_id = span,
+            3 => r.id = span,
+            4 => r.request_id = span,
+            5 => r.timestamp = span,
+            6 => r.kind = span,
+            7 => r.name = span,
+            8 => r.tool_name = span,
+            9 => r.tool = span,
+            10 => r.call_index = span,
             11 => r.error = v.is_some(),
-            12 => r.result = v.map(|v| v.0),
-            13 => r.outcome = skim_str(v)?,
-            14 => r.model = skim_str(v)?,
+            12 => r.result = span,
+            13 => r.outcome = span,
+            14 => r.model = span,
             15 => r.prompt = v.is_some(),
             16 => r.response = v.is_some(),
             17 => r.text = v.is_some(),
-            18 => r.tool_calls = v.map(|v| v.0),
+            18 => r.tool_calls = span,
             // The two flags are one field of the record (either one true).
-            19 | 20 => r.flags_error |= v.is_some_and(|v| v.0 == "true"),
-            _ => r.meta = v.map(|v| v.0),
+            19 | 20 => r.flags_error |= v == Some("true"),
+            _ => r.meta = span,
         }
         Some(())
     })?;
@@ -779,8 +828,10 @@ impl Parser {
         i
     }
 
-    fn episode(&mut self, rec: &Rec<'_>, ty: &str, loc: LineLoc, sink: &mut Sink) {
-        let Some(eid) = rec.episode_id.as_deref() else {
+    fn episode(&mut self, rec: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let eid = rec.episode_id.ident(line);
+        let Some(eid) = eid.as_deref() else {
+            let ty = rec.ty.text(line).unwrap_or_default();
             sink.error(loc.line, format!("`{ty}` record without an `episode_id`; skipped"));
             return;
         };
@@ -797,8 +848,8 @@ impl Parser {
             Some(r) => Parent::Index(r),
             None => Parent::None,
         };
-        match ty {
-            "episode_start" => {
+        match rec.line_type {
+            LineType::EpisodeStart => {
                 if st.root.is_some() {
                     let msg = if st.ended {
                         "`episode_start` after the episode ended; ignored"
@@ -821,8 +872,8 @@ impl Parser {
                     t.set_parent(e, r);
                 }
             }
-            "episode_end" => {
-                let failed = rec.outcome.as_deref().is_some_and(outcome_failed);
+            LineType::EpisodeEnd => {
+                let failed = rec.outcome.text(line).as_deref().is_some_and(outcome_failed);
                 let status = if failed { Status::Error } else { Status::Ok };
                 if st.ended {
                     warn(
@@ -864,16 +915,19 @@ impl Parser {
                     }
                 }
             }
-            "step" => {
-                let step_id = rec.step_id.as_deref();
-                let kind = rec.kind.as_deref();
-                let model = rec.step_model();
+            LineType::Step => {
+                let step_id = rec.step_id.ident(line);
+                let step_id = step_id.as_deref();
+                let kind = rec.kind.text(line);
+                let kind = kind.as_deref();
+                let model = rec.step_model(line);
+                let model = model.as_deref();
+                let name = rec.name.text(line);
                 let is_llm = kind.is_some_and(|k| {
                     let k = k.to_ascii_lowercase();
                     k == "llm" || k == "model" || k.starts_with("llm_") || k == "completion" || k == "chat"
                 });
-                let name = rec
-                    .name
+                let name = name
                     .as_deref()
                     .filter(|s| !s.is_empty())
                     .or(model)
@@ -905,12 +959,14 @@ impl Parser {
             }
             _ => {
                 // tool_call: a child of the step it names, waiting for it when it has not come.
-                let step_id = rec.step_id.as_deref();
-                let tool = rec.tool_name.as_deref().or(rec.tool.as_deref());
+                let step_id = rec.step_id.ident(line);
+                let step_id = step_id.as_deref();
+                let tool = rec.tool_name.text(line).or_else(|| rec.tool.text(line));
+                let tool = tool.as_deref();
                 let id = step_id.map(|s| {
                     use std::fmt::Write;
                     self.scratch.clear();
-                    let _ = write!(self.scratch, "{s}#{}", rec.call_index.unwrap_or("0"));
+                    let _ = write!(self.scratch, "{s}#{}", rec.call_index.raw(line).unwrap_or("0"));
                     self.scratch.as_str()
                 });
                 let parent = match step_id {
@@ -937,8 +993,9 @@ impl Parser {
         }
     }
 
-    fn request(&mut self, rec: &Rec<'_>, loc: LineLoc, sink: &mut Sink) {
-        let id = match rec.request_id.as_deref() {
+    fn request(&mut self, rec: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let rid = rec.request_id.ident(line);
+        let id = match rid.as_deref() {
             Some(r) if !self.requests.contains_key(r) => r.to_string(),
             Some(r) => {
                 sink.warning(
@@ -950,10 +1007,11 @@ impl Parser {
             None => format!("request line {}", loc.line),
         };
         let ti = self.new_trace(Shape::Request, &id, sink);
-        if let Some(r) = rec.request_id.as_deref() {
+        if let Some(r) = rid.as_deref() {
             self.requests.entry(r.into()).or_insert(ti);
         }
-        let model = rec.model.as_deref().filter(|s| !s.is_empty());
+        let model = rec.model.text(line);
+        let model = model.as_deref().filter(|s| !s.is_empty());
         let origin = loc.origin(0);
         let t = &mut sink.traces[ti];
         let r = t.add(NewEvent {
@@ -983,10 +1041,11 @@ impl Parser {
         }
     }
 
-    fn legacy(&mut self, rec: &Rec<'_>, loc: LineLoc, sink: &mut Sink) {
+    fn legacy(&mut self, rec: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
         let has_llm = rec.prompt || rec.response || rec.text;
-        let own_tool = rec.tool.as_deref();
-        let list: Vec<LegacyCall<'_>> = match rec.tool_calls {
+        let own_tool = rec.tool.text(line);
+        let own_tool = own_tool.as_deref();
+        let list: Vec<LegacyCall<'_>> = match rec.tool_calls.raw(line) {
             Some(r) => match serde_json::from_str::<Vec<&RawValue>>(r) {
                 Ok(items) => {
                     let mut out = Vec::new();
@@ -1016,13 +1075,14 @@ impl Parser {
         }
         let id = rec
             .id
-            .as_deref()
-            .or(rec.request_id.as_deref())
-            .map(str::to_owned)
+            .ident(line)
+            .or_else(|| rec.request_id.ident(line))
+            .map(Cow::into_owned)
             .unwrap_or_else(|| format!("{}:{}", stem(&sink.path), loc.line));
         // Each legacy line is one recorded request, so one trace, whatever its id says.
         let ti = self.new_trace(Shape::Legacy, &id, sink);
-        let model = rec.model.as_deref().filter(|s| !s.is_empty());
+        let model = rec.model.text(line);
+        let model = model.as_deref().filter(|s| !s.is_empty());
         let origin = loc.origin(0);
         let t = &mut sink.traces[ti];
         t.meta.model = model.map(str::to_owned);
@@ -1090,7 +1150,8 @@ impl Parser {
 
     /// The documented `tool_call` / `tool_result` lines: one trace per file. Call and result
     /// are one event: the first line of the two is its `origin`, the other its `origin2`.
-    fn call_or_result(&mut self, rec: &Rec<'_>, is_call: bool, loc: LineLoc, sink: &mut Sink) {
+    fn call_or_result(&mut self, rec: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let is_call = rec.line_type == LineType::ToolCall;
         let ti = match self.calls {
             Some(i) => {
                 self.touch(i, sink);
@@ -1104,7 +1165,8 @@ impl Parser {
         };
         let origin = loc.origin(0);
         let ts = rec.start;
-        let id = rec.id.as_deref();
+        let id = rec.id.ident(line);
+        let id = id.as_deref();
         let joined = id.and_then(|i| self.call_of(&sink.traces[ti], i));
         let st = &mut self.states[ti];
         let t = &mut sink.traces[ti];
@@ -1125,8 +1187,10 @@ impl Parser {
             }
         };
         if is_call {
-            let tool = rec.tool.as_deref().or(rec.tool_name.as_deref()).or(rec.name.as_deref());
-            let tool = tool.filter(|s| !s.is_empty()).unwrap_or("tool");
+            let tool = (rec.tool.text(line))
+                .or_else(|| rec.tool_name.text(line))
+                .or_else(|| rec.name.text(line));
+            let tool = tool.as_deref().filter(|s| !s.is_empty()).unwrap_or("tool");
             if let (Some(id), Some(e)) = (id, joined) {
                 let ev = t.event_mut(e);
                 if is_orphan_result(ev) {
@@ -1184,7 +1248,7 @@ impl Parser {
                         None => "tool_result without an `id`: no call to join".into(),
                     },
                 );
-                let label = match rec.tool.as_deref().or(rec.tool_name.as_deref()) {
+                let label = match rec.tool.text(line).or_else(|| rec.tool_name.text(line)).as_deref() {
                     Some(n) if !n.is_empty() => format!("{n} (result without call)"),
                     _ => "(result without call)".to_string(),
                 };
@@ -1204,7 +1268,7 @@ impl Parser {
 
     /// The in-order half: the events of one line (read again slowly, with a diagnostic,
     /// when the fast parse failed).
-    fn apply(&mut self, fast: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+    fn apply(&mut self, fast: Option<&Rec>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
         let slow;
         let rec = match fast {
             Some(r) => r,
@@ -1220,26 +1284,26 @@ impl Parser {
                 let Some(raw) = sink.parse::<RawRec<'_>>(line, loc) else {
                     return;
                 };
-                slow = Rec::from_raw(&raw);
+                slow = Rec::from_raw(line, &raw);
                 &slow
             }
         };
-        let ty = match &rec.ty {
-            Ty::None => None,
-            Ty::Str(s) => Some(s.as_ref()),
-            Ty::NotString => {
-                sink.error(loc.line, "`type` is not a string; record skipped");
-                return;
-            }
-        };
-        match (rec.shape(), ty) {
-            (Some(Shape::Episode), Some(t)) => self.episode(rec, t, loc, sink),
-            (Some(Shape::Request), _) => self.request(rec, loc, sink),
-            (Some(Shape::Calls), t) => self.call_or_result(rec, t == Some("tool_call"), loc, sink),
-            (Some(Shape::Legacy), _) => self.legacy(rec, loc, sink),
-            (_, t) => sink.warning(
+        if rec.line_type == LineType::NotString {
+            sink.error(loc.line, "`type` is not a string; record skipped");
+            return;
+        }
+        match rec.shape {
+            // Shape::of gives Episode to typed lines only.
+            Some(Shape::Episode) => self.episode(rec, line, loc, sink),
+            Some(Shape::Request) => self.request(rec, line, loc, sink),
+            Some(Shape::Calls) => self.call_or_result(rec, line, loc, sink),
+            Some(Shape::Legacy) => self.legacy(rec, line, loc, sink),
+            None => sink.warning(
                 Some(loc.line),
-                format!("unknown record type {:?}; skipped", t.unwrap_or_default()),
+                format!(
+                    "unknown record type {:?}; skipped",
+                    rec.ty.text(line).unwrap_or_default()
+                ),
             ),
         }
     }
@@ -1281,13 +1345,13 @@ fn is_orphan_result(ev: &Event) -> bool {
 }
 
 impl Records for Parser {
-    type Rec<'a> = Rec<'a>;
+    type Rec<'a> = Rec;
 
-    fn skim<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
+    fn skim(line: &[u8], slot: &mut Option<Rec>) {
         parse_fast_into(line, slot);
     }
 
-    fn apply(&mut self, rec: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+    fn apply(&mut self, rec: Option<&Rec>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
         Parser::apply(self, rec, line, loc, sink);
     }
 }
@@ -1833,19 +1897,11 @@ mod tests {
     // ---- the fast path against serde_json ----
 
     /// The skimmer's reading of a line, or None where it leaves the line to serde_json.
-    fn skim(line: &[u8]) -> Option<Rec<'_>> {
+    fn skim(line: &[u8]) -> Option<Rec> {
         let mut r = Rec::default();
         skim_into(line, &mut r)?;
-        r.derive();
+        r.derive(line);
         Some(r)
-    }
-
-    /// serde_json's reading of a line (the straightforward path): None where it fails.
-    fn by_serde(line: &[u8]) -> Option<Rec<'_>> {
-        (first_byte(line) == Some(b'{'))
-            .then(|| serde_json::from_slice::<RawRec>(line).ok())
-            .flatten()
-            .map(|r| Rec::from_raw(&r))
     }
 
     /// The skimmer's contract: what it reads, serde_json reads the same. Ok(true): skimmed.
@@ -1863,11 +1919,11 @@ mod tests {
     struct SerdeOnly(Parser);
 
     impl Records for SerdeOnly {
-        type Rec<'a> = Rec<'a>;
-        fn skim<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
+        type Rec<'a> = Rec;
+        fn skim(line: &[u8], slot: &mut Option<Rec>) {
             *slot = by_serde(line);
         }
-        fn apply(&mut self, rec: Option<&Rec<'_>>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        fn apply(&mut self, rec: Option<&Rec>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
             self.0.apply(rec, line, loc, sink);
         }
     }
@@ -2164,26 +2220,29 @@ mod tests {
 
     #[test]
     fn what_the_skimmer_reads_of_a_line() {
-        let r = skim(br#"{"type":"step","episode_id":"e","step_id":12,"timestamp":1000,"kind":"llm","meta":{"gen_ai.request.model":"m"},"content":"a\nb"}"#).unwrap();
-        assert_eq!(r.ty, Ty::Str("step".into()));
-        assert_eq!((r.episode_id.as_deref(), r.step_id.as_deref()), (Some("e"), Some("12")));
+        let line = br#"{"type":"step","episode_id":"e","step_id":12,"timestamp":1000,"kind":"llm","meta":{"gen_ai.request.model":"m"},"content":"a\nb"}"#;
+        let r = skim(line).unwrap();
+        assert_eq!((r.line_type, r.shape), (LineType::Step, Some(Shape::Episode)));
+        assert_eq!(r.episode_id.ident(line).as_deref(), Some("e"));
+        assert_eq!(r.step_id.ident(line).as_deref(), Some("12"), "a number id is its text");
         assert_eq!(r.start, Some(1_000_000_000), "integer milliseconds");
-        assert_eq!(r.step_model(), Some("m"), "the model of the OTel import's meta");
-        let r =
-            skim(br#"{"type":"tool_result","id":"c","result":{"isError":true},"timestamp":"2025-12-27T10:00:01Z"}"#)
-                .unwrap();
+        assert_eq!(
+            r.step_model(line).as_deref(),
+            Some("m"),
+            "the model of the OTel import's meta"
+        );
+        let line = br#"{"type":"tool_result","id":"c","result":{"isError":true},"timestamp":"2025-12-27T10:00:01Z"}"#;
+        let r = skim(line).unwrap();
         assert!(r.result_error);
         assert_eq!(r.start, parse_timestamp_str("2025-12-27T10:00:01Z"));
-        // An escape in a field the index reads, a repeated field: left to serde_json.
-        assert_eq!(skim(br#"{"type":"step","episode_id":"e\"1"}"#), None);
+        // Escapes are read where the value is used; a repeated field is left to serde_json.
+        let line = br#"{"type":"st\u0065p","episode_id":"e\"1"}"#;
+        let r = skim(line).unwrap();
+        assert_eq!(r.line_type, LineType::Step);
+        assert_eq!(r.episode_id.ident(line).as_deref(), Some("e\"1"));
         assert_eq!(skim(br#"{"type":"step","type":"step"}"#), None);
-        assert_eq!(
-            by_serde(br#"{"type":"step","episode_id":"e\"1"}"#)
-                .unwrap()
-                .episode_id
-                .as_deref(),
-            Some("e\"1")
-        );
+        assert_eq!(skim(b"{\"type\":\t\"step\"}"), None, "a tab: left to serde_json");
+        assert_eq!(by_serde(b"{\"type\":\t\"step\"}").unwrap().line_type, LineType::Step);
     }
 
     #[test]
