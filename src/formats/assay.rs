@@ -2246,6 +2246,16 @@ mod tests {
     }
 
     #[test]
+    fn a_skimmed_record_stays_small() {
+        // The engine writes one slot per line: its size is memory written per line.
+        assert!(
+            std::mem::size_of::<Option<Rec>>() <= 160,
+            "{}",
+            std::mem::size_of::<Option<Rec>>()
+        );
+    }
+
+    #[test]
     fn a_repeated_call_id_joins_later_results_to_the_latest_call() {
         let lines = concat!(
             "{\"type\":\"tool_call\",\"id\":\"x\",\"tool\":\"first\"}\n",
