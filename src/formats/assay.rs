@@ -16,14 +16,16 @@
 //! came from, by each line's own type: the Run event of an episode reads its `episode_start`
 //! (input) and `episode_end` (output, outcome); a joined tool call its call and result lines.
 
+use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
+use super::skim::{Seen, Skim};
 use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, stem};
 use crate::model::*;
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::Path;
 
 pub struct Assay;
@@ -303,11 +305,12 @@ fn outcome_failed(o: &str) -> bool {
     )
 }
 
-// ---- the line parser ----
+// ---- what the index reads of a line ----
 
-/// The envelope of any Assay line: only what the index needs, borrowed; payloads are raw.
+/// The record as serde_json reads it: only what the index needs, borrowed, payloads raw. The
+/// slow path (whatever the skimmer leaves), and the oracle the skimmer is tested against.
 #[derive(Deserialize)]
-struct Rec<'a> {
+struct RawRec<'a> {
     #[serde(borrow, default, rename = "type")]
     ty: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -354,6 +357,192 @@ struct Rec<'a> {
     meta: Option<&'a RawValue>,
 }
 
+/// Where a value's JSON text is in its line, `start..end` (`0..0`: absent or null; no value
+/// ends at byte 0). Eight bytes where a borrowed string is sixteen and a `Cow` twenty-four:
+/// the engine fills a slot per line, so the record's size is memory written per line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    /// The span of `part`, a subslice of `line` (what serde and the skimmer borrow).
+    fn of(line: &[u8], part: &str) -> Span {
+        let (base, at) = (line.as_ptr() as usize, part.as_ptr() as usize);
+        if at < base || at + part.len() > base + line.len() || line.len() > u32::MAX as usize {
+            return Span::default();
+        }
+        let start = (at - base) as u32;
+        Span {
+            start,
+            end: start + part.len() as u32,
+        }
+    }
+
+    fn of_opt(line: &[u8], part: Option<&str>) -> Span {
+        part.map_or(Span::default(), |p| Span::of(line, p))
+    }
+
+    fn is_some(self) -> bool {
+        self.end != 0
+    }
+
+    /// The value's JSON text. Ids, names and times are nearly always ASCII, checked here a
+    /// word at a time: `from_utf8` on each of a line's few short values was 6% of a load.
+    fn raw(self, line: &[u8]) -> Option<&str> {
+        if !self.is_some() {
+            return None;
+        }
+        let b = line.get(self.start as usize..self.end as usize)?;
+        if b.is_ascii() {
+            // SAFETY: ASCII is valid UTF-8.
+            Some(unsafe { std::str::from_utf8_unchecked(b) })
+        } else {
+            std::str::from_utf8(b).ok()
+        }
+    }
+
+    /// The value as a string (`raw_str`): unescaped, borrowed when it has no escapes.
+    fn text(self, line: &[u8]) -> Option<Cow<'_, str>> {
+        str_of(self.raw(line)?)
+    }
+
+    /// The value as an id (`raw_id`): a non-empty string, or a number's text.
+    fn ident(self, line: &[u8]) -> Option<Cow<'_, str>> {
+        id_of(self.raw(line)?)
+    }
+}
+
+/// A line's `type`, read in the parallel half.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum LineType {
+    /// Absent or null: an untyped (legacy) line.
+    #[default]
+    Untyped,
+    /// Present but not a string: the line is skipped with an error.
+    NotString,
+    EpisodeStart,
+    Step,
+    ToolCall,
+    EpisodeEnd,
+    ToolResult,
+    AssayTrace,
+    /// Any other string (the in-order half names it in a warning).
+    Other,
+}
+
+impl LineType {
+    fn of(ty: Option<&str>) -> LineType {
+        match ty {
+            None => LineType::Untyped,
+            Some("episode_start") => LineType::EpisodeStart,
+            Some("step") => LineType::Step,
+            Some("tool_call") => LineType::ToolCall,
+            Some("episode_end") => LineType::EpisodeEnd,
+            Some("tool_result") => LineType::ToolResult,
+            Some("assay.trace") => LineType::AssayTrace,
+            Some(_) => LineType::Other,
+        }
+    }
+}
+
+/// What the index needs of one line, read in the parallel half (the engine's skim) as the
+/// places of its values in the line; times and the line's shape already decoded. Serde's
+/// `null` is absence, as for `Option<&RawValue>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Rec {
+    ty: Span,
+    episode_id: Span,
+    step_id: Span,
+    id: Span,
+    request_id: Span,
+    timestamp: Span,
+    kind: Span,
+    name: Span,
+    tool_name: Span,
+    tool: Span,
+    /// As written: it becomes part of the tool call's id.
+    call_index: Span,
+    result: Span,
+    outcome: Span,
+    model: Span,
+    tool_calls: Span,
+    meta: Span,
+    /// The model where Assay's OTel import puts it (`meta["gen_ai.request.model"]`), read for
+    /// steps that name none of their own.
+    meta_model: Span,
+    /// `timestamp` read as a time.
+    start: Option<i64>,
+    line_type: LineType,
+    shape: Option<Shape>,
+    error: bool,
+    prompt: bool,
+    response: bool,
+    text: bool,
+    /// `isError` / `is_error` is `true` on the line itself.
+    flags_error: bool,
+    /// An MCP `isError: true` inside `result` (read for tool_result lines only).
+    result_error: bool,
+}
+
+impl Rec {
+    /// The record from serde_json's reading of the line (the straightforward path).
+    fn from_raw(line: &[u8], r: &RawRec<'_>) -> Rec {
+        let span = |v: Option<&RawValue>| Span::of_opt(line, v.map(RawValue::get));
+        let mut rec = Rec {
+            ty: span(r.ty),
+            episode_id: span(r.episode_id),
+            step_id: span(r.step_id),
+            id: span(r.id),
+            request_id: span(r.request_id),
+            timestamp: span(r.timestamp),
+            kind: span(r.kind),
+            name: span(r.name),
+            tool_name: span(r.tool_name),
+            tool: span(r.tool),
+            call_index: span(r.call_index),
+            result: span(r.result),
+            outcome: span(r.outcome),
+            model: span(r.model),
+            tool_calls: span(r.tool_calls),
+            meta: span(r.meta),
+            error: r.error.is_some(),
+            prompt: r.prompt.is_some(),
+            response: r.response.is_some(),
+            text: r.text.is_some(),
+            flags_error: raw_true(r.is_error_camel) || raw_true(r.is_error),
+            ..Rec::default()
+        };
+        rec.derive(line);
+        rec
+    }
+
+    /// The fields read from other fields (both paths share this, in the parallel half).
+    fn derive(&mut self, line: &[u8]) {
+        self.start = self.timestamp.raw(line).and_then(ts_of_raw);
+        let ty = self.ty.raw(line).map(str_of);
+        self.line_type = match &ty {
+            None => LineType::Untyped,
+            Some(None) => LineType::NotString,
+            Some(Some(t)) => LineType::of(Some(t)),
+        };
+        let ty = ty.flatten();
+        self.shape = Shape::of(ty.as_deref(), self.episode_id.is_some() || self.step_id.is_some());
+        if self.line_type == LineType::Step && !self.model.is_some() {
+            self.meta_model = Span::of_opt(line, self.meta.raw(line).and_then(meta_model));
+        }
+        if self.line_type == LineType::ToolResult && self.shape == Some(Shape::Calls) {
+            self.result_error = self.result.raw(line).is_some_and(result_flags_error);
+        }
+    }
+
+    /// A step's model: its own, else the one its meta names.
+    fn step_model<'l>(&self, line: &'l [u8]) -> Option<Cow<'l, str>> {
+        self.model.text(line).or_else(|| self.meta_model.text(line))
+    }
+}
+
 /// The model of an LLM step, where Assay's OTel import puts it.
 #[derive(Deserialize)]
 struct MetaModel<'a> {
@@ -363,49 +552,62 @@ struct MetaModel<'a> {
     response: Option<&'a RawValue>,
 }
 
-impl Rec<'_> {
-    fn model(&self) -> Option<Cow<'_, str>> {
-        raw_str(self.model).or_else(|| {
-            let m = self.meta.filter(|m| m.get().starts_with('{'))?;
-            let mm = serde_json::from_str::<MetaModel<'_>>(m.get()).ok()?;
-            raw_str(mm.request).or_else(|| raw_str(mm.response))
-        })
-    }
-
-    fn flags_error(&self) -> bool {
-        raw_true(self.is_error_camel) || raw_true(self.is_error)
-    }
-}
-
-/// A present, non-null raw value.
-fn present(r: Option<&RawValue>) -> bool {
-    r.is_some_and(|r| r.get() != "null")
-}
-
-/// A raw JSON string, unescaped (borrowed when it has no escapes).
-fn raw_str(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    let r = r?;
-    if !r.get().starts_with('"') {
+/// The raw JSON string of the model a `meta` object names, if it names one.
+fn meta_model(meta: &str) -> Option<&str> {
+    if !meta.starts_with('{') {
         return None;
     }
-    serde_json::from_str::<Cow<'_, str>>(r.get()).ok()
+    let mm = serde_json::from_str::<MetaModel<'_>>(meta).ok()?;
+    fn string(v: Option<&RawValue>) -> Option<&str> {
+        v.map(RawValue::get).filter(|s| s.starts_with('"'))
+    }
+    string(mm.request).or_else(|| string(mm.response))
+}
+
+/// A raw JSON string, unescaped (borrowed when it has no escapes); None for other values.
+fn str_of(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    // A byte loop: these strings are short, and a `memchr` call each cost more.
+    if inner.bytes().any(|b| b == b'\\') {
+        serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
 }
 
 /// An id that may be written as a string or a number.
-fn raw_id(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    let r = r?;
-    let s = r.get();
-    if s.starts_with('"') {
-        raw_str(Some(r)).filter(|s| !s.is_empty())
-    } else if s.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
-        Some(Cow::Borrowed(s))
+fn id_of(raw: &str) -> Option<Cow<'_, str>> {
+    if raw.starts_with('"') {
+        str_of(raw).filter(|s| !s.is_empty())
+    } else if raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        Some(Cow::Borrowed(raw))
     } else {
         None
     }
 }
 
-fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
-    let v: Value = serde_json::from_str(r?.get()).ok()?;
+/// `str_of` on an optional raw value (serde's reading of a field).
+fn raw_str(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    str_of(r?.get())
+}
+
+fn present(r: Option<&RawValue>) -> bool {
+    r.is_some_and(|r| r.get() != "null")
+}
+
+/// A `timestamp` as written (integer milliseconds, or any time `parse_timestamp` reads) in
+/// nanoseconds. The two common shapes are read here; anything else as a JSON value.
+fn ts_of_raw(s: &str) -> Option<i64> {
+    if !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit()) {
+        // What `Value::as_i64` gives for an integer that fits (18 digits always do).
+        return s.parse::<i64>().ok()?.checked_mul(1_000_000);
+    }
+    if let Some(inner) = s.strip_prefix('"').and_then(|x| x.strip_suffix('"'))
+        && !inner.contains('\\')
+    {
+        return parse_timestamp_str(inner);
+    }
+    let v: Value = serde_json::from_str(s).ok()?;
     parse_timestamp_ms(&v)
 }
 
@@ -428,10 +630,683 @@ impl ErrorFlags<'_> {
     }
 }
 
-fn result_flags_error(result: Option<&RawValue>) -> bool {
-    result.is_some_and(|r| {
-        r.get().starts_with('{') && serde_json::from_str::<ErrorFlags<'_>>(r.get()).is_ok_and(|f| f.any())
-    })
+fn result_flags_error(result: &str) -> bool {
+    result.starts_with('{') && serde_json::from_str::<ErrorFlags<'_>>(result).is_ok_and(|f| f.any())
+}
+
+/// The pure half of reading a line (the engine's skim): the skimmer reads nearly every line;
+/// what it is unsure of, serde_json reads (same record, or None and the in-order half reports
+/// why).
+fn parse_fast_into(line: &[u8], slot: &mut Option<Rec>) {
+    let rec = slot.insert(Rec::default());
+    if skim_into(line, rec).is_none() {
+        *slot = by_serde(line);
+        return;
+    }
+    rec.derive(line);
+}
+
+/// serde_json's reading of a line; None where it fails, or the line is not an object (serde
+/// would read a JSON array into the struct field by field).
+fn by_serde(line: &[u8]) -> Option<Rec> {
+    if first_byte(line) != Some(b'{') {
+        return None;
+    }
+    let raw = serde_json::from_slice::<RawRec>(line).ok()?;
+    Some(Rec::from_raw(line, &raw))
+}
+
+fn first_byte(line: &[u8]) -> Option<u8> {
+    line.iter().find(|b| !b.is_ascii_whitespace()).copied()
+}
+
+/// The record as `Rec::from_raw` reads it, by the skimmer; None when the skimmer leaves the
+/// line to serde_json (see `skim`'s contract). On None, what `r` holds is partial.
+fn skim_into(line: &[u8], r: &mut Rec) -> Option<()> {
+    let mut k = Skim::new(line);
+    let mut seen = Seen::default();
+    k.object(|k, key| {
+        let field = match key {
+            b"type" => 0,
+            b"episode_id" => 1,
+            b"step_id" => 2,
+            b"id" => 3,
+            b"request_id" => 4,
+            b"timestamp" => 5,
+            b"kind" => 6,
+            b"name" => 7,
+            b"tool_name" => 8,
+            b"tool" => 9,
+            b"call_index" => 10,
+            b"error" => 11,
+            b"result" => 12,
+            b"outcome" => 13,
+            b"model" => 14,
+            b"prompt" => 15,
+            b"response" => 16,
+            b"text" => 17,
+            b"tool_calls" => 18,
+            b"isError" => 19,
+            b"is_error" => 20,
+            b"meta" => 21,
+            _ => return k.skip(),
+        };
+        seen.first(field)?;
+        // Read as serde reads a `RawValue`: UTF-8 checked, null is absence.
+        let v = k.raw()?.map(|v| v.0);
+        let span = Span::of_opt(line, v);
+        match field {
+            0 => r.ty = span,
+            1 => r.episode_id = span,
+            2 => r.step_id = span,
+            3 => r.id = span,
+            4 => r.request_id = span,
+            5 => r.timestamp = span,
+            6 => r.kind = span,
+            7 => r.name = span,
+            8 => r.tool_name = span,
+            9 => r.tool = span,
+            10 => r.call_index = span,
+            11 => r.error = v.is_some(),
+            12 => r.result = span,
+            13 => r.outcome = span,
+            14 => r.model = span,
+            15 => r.prompt = v.is_some(),
+            16 => r.response = v.is_some(),
+            17 => r.text = v.is_some(),
+            18 => r.tool_calls = span,
+            // The two flags are one field of the record (either one true).
+            19 | 20 => r.flags_error |= v == Some("true"),
+            _ => r.meta = span,
+        }
+        Some(())
+    })?;
+    k.at_end().then_some(())
+}
+
+// ---- the line parser ----
+
+/// Per-trace state.
+struct State {
+    shape: Shape,
+    /// The Run event (episodes, requests, legacy lines).
+    root: Option<u32>,
+    ended: bool,
+    failed: bool,
+    /// Episode events that came before their `episode_start`: they join the run when it comes.
+    early: Vec<u32>,
+    /// The tool_call/tool_result trace's calls still waiting for a result, and its failed
+    /// ones: its status without a walk over its events at every settle.
+    pending: u32,
+    errors: u32,
+}
+
+/// The Assay line parser. Every trace of its sink is made here, so trace index = state index.
+pub struct Parser {
+    episodes: FxHashMap<Box<str>, usize>,
+    requests: FxHashMap<Box<str>, usize>,
+    /// The trace of the documented tool_call/tool_result lines (one per file).
+    calls: Option<usize>,
+    states: Vec<State>,
+    /// Call ids given again: results join the latest call of that id (the trace's own id
+    /// index keeps the first). Ids too long for the trace's string store are kept here too.
+    repeated: FxHashMap<Box<str>, u32>,
+    /// Traces already reported touched since the last flush (the sink's list is searched
+    /// on every touch, and interleaved episodes touch thousands of traces).
+    touched: Vec<bool>,
+    touched_list: Vec<usize>,
+    /// A tool call's id, `step#index`, built here without an allocation a line.
+    scratch: String,
+}
+
+/// Ids longer than this are stored truncated by a trace (`Strings::push`): not found by it.
+const LONG_ID: usize = 64 * 1024;
+
+impl Default for Parser {
+    fn default() -> Self {
+        Parser::new()
+    }
+}
+
+impl Parser {
+    pub fn new() -> Parser {
+        Parser {
+            episodes: FxHashMap::default(),
+            requests: FxHashMap::default(),
+            calls: None,
+            states: Vec::new(),
+            repeated: FxHashMap::default(),
+            touched: Vec::new(),
+            touched_list: Vec::new(),
+            scratch: String::new(),
+        }
+    }
+
+    fn touch(&mut self, i: usize, sink: &mut Sink) {
+        if self.touched[i] {
+            sink.current = Some(i);
+        } else {
+            self.touched[i] = true;
+            self.touched_list.push(i);
+            sink.touch(i);
+        }
+    }
+
+    /// A new trace (its index is its state's).
+    fn new_trace(&mut self, shape: Shape, id: &str, sink: &mut Sink) -> usize {
+        let mut t = Trace::new(RunMeta {
+            id: id.to_string(),
+            format: "assay",
+            source: sink.path.clone(),
+            status: RunStatus::Unknown,
+            ..Default::default()
+        });
+        t.add_file(sink.path.clone());
+        let i = sink.push_trace(t);
+        debug_assert_eq!(i, self.states.len(), "this parser makes every trace of its sink");
+        self.states.push(State {
+            shape,
+            root: None,
+            ended: false,
+            failed: false,
+            early: Vec::new(),
+            pending: 0,
+            errors: 0,
+        });
+        self.touched.push(true);
+        self.touched_list.push(i);
+        i
+    }
+
+    fn episode_trace(&mut self, eid: &str, sink: &mut Sink) -> usize {
+        if let Some(&i) = self.episodes.get(eid) {
+            self.touch(i, sink);
+            return i;
+        }
+        let i = self.new_trace(Shape::Episode, eid, sink);
+        self.episodes.insert(eid.into(), i);
+        i
+    }
+
+    fn episode(&mut self, rec: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let eid = rec.episode_id.ident(line);
+        let Some(eid) = eid.as_deref() else {
+            let ty = rec.ty.text(line).unwrap_or_default();
+            sink.error(loc.line, format!("`{ty}` record without an `episode_id`; skipped"));
+            return;
+        };
+        let ti = self.episode_trace(eid, sink);
+        let origin = loc.origin(0);
+        let start = rec.start;
+        if rec.timestamp.is_some() && start.is_none() {
+            sink.warning(Some(loc.line), "`timestamp` is not a time; ignored");
+        }
+        let st = &mut self.states[ti];
+        let t = &mut sink.traces[ti];
+        // Where an episode's own events go: under the run, or held until it starts.
+        let under_run = |st: &State| match st.root {
+            Some(r) => Parent::Index(r),
+            None => Parent::None,
+        };
+        match rec.line_type {
+            LineType::EpisodeStart => {
+                if st.root.is_some() {
+                    let msg = if st.ended {
+                        "`episode_start` after the episode ended; ignored"
+                    } else {
+                        "a second `episode_start` for this episode; ignored"
+                    };
+                    warn(t, &sink.path, loc.line, msg);
+                    return;
+                }
+                let r = t.add(NewEvent {
+                    start,
+                    status: Status::Pending,
+                    payload: PayloadRef::Deferred,
+                    origin,
+                    ..NewEvent::new(EventKind::Run, eid)
+                });
+                st.root = Some(r);
+                t.meta.start = start;
+                for e in std::mem::take(&mut st.early) {
+                    t.set_parent(e, r);
+                }
+            }
+            LineType::EpisodeEnd => {
+                let failed = rec.outcome.text(line).as_deref().is_some_and(outcome_failed);
+                let status = if failed { Status::Error } else { Status::Ok };
+                if st.ended {
+                    warn(
+                        t,
+                        &sink.path,
+                        loc.line,
+                        "a second `episode_end` for this episode; ignored",
+                    );
+                    return;
+                }
+                st.ended = true;
+                st.failed = failed;
+                t.meta.end = start;
+                // An ended episode rarely grows again: give back what its growth reserved
+                // (a quarter of its events' memory on average, most of a file's index).
+                t.events.shrink_to_fit();
+                match st.root {
+                    Some(r) => {
+                        let e = t.event_mut(r);
+                        e.status = status;
+                        e.origin2 = Some(Box::new(origin));
+                        if let (Some(s0), Some(s1)) = (e.start, start) {
+                            e.duration = Some(s1.saturating_sub(s0).max(0));
+                        }
+                    }
+                    None => {
+                        // The start was never written: the end stands for the run.
+                        let r = t.add(NewEvent {
+                            start,
+                            status,
+                            payload: PayloadRef::Deferred,
+                            origin,
+                            ..NewEvent::new(EventKind::Run, eid)
+                        });
+                        st.root = Some(r);
+                        for e in std::mem::take(&mut st.early) {
+                            t.set_parent(e, r);
+                        }
+                    }
+                }
+            }
+            LineType::Step => {
+                let step_id = rec.step_id.ident(line);
+                let step_id = step_id.as_deref();
+                let kind = rec.kind.text(line);
+                let kind = kind.as_deref();
+                let model = rec.step_model(line);
+                let model = model.as_deref();
+                let name = rec.name.text(line);
+                let is_llm = kind.is_some_and(|k| {
+                    let k = k.to_ascii_lowercase();
+                    k == "llm" || k == "model" || k.starts_with("llm_") || k == "completion" || k == "chat"
+                });
+                let name = name
+                    .as_deref()
+                    .filter(|s| !s.is_empty())
+                    .or(model)
+                    .or(kind)
+                    .unwrap_or("step");
+                let ev = NewEvent {
+                    id: step_id,
+                    parent: under_run(st),
+                    start,
+                    status: Status::Ok,
+                    model: model.filter(|s| !s.is_empty()),
+                    payload: PayloadRef::Deferred,
+                    origin,
+                    ..NewEvent::new(if is_llm { EventKind::LlmCall } else { EventKind::Step }, name)
+                };
+                let held = st.root.is_none();
+                let i = t.add(ev);
+                if held {
+                    st.early.push(i);
+                }
+                if step_id.is_none() {
+                    warn(
+                        t,
+                        &sink.path,
+                        loc.line,
+                        "`step` without a `step_id`: its tool calls cannot find it",
+                    );
+                }
+            }
+            _ => {
+                // tool_call: a child of the step it names, waiting for it when it has not come.
+                let step_id = rec.step_id.ident(line);
+                let step_id = step_id.as_deref();
+                let tool = rec.tool_name.text(line).or_else(|| rec.tool.text(line));
+                let tool = tool.as_deref();
+                let id = step_id.map(|s| {
+                    use std::fmt::Write;
+                    self.scratch.clear();
+                    let _ = write!(self.scratch, "{s}#{}", rec.call_index.raw(line).unwrap_or("0"));
+                    self.scratch.as_str()
+                });
+                let parent = match step_id {
+                    Some(s) => Parent::Id(s),
+                    None => under_run(st),
+                };
+                let held = step_id.is_none() && st.root.is_none();
+                let i = t.add(NewEvent {
+                    id,
+                    parent,
+                    start,
+                    status: if rec.error { Status::Error } else { Status::Ok },
+                    payload: PayloadRef::Deferred,
+                    origin,
+                    ..NewEvent::new(EventKind::ToolCall, tool.filter(|s| !s.is_empty()).unwrap_or("tool"))
+                });
+                if held {
+                    st.early.push(i);
+                }
+                if tool.is_none() {
+                    warn(t, &sink.path, loc.line, "`tool_call` without a `tool_name`");
+                }
+            }
+        }
+    }
+
+    fn request(&mut self, rec: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let rid = rec.request_id.ident(line);
+        let id = match rid.as_deref() {
+            Some(r) if !self.requests.contains_key(r) => r.to_string(),
+            Some(r) => {
+                sink.warning(
+                    Some(loc.line),
+                    format!("request_id {r:?} repeats; loaded as another trace"),
+                );
+                format!("{r} (line {})", loc.line)
+            }
+            None => format!("request line {}", loc.line),
+        };
+        let ti = self.new_trace(Shape::Request, &id, sink);
+        if let Some(r) = rid.as_deref() {
+            self.requests.entry(r.into()).or_insert(ti);
+        }
+        let model = rec.model.text(line);
+        let model = model.as_deref().filter(|s| !s.is_empty());
+        let origin = loc.origin(0);
+        let t = &mut sink.traces[ti];
+        let r = t.add(NewEvent {
+            status: Status::Ok,
+            payload: PayloadRef::Deferred,
+            origin,
+            ..NewEvent::new(EventKind::Run, &id)
+        });
+        t.meta.model = model.map(str::to_owned);
+        t.add(NewEvent {
+            parent: Parent::Index(r),
+            status: Status::Ok,
+            model,
+            payload: PayloadRef::Deferred,
+            origin,
+            ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("llm"))
+        });
+        self.states[ti].root = Some(r);
+        self.states[ti].ended = true;
+        if !rec.prompt || !(rec.response || rec.text) {
+            warn(
+                t,
+                &sink.path,
+                loc.line,
+                "`assay.trace` record without `prompt` or `response`",
+            );
+        }
+    }
+
+    fn legacy(&mut self, rec: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let has_llm = rec.prompt || rec.response || rec.text;
+        let own_tool = rec.tool.text(line);
+        let own_tool = own_tool.as_deref();
+        let list: Vec<LegacyCall<'_>> = match rec.tool_calls.raw(line) {
+            Some(r) => match serde_json::from_str::<Vec<&RawValue>>(r) {
+                Ok(items) => {
+                    let mut out = Vec::new();
+                    for (k, item) in items.into_iter().enumerate() {
+                        match serde_json::from_str::<LegacyCall<'_>>(item.get()) {
+                            Ok(c) => out.push(c),
+                            Err(_) => {
+                                sink.warning(Some(loc.line), format!("tool_calls[{k}] is not an object; skipped"))
+                            }
+                        }
+                    }
+                    out
+                }
+                Err(_) => {
+                    sink.warning(Some(loc.line), "`tool_calls` is not a list; ignored");
+                    Vec::new()
+                }
+            },
+            None => Vec::new(),
+        };
+        if !has_llm && own_tool.is_none() && list.is_empty() {
+            sink.warning(
+                Some(loc.line),
+                "record of no known Assay shape (no `type`, `prompt`, `response` or tool); skipped",
+            );
+            return;
+        }
+        let id = rec
+            .id
+            .ident(line)
+            .or_else(|| rec.request_id.ident(line))
+            .map(Cow::into_owned)
+            .unwrap_or_else(|| format!("{}:{}", stem(&sink.path), loc.line));
+        // Each legacy line is one recorded request, so one trace, whatever its id says.
+        let ti = self.new_trace(Shape::Legacy, &id, sink);
+        let model = rec.model.text(line);
+        let model = model.as_deref().filter(|s| !s.is_empty());
+        let origin = loc.origin(0);
+        let t = &mut sink.traces[ti];
+        t.meta.model = model.map(str::to_owned);
+        let r = t.add(NewEvent {
+            status: Status::Ok,
+            payload: PayloadRef::Deferred,
+            origin,
+            ..NewEvent::new(EventKind::Run, &id)
+        });
+        self.states[ti].root = Some(r);
+        self.states[ti].ended = true;
+        if has_llm {
+            t.add(NewEvent {
+                parent: Parent::Index(r),
+                status: Status::Ok,
+                model,
+                payload: PayloadRef::Deferred,
+                origin,
+                ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("llm"))
+            });
+        }
+        let status = |result: bool, error: bool| {
+            if error {
+                Status::Error
+            } else if result {
+                Status::Ok
+            } else {
+                // A legacy line records the call, not necessarily how it went.
+                Status::Unknown
+            }
+        };
+        let mut add_tool = |name: &str, st: Status| {
+            t.add(NewEvent {
+                parent: Parent::Index(r),
+                status: st,
+                payload: PayloadRef::Deferred,
+                origin,
+                ..NewEvent::new(EventKind::ToolCall, if name.is_empty() { "tool" } else { name })
+            });
+        };
+        if let Some(n) = own_tool {
+            add_tool(n, status(rec.result.is_some(), rec.error));
+        }
+        for c in &list {
+            let fname = c
+                .function
+                .and_then(|f| serde_json::from_str::<FunctionName<'_>>(f.get()).ok())
+                .and_then(|f| raw_str(f.name));
+            let name = raw_str(c.tool_name)
+                .or_else(|| raw_str(c.name))
+                .or_else(|| raw_str(c.tool))
+                .or(fname);
+            add_tool(
+                name.as_deref().unwrap_or("tool"),
+                status(present(c.result), present(c.error)),
+            );
+        }
+    }
+
+    /// The event a tool_call/tool_result id names in the calls trace: the latest call given
+    /// that id, found by the trace's own id index (no copy of the ids is held here).
+    fn call_of(&self, t: &Trace, id: &str) -> Option<u32> {
+        self.repeated.get(id).copied().or_else(|| t.find(id))
+    }
+
+    /// The documented `tool_call` / `tool_result` lines: one trace per file. Call and result
+    /// are one event: the first line of the two is its `origin`, the other its `origin2`.
+    fn call_or_result(&mut self, rec: &Rec, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let is_call = rec.line_type == LineType::ToolCall;
+        let ti = match self.calls {
+            Some(i) => {
+                self.touch(i, sink);
+                i
+            }
+            None => {
+                let i = self.new_trace(Shape::Calls, &stem(&sink.path), sink);
+                self.calls = Some(i);
+                i
+            }
+        };
+        let origin = loc.origin(0);
+        let ts = rec.start;
+        let id = rec.id.ident(line);
+        let id = id.as_deref();
+        let joined = id.and_then(|i| self.call_of(&sink.traces[ti], i));
+        let st = &mut self.states[ti];
+        let t = &mut sink.traces[ti];
+        let diag = |t: &mut Trace, msg: String| {
+            warn(t, &sink.path, loc.line, msg);
+        };
+        let result_status = if rec.error || rec.flags_error || rec.result_error {
+            Status::Error
+        } else {
+            Status::Ok
+        };
+        // A new event for `id`: the trace indexes the first of an id, later ones are kept here.
+        let remember = |repeated: &mut FxHashMap<Box<str>, u32>, e: u32| {
+            if let Some(id) = id
+                && (joined.is_some() || id.len() > LONG_ID)
+            {
+                repeated.insert(id.into(), e);
+            }
+        };
+        if is_call {
+            let tool = (rec.tool.text(line))
+                .or_else(|| rec.tool_name.text(line))
+                .or_else(|| rec.name.text(line));
+            let tool = tool.as_deref().filter(|s| !s.is_empty()).unwrap_or("tool");
+            if let (Some(id), Some(e)) = (id, joined) {
+                let ev = t.event_mut(e);
+                if is_orphan_result(ev) {
+                    // Its result came first: the call completes that event.
+                    let result_origin = ev.origin;
+                    let end = ev.start;
+                    ev.origin = origin;
+                    ev.origin2 = Some(Box::new(result_origin));
+                    ev.start = ts;
+                    ev.duration = match (ts, end) {
+                        (Some(a), Some(b)) => Some(b.saturating_sub(a).max(0)),
+                        _ => None,
+                    };
+                    let tool_ref = t.strings.intern(tool);
+                    t.event_mut(e).name = tool_ref;
+                    return;
+                }
+                diag(t, format!("tool_call id {id:?} repeats; later results join this call"));
+            }
+            if id.is_none() {
+                diag(t, "`tool_call` without an `id`: no result can join it".into());
+            }
+            let e = t.add(NewEvent {
+                id,
+                start: ts,
+                status: Status::Pending,
+                payload: PayloadRef::Deferred,
+                origin,
+                ..NewEvent::new(EventKind::ToolCall, tool)
+            });
+            st.pending += 1;
+            remember(&mut self.repeated, e);
+            return;
+        }
+        match joined {
+            Some(e) if t.event(e).status == Status::Pending => {
+                let ev = t.event_mut(e);
+                ev.origin2 = Some(Box::new(origin));
+                ev.status = result_status;
+                if let (Some(a), Some(b)) = (ev.start, ts) {
+                    ev.duration = Some(b.saturating_sub(a).max(0));
+                }
+                st.pending -= 1;
+                st.errors += (result_status == Status::Error) as u32;
+            }
+            Some(_) => diag(
+                t,
+                format!("a second tool_result for id {:?}; ignored", id.unwrap_or_default()),
+            ),
+            None => {
+                diag(
+                    t,
+                    match id {
+                        Some(i) => format!("tool_result for id {i:?} has no tool_call before it"),
+                        None => "tool_result without an `id`: no call to join".into(),
+                    },
+                );
+                let label = match rec.tool.text(line).or_else(|| rec.tool_name.text(line)).as_deref() {
+                    Some(n) if !n.is_empty() => format!("{n} (result without call)"),
+                    _ => "(result without call)".to_string(),
+                };
+                let e = t.add(NewEvent {
+                    id,
+                    start: ts,
+                    status: result_status,
+                    payload: PayloadRef::Deferred,
+                    origin,
+                    ..NewEvent::new(EventKind::ToolCall, &label)
+                });
+                st.errors += (result_status == Status::Error) as u32;
+                remember(&mut self.repeated, e);
+            }
+        }
+    }
+
+    /// The in-order half: the events of one line (read again slowly, with a diagnostic,
+    /// when the fast parse failed).
+    fn apply(&mut self, fast: Option<&Rec>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        let slow;
+        let rec = match fast {
+            Some(r) => r,
+            None => {
+                if first_byte(line) != Some(b'{') {
+                    let what = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                        Ok(_) => "a JSON value that is not an object".to_string(),
+                        Err(e) => super::jsonl::json_error(&e),
+                    };
+                    sink.error(loc.line, format!("{what}; record skipped"));
+                    return;
+                }
+                let Some(raw) = sink.parse::<RawRec<'_>>(line, loc) else {
+                    return;
+                };
+                slow = Rec::from_raw(line, &raw);
+                &slow
+            }
+        };
+        if rec.line_type == LineType::NotString {
+            sink.error(loc.line, "`type` is not a string; record skipped");
+            return;
+        }
+        match rec.shape {
+            // Shape::of gives Episode to typed lines only.
+            Some(Shape::Episode) => self.episode(rec, line, loc, sink),
+            Some(Shape::Request) => self.request(rec, line, loc, sink),
+            Some(Shape::Calls) => self.call_or_result(rec, line, loc, sink),
+            Some(Shape::Legacy) => self.legacy(rec, line, loc, sink),
+            None => sink.warning(
+                Some(loc.line),
+                format!(
+                    "unknown record type {:?}; skipped",
+                    rec.ty.text(line).unwrap_or_default()
+                ),
+            ),
+        }
+    }
 }
 
 /// One legacy `tool_calls[]` entry: just what names it and decides its status.
@@ -457,466 +1332,6 @@ struct FunctionName<'a> {
     name: Option<&'a RawValue>,
 }
 
-/// Per-trace state.
-struct State {
-    shape: Shape,
-    /// The Run event (episodes, requests, legacy lines).
-    root: Option<u32>,
-    ended: bool,
-    failed: bool,
-    /// Episode events that came before their `episode_start`: they join the run when it comes.
-    early: Vec<u32>,
-}
-
-/// The Assay line parser. Every trace of its sink is made here, so trace index = state index.
-pub struct Parser {
-    traces: HashMap<(Shape, String), usize>,
-    states: Vec<State>,
-    /// The documented tool_call/tool_result trace's calls: id → event.
-    calls: HashMap<String, u32>,
-}
-
-impl Default for Parser {
-    fn default() -> Self {
-        Parser::new()
-    }
-}
-
-impl Parser {
-    pub fn new() -> Parser {
-        Parser {
-            traces: HashMap::new(),
-            states: Vec::new(),
-            calls: HashMap::new(),
-        }
-    }
-
-    /// The trace for `key`, made when first seen.
-    fn trace_for(&mut self, shape: Shape, key: &str, id: &str, sink: &mut Sink) -> usize {
-        if let Some(&i) = self.traces.get(&(shape, key.to_string())) {
-            sink.touch(i);
-            return i;
-        }
-        let mut t = Trace::new(RunMeta {
-            id: id.to_string(),
-            format: "assay",
-            source: sink.path.clone(),
-            status: RunStatus::Unknown,
-            ..Default::default()
-        });
-        t.add_file(sink.path.clone());
-        let i = sink.push_trace(t);
-        debug_assert_eq!(i, self.states.len(), "this parser makes every trace of its sink");
-        self.states.push(State {
-            shape,
-            root: None,
-            ended: false,
-            failed: false,
-            early: Vec::new(),
-        });
-        self.traces.insert((shape, key.to_string()), i);
-        i
-    }
-
-    fn episode(&mut self, rec: &Rec<'_>, ty: &str, loc: LineLoc, sink: &mut Sink) {
-        let Some(eid) = raw_id(rec.episode_id) else {
-            sink.error(loc.line, format!("`{ty}` record without an `episode_id`; skipped"));
-            return;
-        };
-        let ti = self.trace_for(Shape::Episode, &eid, &eid, sink);
-        let origin = loc.origin(0);
-        let start = raw_ts(rec.timestamp);
-        if present(rec.timestamp) && start.is_none() {
-            sink.warning(Some(loc.line), "`timestamp` is not a time; ignored");
-        }
-        let st = &mut self.states[ti];
-        let t = &mut sink.traces[ti];
-        // Where an episode's own events go: under the run, or held until it starts.
-        let under_run = |st: &State| match st.root {
-            Some(r) => Parent::Index(r),
-            None => Parent::None,
-        };
-        match ty {
-            "episode_start" => {
-                if st.root.is_some() {
-                    let msg = if st.ended {
-                        "`episode_start` after the episode ended; ignored"
-                    } else {
-                        "a second `episode_start` for this episode; ignored"
-                    };
-                    warn(t, &sink.path, loc.line, msg);
-                    return;
-                }
-                let r = t.add(NewEvent {
-                    start,
-                    status: Status::Pending,
-                    payload: PayloadRef::Deferred,
-                    origin,
-                    ..NewEvent::new(EventKind::Run, &eid)
-                });
-                st.root = Some(r);
-                t.meta.start = start;
-                for e in std::mem::take(&mut st.early) {
-                    t.set_parent(e, r);
-                }
-            }
-            "episode_end" => {
-                let outcome = raw_str(rec.outcome);
-                let failed = outcome.as_deref().is_some_and(outcome_failed);
-                let status = if failed { Status::Error } else { Status::Ok };
-                if st.ended {
-                    warn(
-                        t,
-                        &sink.path,
-                        loc.line,
-                        "a second `episode_end` for this episode; ignored",
-                    );
-                    return;
-                }
-                st.ended = true;
-                st.failed = failed;
-                t.meta.end = start;
-                match st.root {
-                    Some(r) => {
-                        let e = t.event_mut(r);
-                        e.status = status;
-                        e.origin2 = Some(Box::new(origin));
-                        if let (Some(s0), Some(s1)) = (e.start, start) {
-                            e.duration = Some(s1.saturating_sub(s0).max(0));
-                        }
-                    }
-                    None => {
-                        // The start was never written: the end stands for the run.
-                        let r = t.add(NewEvent {
-                            start,
-                            status,
-                            payload: PayloadRef::Deferred,
-                            origin,
-                            ..NewEvent::new(EventKind::Run, &eid)
-                        });
-                        st.root = Some(r);
-                        for e in std::mem::take(&mut st.early) {
-                            t.set_parent(e, r);
-                        }
-                    }
-                }
-            }
-            "step" => {
-                let step_id = raw_id(rec.step_id);
-                let kind = raw_str(rec.kind);
-                let name = raw_str(rec.name);
-                let model = rec.model();
-                let is_llm = kind.as_deref().is_some_and(|k| {
-                    let k = k.to_ascii_lowercase();
-                    k == "llm" || k == "model" || k.starts_with("llm_") || k == "completion" || k == "chat"
-                });
-                let name = name
-                    .as_deref()
-                    .filter(|s| !s.is_empty())
-                    .or(model.as_deref())
-                    .or(kind.as_deref())
-                    .unwrap_or("step");
-                let ev = NewEvent {
-                    id: step_id.as_deref(),
-                    parent: under_run(st),
-                    start,
-                    status: Status::Ok,
-                    model: model.as_deref().filter(|s| !s.is_empty()),
-                    payload: PayloadRef::Deferred,
-                    origin,
-                    ..NewEvent::new(if is_llm { EventKind::LlmCall } else { EventKind::Step }, name)
-                };
-                let held = st.root.is_none();
-                let i = t.add(ev);
-                if held {
-                    st.early.push(i);
-                }
-                if step_id.is_none() {
-                    warn(
-                        t,
-                        &sink.path,
-                        loc.line,
-                        "`step` without a `step_id`: its tool calls cannot find it",
-                    );
-                }
-            }
-            _ => {
-                // tool_call: a child of the step it names, waiting for it when it has not come.
-                let step_id = raw_id(rec.step_id);
-                let tool = raw_str(rec.tool_name).or_else(|| raw_str(rec.tool));
-                let idx = rec.call_index.map(|c| c.get()).unwrap_or("0");
-                let id = step_id.as_deref().map(|s| format!("{s}#{idx}"));
-                let parent = match step_id.as_deref() {
-                    Some(s) => Parent::Id(s),
-                    None => under_run(st),
-                };
-                let held = step_id.is_none() && st.root.is_none();
-                let i = t.add(NewEvent {
-                    id: id.as_deref(),
-                    parent,
-                    start,
-                    status: if present(rec.error) { Status::Error } else { Status::Ok },
-                    payload: PayloadRef::Deferred,
-                    origin,
-                    ..NewEvent::new(
-                        EventKind::ToolCall,
-                        tool.as_deref().filter(|s| !s.is_empty()).unwrap_or("tool"),
-                    )
-                });
-                if held {
-                    st.early.push(i);
-                }
-                if tool.is_none() {
-                    warn(t, &sink.path, loc.line, "`tool_call` without a `tool_name`");
-                }
-            }
-        }
-    }
-
-    fn request(&mut self, rec: &Rec<'_>, loc: LineLoc, sink: &mut Sink) {
-        let rid = raw_id(rec.request_id);
-        let (key, id) = match &rid {
-            Some(r) if !self.traces.contains_key(&(Shape::Request, r.to_string())) => (r.to_string(), r.to_string()),
-            Some(r) => {
-                sink.warning(
-                    Some(loc.line),
-                    format!("request_id {r:?} repeats; loaded as another trace"),
-                );
-                (format!("{r}\u{0}{}", loc.line), format!("{r} (line {})", loc.line))
-            }
-            None => (format!("\u{0}{}", loc.line), format!("request line {}", loc.line)),
-        };
-        let ti = self.trace_for(Shape::Request, &key, &id, sink);
-        let model = raw_str(rec.model);
-        let model = model.as_deref().filter(|s| !s.is_empty());
-        let origin = loc.origin(0);
-        let t = &mut sink.traces[ti];
-        let r = t.add(NewEvent {
-            status: Status::Ok,
-            payload: PayloadRef::Deferred,
-            origin,
-            ..NewEvent::new(EventKind::Run, &id)
-        });
-        t.meta.model = model.map(str::to_owned);
-        t.add(NewEvent {
-            parent: Parent::Index(r),
-            status: Status::Ok,
-            model,
-            payload: PayloadRef::Deferred,
-            origin,
-            ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("llm"))
-        });
-        self.states[ti].root = Some(r);
-        self.states[ti].ended = true;
-        if !present(rec.prompt) || !(present(rec.response) || present(rec.text)) {
-            warn(
-                t,
-                &sink.path,
-                loc.line,
-                "`assay.trace` record without `prompt` or `response`",
-            );
-        }
-    }
-
-    fn legacy(&mut self, rec: &Rec<'_>, loc: LineLoc, sink: &mut Sink) {
-        let has_llm = present(rec.prompt) || present(rec.response) || present(rec.text);
-        let own_tool = raw_str(rec.tool);
-        let list: Vec<LegacyCall<'_>> = match rec.tool_calls {
-            Some(r) if r.get() != "null" => match serde_json::from_str::<Vec<&RawValue>>(r.get()) {
-                Ok(items) => {
-                    let mut out = Vec::new();
-                    for (k, item) in items.into_iter().enumerate() {
-                        match serde_json::from_str::<LegacyCall<'_>>(item.get()) {
-                            Ok(c) => out.push(c),
-                            Err(_) => {
-                                sink.warning(Some(loc.line), format!("tool_calls[{k}] is not an object; skipped"))
-                            }
-                        }
-                    }
-                    out
-                }
-                Err(_) => {
-                    sink.warning(Some(loc.line), "`tool_calls` is not a list; ignored");
-                    Vec::new()
-                }
-            },
-            _ => Vec::new(),
-        };
-        if !has_llm && own_tool.is_none() && list.is_empty() {
-            sink.warning(
-                Some(loc.line),
-                "record of no known Assay shape (no `type`, `prompt`, `response` or tool); skipped",
-            );
-            return;
-        }
-        let id = raw_id(rec.id)
-            .or_else(|| raw_id(rec.request_id))
-            .map(|s| s.into_owned())
-            .unwrap_or_else(|| format!("{}:{}", stem(&sink.path), loc.line));
-        // Each legacy line is one recorded request, so one trace, whatever its id says.
-        let ti = self.trace_for(Shape::Legacy, &format!("{}", loc.offset), &id, sink);
-        let model = raw_str(rec.model);
-        let model = model.as_deref().filter(|s| !s.is_empty());
-        let origin = loc.origin(0);
-        let t = &mut sink.traces[ti];
-        t.meta.model = model.map(str::to_owned);
-        let r = t.add(NewEvent {
-            status: Status::Ok,
-            payload: PayloadRef::Deferred,
-            origin,
-            ..NewEvent::new(EventKind::Run, &id)
-        });
-        self.states[ti].root = Some(r);
-        self.states[ti].ended = true;
-        if has_llm {
-            t.add(NewEvent {
-                parent: Parent::Index(r),
-                status: Status::Ok,
-                model,
-                payload: PayloadRef::Deferred,
-                origin,
-                ..NewEvent::new(EventKind::LlmCall, model.unwrap_or("llm"))
-            });
-        }
-        let status = |result: Option<&RawValue>, error: Option<&RawValue>| {
-            if present(error) {
-                Status::Error
-            } else if present(result) {
-                Status::Ok
-            } else {
-                // A legacy line records the call, not necessarily how it went.
-                Status::Unknown
-            }
-        };
-        let mut add_tool = |name: &str, st: Status| {
-            t.add(NewEvent {
-                parent: Parent::Index(r),
-                status: st,
-                payload: PayloadRef::Deferred,
-                origin,
-                ..NewEvent::new(EventKind::ToolCall, if name.is_empty() { "tool" } else { name })
-            });
-        };
-        if let Some(n) = &own_tool {
-            add_tool(n, status(rec.result, rec.error));
-        }
-        for c in &list {
-            let fname = c
-                .function
-                .and_then(|f| serde_json::from_str::<FunctionName<'_>>(f.get()).ok())
-                .and_then(|f| raw_str(f.name));
-            let name = raw_str(c.tool_name)
-                .or_else(|| raw_str(c.name))
-                .or_else(|| raw_str(c.tool))
-                .or(fname);
-            add_tool(name.as_deref().unwrap_or("tool"), status(c.result, c.error));
-        }
-    }
-
-    /// The documented `tool_call` / `tool_result` lines: one trace per file.
-    fn call_or_result(&mut self, rec: &Rec<'_>, is_call: bool, loc: LineLoc, sink: &mut Sink) {
-        let name = stem(&sink.path);
-        let ti = self.trace_for(Shape::Calls, "", &name, sink);
-        let origin = loc.origin(0);
-        let ts = raw_ts(rec.timestamp);
-        let id = raw_id(rec.id);
-        let t = &mut sink.traces[ti];
-        let diag = |t: &mut Trace, msg: String| {
-            warn(t, &sink.path, loc.line, msg);
-        };
-        let result_status = if present(rec.error) || rec.flags_error() || result_flags_error(rec.result) {
-            Status::Error
-        } else {
-            Status::Ok
-        };
-        if is_call {
-            let tool = raw_str(rec.tool)
-                .or_else(|| raw_str(rec.tool_name))
-                .or_else(|| raw_str(rec.name));
-            let tool = tool.as_deref().filter(|s| !s.is_empty()).unwrap_or("tool");
-            if let Some(id) = id.as_deref()
-                && let Some(&e) = self.calls.get(id)
-            {
-                let ev = t.event_mut(e);
-                if is_orphan_result(ev) {
-                    // Its result came first: the call completes that event.
-                    let result_origin = ev.origin;
-                    let end = ev.start;
-                    ev.origin = origin;
-                    ev.origin2 = Some(Box::new(result_origin));
-                    ev.start = ts;
-                    ev.duration = match (ts, end) {
-                        (Some(a), Some(b)) => Some(b.saturating_sub(a).max(0)),
-                        _ => None,
-                    };
-                    let tool_ref = t.strings.intern(tool);
-                    t.event_mut(e).name = tool_ref;
-                    return;
-                }
-                diag(t, format!("tool_call id {id:?} repeats; later results join this call"));
-            }
-            if id.is_none() {
-                diag(t, "`tool_call` without an `id`: no result can join it".into());
-            }
-            let e = t.add(NewEvent {
-                id: id.as_deref(),
-                start: ts,
-                status: Status::Pending,
-                payload: PayloadRef::Deferred,
-                origin,
-                ..NewEvent::new(EventKind::ToolCall, tool)
-            });
-            if let Some(id) = id {
-                self.calls.insert(id.into_owned(), e);
-            }
-            return;
-        }
-        let joined = id.as_deref().and_then(|i| self.calls.get(i).copied());
-        match joined {
-            Some(e) if t.event(e).status == Status::Pending => {
-                let ev = t.event_mut(e);
-                ev.origin2 = Some(Box::new(origin));
-                ev.status = result_status;
-                if let (Some(a), Some(b)) = (ev.start, ts) {
-                    ev.duration = Some(b.saturating_sub(a).max(0));
-                }
-            }
-            Some(_) => diag(
-                t,
-                format!(
-                    "a second tool_result for id {:?}; ignored",
-                    id.as_deref().unwrap_or_default()
-                ),
-            ),
-            None => {
-                diag(
-                    t,
-                    match id.as_deref() {
-                        Some(i) => format!("tool_result for id {i:?} has no tool_call before it"),
-                        None => "tool_result without an `id`: no call to join".into(),
-                    },
-                );
-                let tool = raw_str(rec.tool).or_else(|| raw_str(rec.tool_name));
-                let label = match tool.as_deref() {
-                    Some(n) if !n.is_empty() => format!("{n} (result without call)"),
-                    _ => "(result without call)".to_string(),
-                };
-                let e = t.add(NewEvent {
-                    id: id.as_deref(),
-                    start: ts,
-                    status: result_status,
-                    payload: PayloadRef::Deferred,
-                    origin,
-                    ..NewEvent::new(EventKind::ToolCall, &label)
-                });
-                if let Some(id) = id {
-                    self.calls.insert(id.into_owned(), e);
-                }
-            }
-        }
-    }
-}
-
 /// A warning on a trace built here, bounded as the sink bounds its own (hostile input).
 fn warn(t: &mut Trace, path: &Path, line: u64, msg: impl Into<String>) {
     if t.diagnostics.len() < 1000 {
@@ -929,64 +1344,58 @@ fn is_orphan_result(ev: &Event) -> bool {
     ev.origin2.is_none() && ev.status != Status::Pending
 }
 
+impl Records for Parser {
+    type Rec<'a> = Rec;
+
+    fn skim(line: &[u8], slot: &mut Option<Rec>) {
+        parse_fast_into(line, slot);
+    }
+
+    fn apply(&mut self, rec: Option<&Rec>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        Parser::apply(self, rec, line, loc, sink);
+    }
+}
+
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        // serde would read a JSON array into the struct field by field: only objects are records.
-        if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            let what = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-                Ok(_) => "a JSON value that is not an object".to_string(),
-                Err(e) => super::jsonl::json_error(&e),
-            };
-            sink.error(loc.line, format!("{what}; record skipped"));
-            return;
-        }
-        let Some(rec) = sink.parse::<Rec<'_>>(line, loc) else {
-            return;
-        };
-        let ty: Option<Cow<'_, str>> = match rec.ty {
-            None => None,
-            Some(r) if r.get() == "null" => None,
-            Some(r) => match raw_str(Some(r)) {
-                Some(s) => Some(s),
-                None => {
-                    sink.error(loc.line, "`type` is not a string; record skipped");
-                    return;
-                }
-            },
-        };
-        let shape = Shape::of(ty.as_deref(), present(rec.episode_id) || present(rec.step_id));
-        match (shape, ty.as_deref()) {
-            (Some(Shape::Episode), Some(t)) => self.episode(&rec, t, loc, sink),
-            (Some(Shape::Request), _) => self.request(&rec, loc, sink),
-            (Some(Shape::Calls), t) => self.call_or_result(&rec, t == Some("tool_call"), loc, sink),
-            (Some(Shape::Legacy), _) => self.legacy(&rec, loc, sink),
-            (_, t) => sink.warning(
-                Some(loc.line),
-                format!("unknown record type {:?}; skipped", t.unwrap_or_default()),
-            ),
-        }
+        engine::one(self, line, loc, sink);
+    }
+
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        engine::batch(self, batch, sink);
     }
 
     /// Statuses as far as the file goes now (may be called many times while it grows).
     fn settle(&mut self, sink: &mut Sink) {
-        for (i, st) in self.states.iter().enumerate() {
+        for (st, t) in self.states.iter().zip(&mut sink.traces) {
+            t.meta.status = st.status();
+        }
+    }
+
+    /// Only the traces lines went to since the last flush: a file holds thousands of episodes,
+    /// and the explorer flushes after every slice of a megabyte (settling and sorting each
+    /// trace there, every time, touched each one's memory a thousand times in a load).
+    fn flush(&mut self, sink: &mut Sink) {
+        // The caller takes the sink's touched list now (`Follow::poll_some`): start anew.
+        for i in self.touched_list.drain(..) {
+            self.touched[i] = false;
             let t = &mut sink.traces[i];
-            t.meta.status = match st.shape {
-                Shape::Calls => {
-                    let mut s = RunStatus::Ok;
-                    for e in &t.events {
-                        match e.status {
-                            Status::Error => s = RunStatus::Error,
-                            Status::Pending if s != RunStatus::Error => s = RunStatus::Running,
-                            _ => {}
-                        }
-                    }
-                    s
-                }
-                _ if !st.ended => RunStatus::Running,
-                _ if st.failed => RunStatus::Error,
-                _ => RunStatus::Ok,
-            };
+            t.meta.status = self.states[i].status();
+            t.finalize();
+        }
+    }
+}
+
+impl State {
+    /// The trace's status as far as the file goes now.
+    fn status(&self) -> RunStatus {
+        match self.shape {
+            Shape::Calls if self.errors > 0 => RunStatus::Error,
+            Shape::Calls if self.pending > 0 => RunStatus::Running,
+            Shape::Calls => RunStatus::Ok,
+            _ if !self.ended => RunStatus::Running,
+            _ if self.failed => RunStatus::Error,
+            _ => RunStatus::Ok,
         }
     }
 }
@@ -1491,5 +1900,389 @@ mod tests {
                 }
             }
         }
+    }
+
+    // ---- the fast path against serde_json ----
+
+    /// The skimmer's reading of a line, or None where it leaves the line to serde_json.
+    fn skim(line: &[u8]) -> Option<Rec> {
+        let mut r = Rec::default();
+        skim_into(line, &mut r)?;
+        r.derive(line);
+        Some(r)
+    }
+
+    /// The skimmer's contract: what it reads, serde_json reads the same. Ok(true): skimmed.
+    fn skim_agrees(line: &[u8]) -> Result<bool, String> {
+        let text = || String::from_utf8_lossy(line).into_owned();
+        let Some(fast) = skim(line) else { return Ok(false) };
+        match by_serde(line) {
+            None => Err(format!("skimmed a line serde rejects: {}", text())),
+            Some(slow) if slow != fast => Err(format!("skim {fast:?} != serde {slow:?}: {}", text())),
+            Some(_) => Ok(true),
+        }
+    }
+
+    /// The same parser, reading every line with serde_json (the straightforward path).
+    struct SerdeOnly(Parser);
+
+    impl Records for SerdeOnly {
+        type Rec<'a> = Rec;
+        fn skim(line: &[u8], slot: &mut Option<Rec>) {
+            *slot = by_serde(line);
+        }
+        fn apply(&mut self, rec: Option<&Rec>, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+            self.0.apply(rec, line, loc, sink);
+        }
+    }
+
+    /// The traces of `lines` read by `R` through the engine, in batches of `batch` lines and
+    /// flushed after each (as the explorer's slices are), as their full debug text.
+    fn traces_by<R: Records + LineParser>(mut p: R, lines: &[Vec<u8>], batch: usize) -> Vec<String> {
+        let mut sink = Sink::new(Path::new("mem.jsonl"));
+        let mut offset = 0u64;
+        let locs: Vec<(&[u8], LineLoc)> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let loc = LineLoc {
+                    line: i as u64 + 1,
+                    offset,
+                    len: l.len(),
+                };
+                offset += l.len() as u64 + 1;
+                (l.as_slice(), loc)
+            })
+            .filter(|(l, _)| !l.iter().all(u8::is_ascii_whitespace))
+            .collect();
+        for part in locs.chunks(batch.max(1)) {
+            engine::batch(&mut p, part, &mut sink);
+            p.flush(&mut sink);
+            sink.take_touched();
+        }
+        sink.traces.iter().map(|t| format!("{t:?}")).collect()
+    }
+
+    /// A trace's debug text without its history of moves (which follows the flushes).
+    fn without_moves(t: &str) -> &str {
+        t.rfind(", moves: ").map_or(t, |i| &t[..i])
+    }
+
+    impl LineParser for SerdeOnly {
+        fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+            engine::one(self, line, loc, sink);
+        }
+        fn flush(&mut self, sink: &mut Sink) {
+            self.0.flush(sink);
+        }
+    }
+
+    /// A JSON scalar as text, with the shapes the index reads (and escapes, which the skimmer
+    /// leaves to serde_json).
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            (0u64..2_000_000_000_000).prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|f| serde_json::to_string(&f).unwrap()),
+            "[0-9eE.+-]{1,6}",
+            prop::sample::select(vec![
+                "\"episode_start\"",
+                "\"step\"",
+                "\"tool_call\"",
+                "\"tool_result\"",
+                "\"episode_end\"",
+                "\"assay.trace\"",
+                "\"e1\"",
+                "\"s1\"",
+                "\"llm\"",
+                "\"LLM_chat\"",
+                "\"fail\"",
+                "\"\"",
+                "\"2025-12-27T10:00:00Z\"",
+                "\"2025-12-27T10:00:00.500Z\"",
+                "\"1766601666050\"",
+                "\"st\\u0065p\"",
+                "\"e\\\"1\"",
+            ])
+            .prop_map(str::to_string),
+            ".{0,12}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+            "[a-z\\\\\"\u{1}\t é✓]{0,40}".prop_map(|s| format!("\"{s}\"")),
+        ]
+    }
+
+    fn text_value() -> impl Strategy<Value = String> {
+        scalar().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((text_key(), inner), 0..4).prop_map(|kv| {
+                    let f: Vec<String> = kv.into_iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+                    format!("{{{}}}", f.join(", "))
+                }),
+            ]
+        })
+    }
+
+    fn text_key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => prop::sample::select(vec![
+                "type", "episode_id", "step_id", "id", "request_id", "timestamp", "kind", "name",
+                "tool_name", "tool", "call_index", "error", "result", "outcome", "model", "prompt",
+                "response", "text", "tool_calls", "isError", "is_error", "meta", "args", "content",
+                "gen_ai.request.model", "gen_ai.response.model", "typ\\u0065",
+            ])
+            .prop_map(str::to_string),
+            1 => "[a-z_]{1,8}",
+        ]
+    }
+
+    /// Assay-shaped records as text: known and unknown keys (repeated sometimes), values of
+    /// every type, `type` and an episode id most of the time; then a byte or two changed.
+    fn text_record() -> impl Strategy<Value = Vec<u8>> {
+        let base = (
+            prop::collection::vec((text_key(), text_value()), 0..9),
+            prop::option::of(prop::sample::select(vec![
+                "episode_start",
+                "step",
+                "tool_call",
+                "tool_result",
+                "episode_end",
+                "assay.trace",
+            ])),
+            prop::option::of(prop::sample::select(vec!["e1", "e2", "7"])),
+        )
+            .prop_map(|(fields, ty, ep)| {
+                let mut f: Vec<String> = fields.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                if let Some(t) = ty {
+                    f.insert(0, format!("\"type\":\"{t}\""));
+                }
+                if let Some(e) = ep {
+                    f.push(format!("\"episode_id\":\"{e}\""));
+                }
+                format!("{{{}}}", f.join(",")).into_bytes()
+            });
+        let edit = (any::<prop::sample::Index>(), any::<u8>(), 0..3u8);
+        let edits = prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(edit, 1..3)];
+        (base, edits).prop_map(|(mut b, edits)| {
+            for (at, byte, op) in edits {
+                let i = at.index(b.len() + 1);
+                match op {
+                    0 if i < b.len() => b[i] = byte,
+                    1 if i < b.len() => {
+                        b.remove(i);
+                    }
+                    _ => b.insert(i, byte),
+                }
+            }
+            b
+        })
+    }
+
+    /// Lines of one file: episode lines over a few episodes, steps and their tool calls in
+    /// any order, documented call/result lines sharing a few ids, V1 and legacy lines.
+    fn file_line() -> impl Strategy<Value = Vec<u8>> {
+        let ep = prop::sample::select(vec!["a", "b", "c"]);
+        let step = prop::sample::select(vec!["s1", "s2", "s3"]);
+        let ts = prop_oneof![
+            (1000u64..1100).prop_map(|n| n.to_string()),
+            Just("\"2025-12-27T10:00:01Z\"".to_string()),
+            Just("\"soon\"".to_string()),
+            Just("null".to_string()),
+        ];
+        let v2 = (
+            prop::sample::select(vec!["episode_start", "step", "tool_call", "episode_end"]),
+            ep,
+            step,
+            ts.clone(),
+            prop::sample::select(vec!["llm", "tool", "chat"]),
+            prop::option::of(prop::sample::select(vec!["search", "", "gpt-x"])),
+            prop::sample::select(vec!["null", "\"timeout\""]),
+            prop::sample::select(vec!["\"pass\"", "\"fail\"", "null"]),
+            prop::sample::select(vec![
+                "{}",
+                "{\"gen_ai.request.model\":\"m1\"}",
+                "{\"gen_ai.response.model\":\"m2\",\"x\":[1]}",
+            ]),
+        )
+            .prop_map(|(ty, ep, step, ts, kind, name, error, outcome, meta)| {
+                let name = name.map(|n| format!(",\"name\":\"{n}\",\"tool_name\":\"{n}\"")).unwrap_or_default();
+                format!(
+                    "{{\"type\":\"{ty}\",\"episode_id\":\"{ep}\",\"step_id\":\"{step}\",\"timestamp\":{ts},\"kind\":\"{kind}\"{name},\"call_index\":0,\"args\":{{\"q\":\"x\\ny\"}},\"error\":{error},\"outcome\":{outcome},\"meta\":{meta},\"content\":\"t\\\"x\"}}"
+                )
+            });
+        let calls = (
+            any::<bool>(),
+            prop::sample::select(vec!["c1", "c2", "c3"]),
+            ts,
+            prop::sample::select(vec![
+                "{\"ok\":true}",
+                "{\"content\":[],\"isError\":true}",
+                "\"plain\"",
+                "null",
+            ]),
+            any::<bool>(),
+        )
+            .prop_map(|(call, id, ts, result, flag)| {
+                if call {
+                    format!("{{\"type\":\"tool_call\",\"id\":\"{id}\",\"tool\":\"t_{id}\",\"arguments\":{{}},\"timestamp\":{ts}}}")
+                } else {
+                    let flag = if flag { ",\"is_error\":true" } else { "" };
+                    format!("{{\"type\":\"tool_result\",\"id\":\"{id}\",\"result\":{result},\"timestamp\":{ts}{flag}}}")
+                }
+            });
+        prop_oneof![
+            6 => v2.prop_map(String::into_bytes),
+            3 => calls.prop_map(String::into_bytes),
+            1 => prop::sample::select(vec![
+                r#"{"schema_version":1,"type":"assay.trace","request_id":"q1","prompt":"p","response":"r","model":"gpt-x"}"#,
+                r#"{"schema_version":1,"type":"assay.trace","request_id":7,"prompt":"p"}"#,
+                r#"{"prompt":"p","response":"r","tool_calls":[{"tool_name":"exec","args":{}},{"function":{"name":"f"},"error":"x"},3]}"#,
+                r#"{"id":"lg","tool":"Search","args":{},"result":1}"#,
+                r#"{"type":"mystery","episode_id":"a"}"#,
+                r#"{"type":5}"#,
+                r#"[1,2]"#,
+                r#"{"type":"step","episode_id":"a","step_id":"s9","type":"step"}"#,
+                "",
+                "{broken",
+            ])
+            .prop_map(|s| s.as_bytes().to_vec()),
+            1 => text_record(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn skimmer_never_disagrees_with_serde(line in text_record()) {
+            skim_agrees(&line).map_err(TestCaseError::fail)?;
+        }
+
+        #[test]
+        fn skimmer_on_arbitrary_bytes(line in prop::collection::vec(any::<u8>(), 0..300)) {
+            skim_agrees(&line).map_err(TestCaseError::fail)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The events (every field, the tree, statuses, diagnostics) of the fast path are
+        /// those of reading every line with serde_json, in any batching.
+        #[test]
+        fn fast_path_events_are_serde_events(
+            lines in prop::collection::vec(file_line(), 0..40),
+            batch in 1usize..400,
+        ) {
+            let fast = traces_by(Parser::new(), &lines, batch);
+            // Same batches: the trees' history of moves (a view's hint) follows the flushes.
+            let slow = traces_by(SerdeOnly(Parser::new()), &lines, batch);
+            prop_assert_eq!(&fast, &slow);
+            // Flushing only what changed since the last flush ends where one flush does.
+            let once = traces_by(Parser::new(), &lines, lines.len().max(1));
+            prop_assert_eq!(fast.iter().map(|t| without_moves(t)).collect::<Vec<_>>(),
+                once.iter().map(|t| without_moves(t)).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn the_differential_tests_are_not_vacuous() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let (mut skimmed, mut slow, mut file_fast) = (0, 0, 0);
+        for _ in 0..1000 {
+            let line = text_record().new_tree(&mut runner).unwrap().current();
+            skimmed += skim_agrees(&line).unwrap() as u32;
+            slow += (skim(&line).is_none() && by_serde(&line).is_some()) as u32;
+            let line = file_line().new_tree(&mut runner).unwrap().current();
+            file_fast += skim(&line).is_some() as u32;
+        }
+        assert!(skimmed > 200, "only {skimmed} of 1000 generated records skimmed");
+        assert!(slow > 10, "only {slow} of 1000 generated records read by the fallback");
+        assert!(file_fast > 500, "only {file_fast} of 1000 file lines skimmed");
+    }
+
+    #[test]
+    fn fixture_lines_take_the_fast_path() {
+        let mut lines = 0;
+        for f in [
+            "interleaved.jsonl",
+            "v1.jsonl",
+            "legacy.jsonl",
+            "calls.jsonl",
+            "damaged.jsonl",
+        ] {
+            let text = std::fs::read(fixture(f)).unwrap();
+            for l in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                if by_serde(l).is_none() {
+                    continue; // damaged on purpose
+                }
+                lines += 1;
+                assert_eq!(skim_agrees(l), Ok(true), "{f}: {}", String::from_utf8_lossy(l));
+            }
+        }
+        assert!(lines >= 20, "{lines}");
+        // And the lines Assay's own recorders write (shapes of its MCP import and golden trace).
+        for l in [
+            r#"{"type":"episode_start","episode_id":"edge_case","timestamp":1766601666050,"input":{"prompt":"<mcp:session>"},"meta":{"episode_id":"edge_case","source":"mcp_import"}}"#,
+            r#"{"type":"step","episode_id":"edge_case","step_id":"step_000","idx":0,"timestamp":1766601666050,"kind":"tool","name":"valid_tool","content":null,"content_sha256":null,"truncations":[],"meta":{"jsonrpc_id":"1"}}"#,
+            r#"{"type":"tool_call","episode_id":"edge_case","step_id":"step_001","timestamp":1766601666050,"tool_name":"orphan_request","call_index":0,"args":{"reason":"timeout"},"args_sha256":null,"result":null,"result_sha256":null,"error":"timeout/no_response","truncations":[]}"#,
+            r#"{"type":"episode_end","episode_id":"edge_case","timestamp":1766601666050,"outcome":null,"final_output":"{\"content\":[{\"text\":\"Done\",\"type\":\"text\"}]}"}"#,
+        ] {
+            assert_eq!(skim_agrees(l.as_bytes()), Ok(true), "{l}");
+        }
+    }
+
+    #[test]
+    fn what_the_skimmer_reads_of_a_line() {
+        let line = br#"{"type":"step","episode_id":"e","step_id":12,"timestamp":1000,"kind":"llm","meta":{"gen_ai.request.model":"m"},"content":"a\nb"}"#;
+        let r = skim(line).unwrap();
+        assert_eq!((r.line_type, r.shape), (LineType::Step, Some(Shape::Episode)));
+        assert_eq!(r.episode_id.ident(line).as_deref(), Some("e"));
+        assert_eq!(r.step_id.ident(line).as_deref(), Some("12"), "a number id is its text");
+        assert_eq!(r.start, Some(1_000_000_000), "integer milliseconds");
+        assert_eq!(
+            r.step_model(line).as_deref(),
+            Some("m"),
+            "the model of the OTel import's meta"
+        );
+        let line = br#"{"type":"tool_result","id":"c","result":{"isError":true},"timestamp":"2025-12-27T10:00:01Z"}"#;
+        let r = skim(line).unwrap();
+        assert!(r.result_error);
+        assert_eq!(r.start, parse_timestamp_str("2025-12-27T10:00:01Z"));
+        // Escapes are read where the value is used; a repeated field is left to serde_json.
+        let line = br#"{"type":"st\u0065p","episode_id":"e\"1"}"#;
+        let r = skim(line).unwrap();
+        assert_eq!(r.line_type, LineType::Step);
+        assert_eq!(r.episode_id.ident(line).as_deref(), Some("e\"1"));
+        assert_eq!(skim(br#"{"type":"step","type":"step"}"#), None);
+        assert_eq!(skim(b"{\"type\":\t\"step\"}"), None, "a tab: left to serde_json");
+        assert_eq!(by_serde(b"{\"type\":\t\"step\"}").unwrap().line_type, LineType::Step);
+    }
+
+    #[test]
+    fn a_skimmed_record_stays_small() {
+        // The engine writes one slot per line: its size is memory written per line.
+        assert!(
+            std::mem::size_of::<Option<Rec>>() <= 160,
+            "{}",
+            std::mem::size_of::<Option<Rec>>()
+        );
+    }
+
+    #[test]
+    fn a_repeated_call_id_joins_later_results_to_the_latest_call() {
+        let lines = concat!(
+            "{\"type\":\"tool_call\",\"id\":\"x\",\"tool\":\"first\"}\n",
+            "{\"type\":\"tool_call\",\"id\":\"x\",\"tool\":\"second\"}\n",
+            "{\"type\":\"tool_result\",\"id\":\"x\",\"result\":1}\n",
+        );
+        let t = &parse_bytes(lines.as_bytes())[0];
+        let st: Vec<_> = t.events.iter().map(|e| e.status).collect();
+        assert_eq!(st, vec![Status::Pending, Status::Ok]);
+        assert_eq!(t.meta.status, RunStatus::Running, "the first call still waits");
+        assert_eq!(diag_lines(t), vec![(Some(2), Severity::Warning)]);
     }
 }
