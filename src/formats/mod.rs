@@ -1,6 +1,7 @@
 //! Formats: detect a source and parse it into the shared model. One file per format; this
 //! file holds the registry and what formats share.
 
+pub mod document;
 pub mod engine;
 pub mod jsonl;
 mod probe;
