@@ -101,11 +101,11 @@ impl Format for OpenAiChat {
         if layout(path)? != Layout::Lines
             && let Some(loaded) = load_document(path)?
         {
-            return loaded;
+            return loaded.map_err(over_limit);
         }
         let mut f = Follow::new(path, make_parser(path));
         f.poll()?;
-        f.finish("Invariant traces (lists of messages)")
+        f.finish("Invariant traces (lists of messages)").map_err(over_limit)
     }
 
     fn follow(&self, path: &Path) -> Option<Follow> {
@@ -220,6 +220,36 @@ impl Format for OpenAiChat {
             }
             _ => Payload::default(),
         }
+    }
+}
+
+/// Nothing loaded because a record is over a size limit: say that, not that the file holds
+/// no traces.
+fn over_limit(e: LoadError) -> LoadError {
+    match e {
+        LoadError::Invalid {
+            path,
+            message,
+            diagnostics,
+        } => {
+            let limit = diagnostics
+                .iter()
+                .find(|d| d.severity == Severity::Error && d.message.contains(" MiB"));
+            let message = match limit {
+                Some(d) => format!(
+                    "nothing could be read within tracetui's size limits: {}{}",
+                    d.line.map(|l| format!("line {l}: ")).unwrap_or_default(),
+                    d.message
+                ),
+                None => message,
+            };
+            LoadError::Invalid {
+                path,
+                message,
+                diagnostics,
+            }
+        }
+        other => other,
     }
 }
 
@@ -354,6 +384,13 @@ fn load_document(path: &Path) -> Result<Option<Result<Loaded, LoadError>>, LoadE
             diagnostics: d.sink.pending().to_vec(),
         });
     }
+    // An empty list is an empty trace; a list whose elements were all unreadable is not.
+    let clean = d.sink.pending().iter().all(|d| d.severity != Severity::Error);
+    if scanned.elements == 0 && clean && d.msgs.is_none() && d.sink.traces.is_empty() {
+        let test = matches!(d.list, Some(1 | 2));
+        let path = d.lines.path.clone();
+        d.msgs = Some(Messages::start(&path, test, &mut d.sink));
+    }
     d.settle();
     Ok(Some(d.sink.finish("Invariant traces (lists of messages)")))
 }
@@ -432,13 +469,6 @@ impl DocLoader {
     /// The values beside the list make the trace's metadata (they may come after it).
     fn settle(&mut self) {
         let Some(m) = &self.msgs else {
-            if self.sink.traces.is_empty() && self.list.is_some() && self.mode.is_none() {
-                // An empty list: an empty trace, as a list of no messages is.
-                let test = matches!(self.list, Some(1 | 2));
-                let path = self.lines.path.clone();
-                self.msgs = Some(Messages::start(&path, test, &mut self.sink));
-                return self.settle();
-            }
             return;
         };
         let members: Vec<(&str, &[u8], u64)> = self
@@ -1743,6 +1773,76 @@ mod tests {
         std::fs::write(&path, "{\"metadata\": {}}\n{\"x\": 1}\n").unwrap();
         let e = OpenAiChat.load(&path).unwrap_err().to_string();
         assert!(e.contains("no Invariant traces") && e.contains("line 2"), "{e}");
+    }
+
+    fn write(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        (d, path)
+    }
+
+    #[test]
+    fn a_damaged_first_line_is_a_diagnostic_and_the_rest_loads() {
+        // Issue 14: it lost the whole file (read as a document), even with --format.
+        let (_d, path) = write(
+            "cut.jsonl",
+            b"[{\"role\": \"user\", \"cont\n[{\"role\": \"user\", \"content\": \"a\"}]\n[{\"role\": \"user\", \"content\": \"b\"}]\n",
+        );
+        for loaded in [OpenAiChat.load(&path), crate::formats::load(&path, None)] {
+            let ts = loaded.unwrap().traces;
+            assert_eq!(ts.len(), 2);
+            let d: Vec<_> = ts.iter().flat_map(|t| &t.diagnostics).collect();
+            assert_eq!(d.len(), 1);
+            assert_eq!((d[0].line, d[0].severity), (Some(1), Severity::Error));
+        }
+    }
+
+    #[test]
+    fn a_minified_document_over_64_mib_loads_and_a_limit_is_said_to_be_one() {
+        // Issue 14: one line over 64 MiB was refused as "line longer than 64 MiB", with a
+        // message that no traces were found.
+        let content = "x".repeat(1 << 20);
+        let conv = format!(r#"[{{"role":"user","content":"{content}"}},{{"role":"assistant","content":"ok"}}]"#);
+        let mut doc = String::from("[");
+        for i in 0..66 {
+            if i > 0 {
+                doc.push(',');
+            }
+            doc.push_str(&conv);
+        }
+        doc.push(']');
+        assert!(doc.len() > 64 << 20);
+        let (_d, path) = write("big.json", doc.as_bytes());
+        let ts = OpenAiChat.load(&path).unwrap().traces;
+        assert_eq!(ts.len(), 66);
+        assert_eq!(ts[65].meta.id, "big#65");
+        assert_eq!(ts[65].len(), 2);
+        assert_eq!(payload(&ts[65], 1).input, Some(json!("ok")));
+        assert!(ts.iter().all(|t| t.diagnostics.is_empty()));
+        // One element over the element limit: the error says so.
+        let huge = format!(r#"[[{{"role":"user","content":"{}"}}]]"#, "y".repeat(65 << 20));
+        let (_d, path) = write("huge.json", huge.as_bytes());
+        let e = OpenAiChat.load(&path).unwrap_err().to_string();
+        assert!(e.contains("size limits") && e.contains("64 MiB"), "{e}");
+        assert!(!e.contains("no Invariant"), "{e}");
+    }
+
+    #[test]
+    fn a_test_result_document_streams_with_its_verdict_after_the_messages() {
+        let doc = br#"{"trace": {"trace": [{"role": "user", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}, {"role": "tool", "tool_call_id": "c", "content": "r"}]}, "name": "t1", "passed": false, "assertions": [{"passed": false, "message": "nope"}]}"#;
+        let (_d, path) = write("result.json", doc);
+        let ts = OpenAiChat.load(&path).unwrap().traces;
+        let t = &ts[0];
+        assert_eq!(t.meta.name.as_deref(), Some("t1"));
+        assert_eq!(t.meta.status, RunStatus::Error);
+        let run = t.roots[0];
+        assert_eq!(t.name(run), "t1");
+        assert_eq!(payload(t, run).error.unwrap().message, "nope");
+        let f = tool(t, "f");
+        assert_eq!(payload(t, f).input, Some(json!({"a": 1})));
+        assert_eq!(payload(t, f).output, Some(json!("r")));
+        assert!(t.events.iter().all(|e| !matches!(e.payload, PayloadRef::Inline(_))));
     }
 
     fn load_bytes(bytes: &[u8]) {
