@@ -326,11 +326,18 @@ fn layout_of(head: &[u8], whole: bool) -> Layout {
     };
     let parses = |l: &[u8]| serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok();
     if parses(first) {
-        return if lines.len() == 1 && !more {
-            Layout::OneLine
-        } else {
-            Layout::Lines
+        if lines.len() > 1 || more {
+            return Layout::Lines;
+        }
+        // One line: a list of traces is a document (the explorer and the tail, which follow
+        // lines, would read it as one trace); one trace reads the same either way.
+        let traces = match serde_json::from_slice::<Value>(first) {
+            Ok(Value::Array(items)) => items
+                .first()
+                .is_some_and(|e| e.is_array() || e.get("messages").is_some() || e.get("trace").is_some()),
+            _ => false,
         };
+        return if traces { Layout::Document } else { Layout::OneLine };
     }
     // The first line is no JSON by itself: a pretty-printed document, or JSON Lines whose
     // first line is damaged. A pretty-printed document has no line that is a whole object
@@ -1826,6 +1833,22 @@ mod tests {
         let e = OpenAiChat.load(&path).unwrap_err().to_string();
         assert!(e.contains("size limits") && e.contains("64 MiB"), "{e}");
         assert!(!e.contains("no Invariant"), "{e}");
+    }
+
+    #[test]
+    fn the_layout_of_a_file_is_told_by_its_first_lines() {
+        let l = |b: &[u8]| layout_of(b, true);
+        assert_eq!(l(b""), Layout::Lines, "a dataset not written yet");
+        assert_eq!(l(b"[{\"role\": \"user\", \"content\": \"a\"}]\n"), Layout::OneLine);
+        assert_eq!(l(b"[[{\"role\": \"user\", \"content\": \"a\"}]]"), Layout::Document);
+        assert_eq!(l(b"[{\"messages\": []}]"), Layout::Document);
+        assert_eq!(l(b"[\n  {\n    \"role\": \"user\"\n  }\n]\n"), Layout::Document);
+        assert_eq!(l(b"[1]\n[2]\n"), Layout::Lines);
+        assert_eq!(l(b"[{\"cut\n[1, 2]\n[3]\n"), Layout::Lines, "a damaged first line");
+        assert_eq!(
+            layout_of(b"[{\"role\": \"a very long first line", false),
+            Layout::Document
+        );
     }
 
     #[test]
