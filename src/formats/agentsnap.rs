@@ -39,6 +39,19 @@ impl Format for AgentSnap {
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
+        // The size is checked before anything is read (issue 14: a 267 MB file was read
+        // before it was refused).
+        let len = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?.len();
+        if len > LIMIT {
+            return Err(LoadError::invalid(
+                path,
+                format!(
+                    "{} MiB, over the {} MiB limit of an agentsnap document; not read",
+                    len >> 20,
+                    LIMIT >> 20
+                ),
+            ));
+        }
         let v = read_json_file(path, LIMIT)?;
         if !looks_like(&v) {
             return Err(LoadError::NotATrace {
@@ -197,6 +210,17 @@ mod tests {
         assert_eq!(p.output, Some(json!("sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")));
         let p = super::super::payload(&t, t.event(t.find("tools[1]").unwrap()));
         assert_eq!(p.output, Some(json!({"ok": true})));
+    }
+
+    #[test]
+    fn a_document_over_the_limit_is_refused_before_it_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("big.snap.json");
+        // Sparse: the size is there, the bytes are not (reading them would take seconds).
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(LIMIT + 1).unwrap();
+        let e = AgentSnap.load(&path).unwrap_err().to_string();
+        assert!(e.contains("over the 256 MiB limit") && e.contains("not read"), "{e}");
     }
 
     #[test]

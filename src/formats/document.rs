@@ -59,6 +59,9 @@ pub struct Scanned {
     pub list: Option<usize>,
     pub elements: u64,
     pub bytes: u64,
+    /// More than whitespace follows the top-level value (a problem was reported): the file
+    /// may be JSON Lines rather than one document.
+    pub trailing: bool,
 }
 
 /// How to read a document: the key paths to the list, tried together (the empty path is a
@@ -173,6 +176,7 @@ struct Scanner<'p> {
     list: Option<usize>,
     /// The level (objects entered) of the list, to know where its `]` returns to.
     elements: u64,
+    trailing: bool,
     /// Absolute offset of the current chunk, and of what newlines have been counted up to.
     base: u64,
     counted: usize,
@@ -198,6 +202,7 @@ impl<'p> Scanner<'p> {
             top: Top::Empty,
             list: None,
             elements: 0,
+            trailing: false,
             base: 0,
             counted: 0,
             line: 1,
@@ -214,6 +219,7 @@ impl<'p> Scanner<'p> {
             list: self.list,
             elements: self.elements,
             bytes: self.base,
+            trailing: self.trailing,
         }
     }
 
@@ -387,12 +393,15 @@ impl<'p> Scanner<'p> {
                         format!("expected ',' or ']' in the list, found {}", shown(b)),
                     ),
                 },
-                Mode::Done => self.stop(
-                    chunk,
-                    i,
-                    &mut out,
-                    format!("data after the end of the document ({})", shown(b)),
-                ),
+                Mode::Done => {
+                    self.trailing = true;
+                    self.stop(
+                        chunk,
+                        i,
+                        &mut out,
+                        format!("data after the end of the document ({})", shown(b)),
+                    )
+                }
             }
             i += 1;
         }

@@ -89,8 +89,10 @@ impl Sink {
         }
         self.traces.push(t);
         let i = self.traces.len() - 1;
+        // A new index is in no list yet: `touch` would search the list (quadratic over a
+        // dataset of a trace a line).
         self.current = Some(i);
-        self.touch(i);
+        self.touched.push(i);
         i
     }
 
