@@ -132,7 +132,7 @@ pub struct Origin {
 /// One node of the event tree. Kept compact (DESIGN §4, issue 13: at most 128 bytes an
 /// event with the index around it): strings live in the trace's string store, large
 /// payloads stay on disk until shown, and children lists live in the trace (only parents
-/// pay for one: see [`super::Trace::children`]). `start`/`duration` stay `Option<i64>`
+/// pay for one, a `Vec` here was 24 bytes: see [`super::Trace::children`]). `start`/`duration` stay `Option<i64>`
 /// (16 bytes each where a sentinel would take 8) because the format parsers read and write
 /// them as options.
 #[derive(Clone, Debug)]
@@ -145,6 +145,8 @@ pub struct Event {
     /// Index of the parent event, or [`NO_PARENT`]. Change it through `Trace::set_parent`
     /// (the children lists follow), never directly.
     pub parent: u32,
+    /// 1 + the index of its children list in the trace, 0 for none (`Trace::children`).
+    pub(super) kids: u32,
     /// Nanoseconds since the Unix epoch. `start` and `duration` order siblings: change them
     /// through `Trace::event_mut`, which notes the change for the next `finalize`.
     pub start: Option<i64>,

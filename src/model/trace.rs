@@ -174,9 +174,9 @@ pub struct Trace {
     ids: IdIndex,
     /// Children that arrived before their parent, by the parent's id hash.
     waiting: HashMap<u64, Vec<(u32, StrRef)>>,
-    /// The children of the events that have any (most events have none: kept out of
-    /// `Event`, a list there was 24 bytes an event).
-    kids: HashMap<u32, Kids>,
+    /// The children lists of the events that have children (`Event::kids` is 1 + the
+    /// index here; most events have none, and a `Vec` in every event was 24 bytes).
+    kids: Vec<Kids>,
     /// The sorted state of `roots`.
     roots_order: Sorted,
     /// Sibling groups (parent index, [`NO_PARENT`] for the roots) that were appended to
@@ -464,6 +464,7 @@ impl Trace {
             source_id,
             model,
             parent,
+            kids: 0,
             start: ev.start,
             duration: ev.duration,
             status: ev.status,
@@ -535,7 +536,12 @@ impl Trace {
         let (list, order) = if parent == NO_PARENT {
             (&mut self.roots, &self.roots_order)
         } else {
-            let k = self.kids.entry(parent).or_default();
+            let slot = &mut self.events[parent as usize].kids;
+            if *slot == 0 {
+                self.kids.push(Kids::default());
+                *slot = self.kids.len() as u32;
+            }
+            let k = &mut self.kids[*slot as usize - 1];
             (&mut k.list, &k.order)
         };
         if list.len() == order.len as usize {
@@ -619,11 +625,8 @@ impl Trace {
             let cands = &cands[from..at];
             if g == NO_PARENT {
                 ctx.settle(g, &mut self.roots, &mut self.roots_order, cands, &mut self.moves);
-            } else if let Some(k) = self.kids.get_mut(&g) {
+            } else if let Some(k) = self.kids.get_mut((events[g as usize].kids as usize).wrapping_sub(1)) {
                 ctx.settle(g, &mut k.list, &mut k.order, cands, &mut self.moves);
-                if k.list.is_empty() {
-                    self.kids.remove(&g);
-                }
             }
         }
         self.base = self.events.len() as u32;
@@ -631,7 +634,10 @@ impl Trace {
 
     /// The children of event `i`, in display order (after `finalize`).
     pub fn children(&self, i: u32) -> &[u32] {
-        self.kids.get(&i).map_or(&[], |k| &k.list)
+        match self.events[i as usize].kids {
+            0 => &[],
+            k => &self.kids[k as usize - 1].list,
+        }
     }
 
     pub fn depth(&self, mut i: u32) -> usize {
@@ -1017,11 +1023,11 @@ mod tests {
     }
 
     /// The index budget (issue 13): 128 bytes an event with the id table and the sibling
-    /// lists. The event itself is 104 (`start`/`duration` as options are 16 of them).
+    /// lists. The event itself is 112 (`start`/`duration` as options are 16 of them).
     #[test]
     fn event_stays_compact() {
         assert!(
-            std::mem::size_of::<Event>() <= 104,
+            std::mem::size_of::<Event>() <= 112,
             "Event is {} bytes",
             std::mem::size_of::<Event>()
         );
