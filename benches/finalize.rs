@@ -4,12 +4,38 @@
 //! 450 spans). Prints the median `finalize` time of the slices in each tenth of the load: a
 //! cost that follows what changed stays flat as the trace grows; re-sorting whole sibling
 //! lists grows with it.
+//! With `-- --load PATH [FORMAT]` it loads a trace instead and prints the bytes of its index
+//! by part (`Trace::index_bytes`), per event.
 //! Not a criterion bench: the figure is a curve over one load, not a per-iteration time.
 
 use std::time::{Duration, Instant};
 use tracetui::model::{EventKind, NewEvent, Parent, Trace};
 
 fn main() {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(at) = raw.iter().position(|a| a == "--load") {
+        let path = std::path::Path::new(&raw[at + 1]);
+        let forced = raw.get(at + 2).and_then(|f| tracetui::formats::by_id(f));
+        let loaded = tracetui::formats::load(path, forced).expect("load");
+        for t in &loaded.traces {
+            let n = t.len().max(1);
+            let parts = t.index_bytes();
+            let total: usize = parts.iter().map(|p| p.1).sum();
+            println!(
+                "{} events, {:.1} bytes an event in all:",
+                t.len(),
+                total as f64 / n as f64
+            );
+            for (what, b) in parts {
+                println!(
+                    "  {what:>14}: {:>6.1} MB, {:>6.1} bytes an event",
+                    b as f64 / 1e6,
+                    b as f64 / n as f64
+                );
+            }
+        }
+        return;
+    }
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let events = args.first().copied().unwrap_or(1_000_000);
     let slice = args.get(1).copied().unwrap_or(450);

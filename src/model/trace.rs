@@ -632,6 +632,20 @@ impl Trace {
         self.base = self.events.len() as u32;
     }
 
+    /// Bytes the index holds, by part (capacities, not lengths: what the allocator gave),
+    /// for the memory budget of issue 13. Payloads held in memory and metadata not counted.
+    pub fn index_bytes(&self) -> Vec<(&'static str, usize)> {
+        use std::mem::size_of;
+        let lists: usize = self.kids.iter().map(|k| k.list.capacity() * 4).sum();
+        vec![
+            ("events", self.events.capacity() * size_of::<Event>()),
+            ("roots", self.roots.capacity() * 4),
+            ("children lists", self.kids.capacity() * size_of::<Kids>() + lists),
+            ("id table", self.ids.by_hash.slots.capacity() * size_of::<(u32, u32)>()),
+            ("strings", self.strings.bytes()),
+        ]
+    }
+
     /// The children of event `i`, in display order (after `finalize`).
     pub fn children(&self, i: u32) -> &[u32] {
         match self.events[i as usize].kids {
