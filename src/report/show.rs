@@ -114,7 +114,7 @@ pub fn event_json(t: &Trace, i: u32) -> Value {
         "index": i,
         "id": (!e.source_id.is_empty()).then(|| t.str(e.source_id)),
         "parent": (e.parent != NO_PARENT).then_some(e.parent),
-        "children": e.children,
+        "children": t.children(i),
         "kind": e.kind.as_str(),
         "name": t.name(i),
         "status": e.status,

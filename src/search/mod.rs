@@ -188,8 +188,7 @@ impl NameCache {
         if self.memo.is_empty() {
             self.memo = vec![(usize::MAX, StrRef::EMPTY, false); MEMO_SLOTS];
         }
-        let (off, len) = r.parts();
-        let slot = (off as usize ^ (len as usize).rotate_left(7) ^ term.rotate_left(13)) % MEMO_SLOTS;
+        let slot = (r.id() as usize ^ term.rotate_left(13)) % MEMO_SLOTS;
         let e = self.memo[slot];
         if e.0 == term && e.1 == r {
             return e.2;

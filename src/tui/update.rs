@@ -740,7 +740,7 @@ fn tree_command(s: &mut State, c: Command) {
                 r.selected = r.rows.iter().position(|x| x.ev == e).unwrap_or(0);
             }
             for (i, c) in r.collapsed.iter_mut().enumerate() {
-                *c = !t.events[i].children.is_empty();
+                *c = !t.children(i as u32).is_empty();
             }
             r.rebuild_rows();
         }
