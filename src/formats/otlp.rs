@@ -1158,10 +1158,7 @@ impl Parser {
             // was a third of the index (1M spans in 17k traces: 382 MB peak). Once a trace.
             if s.parent_id.is_none() && !self.rooted[ti] {
                 self.rooted[ti] = true;
-                t.events.shrink_to_fit();
-                for e in &mut t.events {
-                    e.children.shrink_to_fit();
-                }
+                t.shrink_to_fit();
             }
         }
     }

@@ -647,6 +647,15 @@ impl Trace {
     }
 
     /// The children of event `i`, in display order (after `finalize`).
+    /// Give back the spare capacity of the events and children lists (a trace that is
+    /// likely whole: its vectors grew by doubling).
+    pub fn shrink_to_fit(&mut self) {
+        self.events.shrink_to_fit();
+        for k in &mut self.kids {
+            k.list.shrink_to_fit();
+        }
+    }
+
     pub fn children(&self, i: u32) -> &[u32] {
         match self.events[i as usize].kids {
             0 => &[],
