@@ -2306,7 +2306,7 @@ mod tests {
                         t.str(e.source_id),
                         t.str(e.model),
                         e.parent,
-                        e.children,
+                        t.children(i as u32),
                         e.start,
                         e.duration,
                         e.status,
