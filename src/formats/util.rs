@@ -111,15 +111,20 @@ fn special_kind(_: &std::fs::FileType) -> &'static str {
 pub fn read_json_file(path: &Path, limit: u64) -> Result<Value, super::LoadError> {
     use std::io::Read;
     let f = open_regular(path).map_err(|e| super::LoadError::io(path, e))?;
+    // The size is checked before anything is read (a 267 MB file was read, then refused).
+    let too_large = || {
+        super::LoadError::invalid(path, format!("larger than {} MiB; not read", limit >> 20))
+    };
+    if f.metadata().is_ok_and(|m| m.len() > limit) {
+        return Err(too_large());
+    }
     let mut buf = Vec::new();
+    // Bounded all the same: the file may grow between the look and the read.
     f.take(limit + 1)
         .read_to_end(&mut buf)
         .map_err(|e| super::LoadError::io(path, e))?;
     if buf.len() as u64 > limit {
-        return Err(super::LoadError::invalid(
-            path,
-            format!("larger than {} MiB; not read", limit >> 20),
-        ));
+        return Err(too_large());
     }
     serde_json::from_slice(&buf).map_err(|e| super::LoadError::invalid(path, super::jsonl::json_error(&e)))
 }
