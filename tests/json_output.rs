@@ -110,3 +110,97 @@ fn a_path_that_is_not_a_trace_is_json_too() {
     assert!(v[0]["format"].is_null());
     assert!(v[0]["error"].as_str().is_some());
 }
+
+mod arbitrary {
+    //! Arbitrary strings and paths through every JSON writer, in process: each output is one
+    //! line of valid JSON with nothing raw that a terminal acts on, and reads back the same.
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use tracetui::model::*;
+
+    fn inert(out: &str) -> Result<Vec<Value>, TestCaseError> {
+        prop_assert!(
+            !out.chars()
+                .any(|c| (c.is_control() && c != '\n') || tracetui::json::needs_escape(c)),
+            "raw in {out:?}"
+        );
+        out.lines()
+            .map(|l| serde_json::from_str(l).map_err(|e| TestCaseError::fail(format!("{e}: {l}"))))
+            .collect()
+    }
+
+    #[cfg(unix)]
+    fn path_of(bytes: &[u8]) -> std::path::PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+    }
+
+    fn trace(name: &str, tool: &str, arg: &str, path: &std::path::Path) -> Trace {
+        let mut t = Trace::new(RunMeta {
+            id: name.to_string(),
+            name: Some(name.to_string()),
+            format: "agentdbg",
+            source: path.to_path_buf(),
+            ..Default::default()
+        });
+        let root = t.add(NewEvent {
+            id: Some(name),
+            start: Some(1_771_187_465_123_000_000),
+            ..NewEvent::new(EventKind::Run, name)
+        });
+        t.add(NewEvent {
+            id: Some(tool),
+            parent: Parent::Index(root),
+            start: Some(1_771_187_466_000_000_000),
+            duration: Some(5_000_000),
+            status: Status::Ok,
+            payload: PayloadRef::inline(Payload {
+                input: Some(json!({ arg: arg })),
+                output: Some(Value::String(arg.to_string())),
+                ..Default::default()
+            }),
+            ..NewEvent::new(EventKind::ToolCall, tool)
+        });
+        t.diagnostics.push(Diagnostic::error(path, Some(3), arg));
+        t.finalize();
+        t
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[cfg(unix)]
+        #[test]
+        fn every_json_writer_is_inert_and_faithful(
+            name in any::<String>(),
+            tool in any::<String>(),
+            arg in any::<String>(),
+            path in prop::collection::vec(any::<u8>(), 1..40),
+        ) {
+            let p = path_of(&path);
+            let t = trace(&name, &tool, &arg, &p);
+
+            let mut out = Vec::new();
+            tracetui::json::write_line(&mut out, &tracetui::report::check::trace_json(&t)).unwrap();
+            let v = inert(&String::from_utf8(out).unwrap())?;
+            prop_assert_eq!(&v[0]["name"], &Value::String(name.clone()));
+            prop_assert_eq!(&v[0]["diagnostics"][0]["message"], &Value::String(arg.clone()));
+
+            let mut out = Vec::new();
+            tracetui::report::show::write_json(&t, &mut out).unwrap();
+            let v = inert(&String::from_utf8(out).unwrap())?;
+            prop_assert_eq!(v.len(), 1);
+            prop_assert_eq!(&v[0]["events"][1]["name"], &Value::String(tool.clone()));
+            prop_assert_eq!(&v[0]["events"][1]["input"][&arg], &Value::String(arg.clone()));
+            prop_assert_eq!(v[0]["trace"]["source_lossy"] == true, p.to_str().is_none());
+
+            let mut out = Vec::new();
+            tracetui::json::write_line(&mut out, &tracetui::formats::Summary::of(&t)).unwrap();
+            inert(&String::from_utf8(out).unwrap())?;
+
+            let d = tracetui::diff::diff(&t, &t, &Default::default());
+            let mut out = Vec::new();
+            tracetui::json::write_line(&mut out, &tracetui::report::diff::to_json(&d, &t, &t)).unwrap();
+            inert(&String::from_utf8(out).unwrap())?;
+        }
+    }
+}

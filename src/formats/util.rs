@@ -112,9 +112,7 @@ pub fn read_json_file(path: &Path, limit: u64) -> Result<Value, super::LoadError
     use std::io::Read;
     let f = open_regular(path).map_err(|e| super::LoadError::io(path, e))?;
     // The size is checked before anything is read (a 267 MB file was read, then refused).
-    let too_large = || {
-        super::LoadError::invalid(path, format!("larger than {} MiB; not read", limit >> 20))
-    };
+    let too_large = || super::LoadError::invalid(path, format!("larger than {} MiB; not read", limit >> 20));
     if f.metadata().is_ok_and(|m| m.len() > limit) {
         return Err(too_large());
     }
