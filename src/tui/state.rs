@@ -12,8 +12,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 /// A trace that a background loader may still be adding to (progressive load, live tail).
-/// The loader holds the write lock only while it reads a bounded slice; views take the read
+/// The loader holds the write lock only while it applies a bounded part; views take the read
 /// lock for the time of one update or one frame.
+///
+/// A thread never takes this lock while it holds it already: std's RwLock lets no new reader
+/// in while a writer waits, so a second read guard on a thread that holds one deadlocks with
+/// the loader (issue 14). Methods that read the trace come in two forms: `x()` takes the lock
+/// (for a caller that holds none), `x_with(&Trace)` works on a guard the caller holds.
 pub type SharedTrace = Arc<RwLock<Trace>>;
 
 pub fn shared(t: Trace) -> SharedTrace {
@@ -235,17 +240,18 @@ impl RunView {
             trace,
             entry,
         };
-        v.reindex();
-        v.sync_detail();
+        let h = v.trace.clone();
+        let t = read(&h);
+        v.reindex_with(&t);
+        v.sync_detail_with(&t);
+        drop(t);
         v
     }
 
     /// Recompute everything derived from the whole trace (order, counts, span), and the
     /// rows too: straight from the walk when nothing is collapsed or filtered (one pass).
-    fn reindex(&mut self) {
+    fn reindex_with(&mut self, trace: &Trace) {
         let keep_ev = self.selected_event();
-        let h = self.trace.clone();
-        let trace = read(&h);
         let n = trace.len();
         let walk = trace.walk();
         let mut order = Vec::with_capacity(n);
@@ -258,7 +264,7 @@ impl RunView {
         self.pos = pos;
         self.collapsed.resize(n, false);
         self.shape = trace.reshaped();
-        self.summarize(&trace, 0);
+        self.summarize(trace, 0);
         if !self.filter.active() && !self.collapsed.iter().any(|&c| c) {
             let rows = walk
                 .iter()
@@ -267,11 +273,9 @@ impl RunView {
                     depth: d.min(u16::MAX as usize) as u16,
                 })
                 .collect();
-            drop(trace);
             self.set_rows(rows, keep_ev);
         } else {
-            drop(trace);
-            self.rebuild_rows();
+            self.rebuild_rows_with(trace);
         }
     }
 
@@ -316,6 +320,11 @@ impl RunView {
         self.summarize(&t, 0);
     }
 
+    /// [`RunView::recount`] with the trace's guard held by the caller.
+    pub fn recount_with(&mut self, t: &Trace) {
+        self.summarize(t, 0);
+    }
+
     /// The trace grew (or was read again from the start): bring order, rows, counts and
     /// detail up to date. Collapsed events, the filter and the selected event are kept; a
     /// selection on the last row stays on the last row (follow). Returns the index of the
@@ -323,6 +332,11 @@ impl RunView {
     pub fn grow(&mut self, restarted: bool) -> usize {
         let h = self.trace.clone();
         let t = read(&h);
+        self.grow_with(&t, restarted)
+    }
+
+    /// [`RunView::grow`] with the trace's guard held by the caller.
+    pub fn grow_with(&mut self, t: &Trace, restarted: bool) -> usize {
         let n0 = self.order.len();
         let n1 = t.len();
         let at_bottom = self.selected + 1 >= self.rows.len();
@@ -334,19 +348,18 @@ impl RunView {
             // Read again from the start: indices mean other events now.
             self.collapsed = vec![false; n1];
             self.filter.hits.clear();
-            drop(t);
-            self.reindex();
+            self.reindex_with(t);
             0
         } else {
             let appended = (t.moved_since(self.shape) >= n0 as u32)
-                .then(|| appended_order(&t, &self.order, n0))
+                .then(|| appended_order(t, &self.order, n0))
                 .flatten();
             self.collapsed.resize(n1, false);
             match appended {
                 Some(groups) if !self.filter.active() => {
                     self.pos.resize(n1, 0);
                     for g in &groups {
-                        let shown = g.under == NO_PARENT || self.shown_expanded(&t, g.under);
+                        let shown = g.under == NO_PARENT || self.shown_expanded(t, g.under);
                         for &(ev, depth) in &g.events {
                             self.pos[ev as usize] = self.order.len() as u32;
                             self.order.push(ev);
@@ -359,17 +372,12 @@ impl RunView {
                     self.grows += 1;
                     // Small traces, and every 16th update of a large one, are recounted.
                     let full = n1 < 200_000 || self.grows.is_multiple_of(16);
-                    self.summarize(&t, if full { 0 } else { n0 });
-                    drop(t);
+                    self.summarize(t, if full { 0 } else { n0 });
                 }
-                _ => {
-                    drop(t);
-                    self.reindex();
-                }
+                _ => self.reindex_with(t),
             }
             n0
         };
-        let t = read(&h);
         self.filter
             .hits
             .resize(if self.filter.active() { n1 } else { 0 }, false);
@@ -379,13 +387,12 @@ impl RunView {
         {
             self.selected = p;
         }
-        drop(t);
         if at_bottom {
             self.selected = self.rows.len().saturating_sub(1);
         } else {
             self.live.unseen += n1.saturating_sub(n0);
         }
-        self.refresh_detail();
+        self.refresh_detail_with(t);
         from
     }
 
@@ -405,23 +412,23 @@ impl RunView {
 
     /// Rebuild the detail when the selected event changed under it (a result arrived),
     /// keeping the cursor where it was.
-    fn refresh_detail(&mut self) {
+    fn refresh_detail_with(&mut self, t: &Trace) {
         let Some(ev) = self.selected_event() else {
             self.detail = None;
             return;
         };
-        let stamp = detail_stamp(&read(&self.trace), ev);
+        let stamp = detail_stamp(t, ev);
         match self.detail.as_ref() {
             Some(d) if d.event == ev && d.stamp == stamp => {}
             Some(d) if d.event == ev => {
                 let (cursor, offset) = (d.cursor, d.offset);
-                self.rebuild_detail(ev);
+                self.rebuild_detail_with(t, ev);
                 if let Some(d) = self.detail.as_mut() {
                     d.cursor = cursor.min(d.doc.lines.len().saturating_sub(1));
                     d.offset = offset.min(d.cursor);
                 }
             }
-            _ => self.rebuild_detail(ev),
+            _ => self.rebuild_detail_with(t, ev),
         }
     }
 
@@ -432,9 +439,14 @@ impl RunView {
     /// Flatten the visible tree: collapsed subtrees are skipped, and with a filter only hits
     /// and their ancestors remain. The selected event stays selected if it is still visible.
     pub fn rebuild_rows(&mut self) {
-        let keep_ev = self.selected_event();
         let h = self.trace.clone();
         let t = read(&h);
+        self.rebuild_rows_with(&t);
+    }
+
+    /// [`RunView::rebuild_rows`] with the trace's guard held by the caller.
+    pub fn rebuild_rows_with(&mut self, t: &Trace) {
+        let keep_ev = self.selected_event();
         let keep: Option<Vec<bool>> = self.filter.active().then(|| {
             let mut keep = vec![false; t.len()];
             for (i, &hit) in self.filter.hits.iter().enumerate() {
@@ -481,6 +493,20 @@ impl RunView {
 
     /// Rebuild the detail if the selection moved to another event.
     pub fn sync_detail(&mut self) {
+        if self
+            .selected_event()
+            .is_some_and(|ev| self.detail.as_ref().is_none_or(|d| d.event != ev))
+        {
+            let h = self.trace.clone();
+            let t = read(&h);
+            self.sync_detail_with(&t);
+        } else if self.selected_event().is_none() {
+            self.detail = None;
+        }
+    }
+
+    /// [`RunView::sync_detail`] with the trace's guard held by the caller.
+    pub fn sync_detail_with(&mut self, t: &Trace) {
         let Some(ev) = self.selected_event() else {
             self.detail = None;
             return;
@@ -488,14 +514,19 @@ impl RunView {
         if self.detail.as_ref().is_some_and(|d| d.event == ev) {
             return;
         }
-        self.rebuild_detail(ev);
+        self.rebuild_detail_with(t, ev);
     }
 
     pub fn rebuild_detail(&mut self, ev: u32) {
-        let t = read(&self.trace);
-        let doc = detail::build(&t, ev, self.raw, self.span.0);
-        let stamp = detail_stamp(&t, ev);
-        drop(t);
+        let h = self.trace.clone();
+        let t = read(&h);
+        self.rebuild_detail_with(&t, ev);
+    }
+
+    /// [`RunView::rebuild_detail`] with the trace's guard held by the caller.
+    pub fn rebuild_detail_with(&mut self, t: &Trace, ev: u32) {
+        let doc = detail::build(t, ev, self.raw, self.span.0);
+        let stamp = detail_stamp(t, ev);
         self.detail = Some(DetailState {
             event: ev,
             doc,
@@ -508,6 +539,11 @@ impl RunView {
     /// Whether the run is being followed and the status bar shows FOLLOW / PAUSED.
     pub fn followable(&self, follow_mode: bool) -> bool {
         self.live.watched && (follow_mode || read(&self.trace).meta.status == RunStatus::Running)
+    }
+
+    /// [`RunView::followable`] with the trace's guard held by the caller.
+    pub fn followable_with(&self, t: &Trace, follow_mode: bool) -> bool {
+        self.live.watched && (follow_mode || t.meta.status == RunStatus::Running)
     }
 
     /// The selection is on the last row: new events move it along.
