@@ -59,11 +59,18 @@ impl Shared {
     }
 }
 
-/// Bytes read per slice while holding the trace's write lock: a millisecond or two of
-/// parsing, the longest a frame can wait for the lock.
+/// Bytes read per slice while holding the trace's write lock: a millisecond or so of parsing.
 pub const SLICE: u64 = 1 << 20;
+/// Slices follow each other under one hold of the write lock for up to this long, unless a
+/// frame waits: giving the lock back after every slice, and a view that took it in between,
+/// cost the load more than parsing did (issue 13). A key waits at most this and a slice.
+const HOLD: Duration = Duration::from_millis(6);
 /// How often a loading or growing trace is published to the view.
 const PUBLISH: Duration = Duration::from_millis(100);
+/// How often while the file is read from the start: each publication has the view bring its
+/// rows up to date under the read lock, while the loader waits (a tenth of a 1M-event load's
+/// time at 100 ms; the progress bar still moves four times a second).
+const PUBLISH_LOADING: Duration = Duration::from_millis(250);
 /// How often the runs list is told about a followed source's summaries.
 const SUMMARIES: Duration = Duration::from_secs(1);
 
@@ -222,6 +229,11 @@ impl Loader {
         let mut watch: Option<Watch> = None;
         let mut restarted = false;
         let mut changed = false;
+        // The progress the view was last sent: it moves on even while the slices read other
+        // traces of the source than the one shown (an Assay or OpenAI-chat file holds one
+        // per line), and the view must hear of it (it stayed at 0% when only a change of the
+        // shown trace was published).
+        let mut sent: Option<Progress> = None;
         loop {
             if !self.wanted() {
                 return;
@@ -237,7 +249,28 @@ impl Loader {
                 if let Some(k) = before {
                     std::mem::swap(&mut *g, &mut f.sink.traces[k]);
                 }
-                let r = f.poll_some(SLICE);
+                let mut r = f.poll_some(SLICE);
+                let held = Instant::now();
+                while r.as_ref().is_ok_and(|p| !p.restarted)
+                    && !f.has_replaced()
+                    && f.behind() > 0
+                    && held.elapsed() < HOLD
+                    && !self.sh.frame_waiting.load(Ordering::Acquire)
+                    && self.wanted()
+                {
+                    match (f.poll_some(SLICE), &mut r) {
+                        (Ok(q), Ok(p)) => {
+                            for k in q.touched {
+                                if !p.touched.contains(&k) {
+                                    p.touched.push(k);
+                                }
+                            }
+                            p.restarted |= q.restarted;
+                        }
+                        (Err(e), _) => r = Err(e),
+                        (Ok(_), Err(_)) => break,
+                    }
+                }
                 let replaced = f.take_replaced();
                 let restarted_now = replaced.is_some();
                 if let Some(mut old) = replaced {
@@ -283,12 +316,14 @@ impl Loader {
                 bytes: f.offset(),
                 total: f.file_len().unwrap_or(0),
             });
-            let due = !self.published || behind == 0 || self.last_publish.elapsed() >= PUBLISH;
-            if (changed || !self.published) && due {
+            let every = if behind > 0 { PUBLISH_LOADING } else { PUBLISH };
+            let due = !self.published || behind == 0 || self.last_publish.elapsed() >= every;
+            if (changed || !self.published || loading != sent) && due {
                 if !self.publish(loading, std::mem::take(&mut restarted)) {
                     return;
                 }
                 changed = false;
+                sent = loading;
             }
             if behind == 0 {
                 let stale = self.last_summaries.is_none_or(|t| t.elapsed() >= SUMMARIES);
