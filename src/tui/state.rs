@@ -193,6 +193,8 @@ pub struct RunView {
     extent: (Option<i64>, Option<i64>),
     /// Updates applied in place (every so often the counts are made again from scratch).
     grows: u64,
+    /// When the view was last made again from the whole trace (`reindex_with`).
+    reindexed: Option<std::time::Instant>,
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
     pub counts: Counts,
@@ -236,6 +238,7 @@ impl RunView {
             live: Live::default(),
             extent: (None, None),
             grows: 0,
+            reindexed: None,
             generation: 0,
             trace,
             entry,
@@ -251,6 +254,7 @@ impl RunView {
     /// Recompute everything derived from the whole trace (order, counts, span), and the
     /// rows too: straight from the walk when nothing is collapsed or filtered (one pass).
     fn reindex_with(&mut self, trace: &Trace) {
+        self.reindexed = Some(std::time::Instant::now());
         let keep_ev = self.selected_event();
         let n = trace.len();
         let walk = trace.walk();
@@ -373,6 +377,19 @@ impl RunView {
                     // Small traces, and every 16th update of a large one, are recounted.
                     let full = n1 < 200_000 || self.grows.is_multiple_of(16);
                     self.summarize(t, if full { 0 } else { n0 });
+                }
+                // While the file is read from the start, new events that do not simply follow
+                // (they hang under an earlier branch, or siblings were sorted anew) wait for
+                // the next full pass, at most one a second: a pass over a 1M-event trace
+                // holds the read lock for a tenth of a second or more, and the loader waits
+                // for it (most of the explorer's load time over `check`, issue 13). The rows
+                // shown stay valid (events are only ever added), the progress moves on, and
+                // the last update of the load makes the view whole.
+                _ if self.live.loading.is_some()
+                    && !self.filter.active()
+                    && self.reindexed.is_some_and(|at| at.elapsed() < REINDEX_EVERY) =>
+                {
+                    return n0;
                 }
                 _ => self.reindex_with(t),
             }
@@ -551,6 +568,9 @@ impl RunView {
         self.selected + 1 >= self.rows.len()
     }
 }
+
+/// At most one full pass of the view over a trace that is still loading in this time.
+const REINDEX_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the detail of an event depends on besides its index (a call's result arriving later
 /// changes its status, duration and payload).
