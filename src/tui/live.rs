@@ -49,11 +49,13 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Between two slices: if a frame waits, give it the trace (bounded, so that a view that
+    /// Between two holds of the lock: if a frame or a reader waits, give it the trace (bounded, so that a view that
     /// went away cannot stall a load).
     pub fn let_frame_in(&self) {
         let t0 = Instant::now();
-        while self.frame_waiting.load(Ordering::Acquire) && t0.elapsed() < Duration::from_millis(20) {
+        while (self.frame_waiting.load(Ordering::Acquire) || super::state::readers_waiting())
+            && t0.elapsed() < Duration::from_millis(20)
+        {
             std::thread::sleep(Duration::from_micros(50));
         }
     }
@@ -256,6 +258,7 @@ impl Loader {
                     && f.behind() > 0
                     && held.elapsed() < HOLD
                     && !self.sh.frame_waiting.load(Ordering::Acquire)
+                    && !super::state::readers_waiting()
                     && self.wanted()
                 {
                     match (f.poll_some(SLICE), &mut r) {

@@ -28,7 +28,28 @@ pub fn shared(t: Trace) -> SharedTrace {
 /// Read a shared trace. A loader that panicked mid-slice leaves a trace that is still
 /// consistent enough to show (it only ever appends), so a poisoned lock is read anyway.
 pub fn read(t: &SharedTrace) -> RwLockReadGuard<'_, Trace> {
-    t.read().unwrap_or_else(|e| e.into_inner())
+    match t.try_read() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            // Say so while waiting: a loader that takes the lock again at once would otherwise
+            // win the race over and over (std's lock promises a waiting reader no turn).
+            READERS_WAITING.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            let g = t.read().unwrap_or_else(|e| e.into_inner());
+            READERS_WAITING.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            g
+        }
+    }
+}
+
+/// Threads waiting in [`read`] for a trace a loader holds (keys, frames, searches): the loader
+/// lets them in before it takes the lock again. One count for every trace: a loader that
+/// yields to a reader of another trace loses a moment, nothing else.
+static READERS_WAITING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether a thread waits in [`read`].
+pub fn readers_waiting() -> bool {
+    READERS_WAITING.load(std::sync::atomic::Ordering::Acquire) > 0
 }
 
 /// How far a progressive load is.
