@@ -251,10 +251,14 @@ fn play(run: &Path, seed: u64, more: u64, expected: u64) -> State {
     let total = expected + more * 4;
     let t0 = Instant::now();
     let mut keys = 0u64;
+    let mut while_loading = 0u64;
     loop {
         l.drain();
         if l.s.run.is_some() {
             let c = KEYS[rng.below(KEYS.len())];
+            if l.s.run.as_ref().is_some_and(|r| r.live.loading.is_some()) {
+                while_loading += 1;
+            }
             l.key(c);
             keys += 1;
             if keys.is_multiple_of(8) {
@@ -279,6 +283,10 @@ fn play(run: &Path, seed: u64, more: u64, expected: u64) -> State {
     }
     writer.join().unwrap();
     l.sh.wanted.store(u64::MAX, Ordering::Relaxed);
+    assert!(
+        while_loading >= 10,
+        "only {while_loading} keys while the run loaded: the test played against no load"
+    );
     l.s
 }
 
