@@ -474,3 +474,67 @@ fn follow_mode_on_an_empty_directory_opens_the_first_run_that_appears() {
     );
     assert_ne!(before, after_write);
 }
+
+/// A source of one trace per line (an OpenAI-chat dataset; Assay episodes are alike) read in
+/// many slices: the slices after the first touch other traces than the one shown, and the
+/// progress must still move and the load end in the view (it stayed at 0%, loading for ever).
+#[test]
+fn progress_moves_and_the_load_ends_when_the_slices_read_other_traces() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("dataset.jsonl");
+    let mut out = String::new();
+    let mut i = 0;
+    // Several of the loader's slices (1 MiB each).
+    while out.len() < 6 << 20 {
+        out.push_str(
+            &json!({"messages": [{"role": "user", "content": format!("question {i} {}", "x".repeat(200))},
+                                 {"role": "assistant", "content": format!("answer {i}")}]})
+            .to_string(),
+        );
+        out.push('\n');
+        i += 1;
+    }
+    std::fs::write(&p, &out).unwrap();
+    let total = out.len() as u64;
+    let mut h = Harness::new(false);
+    h.open(&p);
+    let mut seen: Vec<Option<tracetui::tui::state::Progress>> = Vec::new();
+    let t0 = Instant::now();
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the load never ended in the view; progress seen: {:?}",
+            seen.iter().map(|p| p.map(|p| p.bytes)).collect::<Vec<_>>()
+        );
+        let Ok(a) = h.rx.recv_timeout(Duration::from_millis(50)) else {
+            continue;
+        };
+        if let Action::RunUpdate { loading, .. } = &a {
+            seen.push(*loading);
+        }
+        update(&mut h.s, a);
+        h.effects();
+        if h.s.run.as_ref().is_some_and(|r| r.live.loading.is_none()) {
+            break;
+        }
+    }
+    let r = h.s.run.as_ref().unwrap();
+    assert!(r.counts.events > 0, "the first conversation is shown");
+    let bytes: Vec<u64> = seen.iter().flatten().map(|p| p.bytes).collect();
+    assert!(
+        bytes.windows(2).all(|w| w[0] <= w[1]),
+        "progress only moves on: {bytes:?}"
+    );
+    assert!(seen.iter().flatten().all(|p| p.total == total && p.bytes < total));
+    assert_eq!(seen.last(), Some(&None), "the last update ends the load");
+    // A load that lasted several publishing intervals reported its way there.
+    if t0.elapsed() > Duration::from_millis(500) {
+        let mut distinct = bytes.clone();
+        distinct.dedup();
+        assert!(
+            distinct.len() >= 2,
+            "progress stood still for {:?}: {bytes:?}",
+            t0.elapsed()
+        );
+    }
+}

@@ -685,6 +685,11 @@ impl Follow {
         self.replaced.take()
     }
 
+    /// Whether a restart replaced the sink since the last [`Follow::take_replaced`].
+    pub fn has_replaced(&self) -> bool {
+        self.replaced.is_some()
+    }
+
     /// Whether a partial last line is waiting for its newline.
     pub fn has_partial(&self) -> bool {
         self.reader.has_partial()

@@ -59,11 +59,17 @@ pub fn theme_and_keys(opts_theme: Option<&str>) -> anyhow::Result<(Theme, Keymap
 
 /// Run the explorer until the user quits.
 pub fn run(opts: Options) -> anyhow::Result<()> {
+    let started = Instant::now();
     let (theme, keys, warning) = theme_and_keys(opts.theme.as_deref())?;
     let (tx, rx) = channel();
-    let live = Live {
+    let mut live = Live {
         shared: Shared::default(),
         opts: opts.live,
+        timing: std::env::var_os("TRACETUI_EXIT_AFTER_LOAD").map(|_| Timing {
+            started,
+            first_screen: None,
+            loaded: None,
+        }),
     };
     spawn_watcher(
         opts.paths,
@@ -84,8 +90,16 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     if let Some(w) = warning {
         update(&mut state, Action::Problem(w));
     }
-    let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit, &live);
+    let result = event_loop(&mut guard, &mut state, &theme, &tx, &rx, &quit, &mut live);
     drop(guard);
+    if let Some(t) = &live.timing {
+        let ms = |d: Option<Duration>| d.map_or("-".to_string(), |d| format!("{:.0} ms", d.as_secs_f64() * 1e3));
+        eprintln!(
+            "tracetui: first screen of events {}, load complete {}",
+            ms(t.first_screen),
+            ms(t.loaded)
+        );
+    }
     result
 }
 
@@ -93,6 +107,17 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
 struct Live {
     shared: Shared,
     opts: LiveOptions,
+    /// `TRACETUI_EXIT_AFTER_LOAD` (set to anything): time the first screen that shows events
+    /// and the end of the open run's load, quit then and print both to stderr. For measuring
+    /// the explorer's load against `check` on a real terminal (benches/progressive.rs does it
+    /// without one).
+    timing: Option<Timing>,
+}
+
+struct Timing {
+    started: Instant,
+    first_screen: Option<Duration>,
+    loaded: Option<Duration>,
 }
 
 /// Take the pending background results, keeping only the last update of a growing run
@@ -130,7 +155,7 @@ fn event_loop(
     tx: &Sender<Action>,
     rx: &Receiver<Action>,
     quit: &std::sync::atomic::AtomicBool,
-    live: &Live,
+    live: &mut Live,
 ) -> anyhow::Result<()> {
     let mut dirty = true;
     let mut last_tick = Instant::now();
@@ -153,6 +178,17 @@ fn event_loop(
             g.term.draw(|f| render(f, s, theme))?;
             dirty = false;
             live.shared.frame_waiting.store(false, Ordering::Release);
+            if let Some(t) = live.timing.as_mut()
+                && let Some(r) = s.run.as_ref().filter(|r| r.live.watched)
+            {
+                if t.first_screen.is_none() && !r.rows.is_empty() {
+                    t.first_screen = Some(t.started.elapsed());
+                }
+                if t.first_screen.is_some() && r.live.loading.is_none() {
+                    t.loaded = Some(t.started.elapsed());
+                    return Ok(());
+                }
+            }
         }
         dirty_since = if dirty {
             dirty_since.or(Some(Instant::now()))

@@ -12,8 +12,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 /// A trace that a background loader may still be adding to (progressive load, live tail).
-/// The loader holds the write lock only while it reads a bounded slice; views take the read
+/// The loader holds the write lock only while it applies a bounded part; views take the read
 /// lock for the time of one update or one frame.
+///
+/// A thread never takes this lock while it holds it already: std's RwLock lets no new reader
+/// in while a writer waits, so a second read guard on a thread that holds one deadlocks with
+/// the loader (issue 14). Methods that read the trace come in two forms: `x()` takes the lock
+/// (for a caller that holds none), `x_with(&Trace)` works on a guard the caller holds.
 pub type SharedTrace = Arc<RwLock<Trace>>;
 
 pub fn shared(t: Trace) -> SharedTrace {
@@ -23,7 +28,28 @@ pub fn shared(t: Trace) -> SharedTrace {
 /// Read a shared trace. A loader that panicked mid-slice leaves a trace that is still
 /// consistent enough to show (it only ever appends), so a poisoned lock is read anyway.
 pub fn read(t: &SharedTrace) -> RwLockReadGuard<'_, Trace> {
-    t.read().unwrap_or_else(|e| e.into_inner())
+    match t.try_read() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            // Say so while waiting: a loader that takes the lock again at once would otherwise
+            // win the race over and over (std's lock promises a waiting reader no turn).
+            READERS_WAITING.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            let g = t.read().unwrap_or_else(|e| e.into_inner());
+            READERS_WAITING.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            g
+        }
+    }
+}
+
+/// Threads waiting in [`read`] for a trace a loader holds (keys, frames, searches): the loader
+/// lets them in before it takes the lock again. One count for every trace: a loader that
+/// yields to a reader of another trace loses a moment, nothing else.
+static READERS_WAITING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether a thread waits in [`read`].
+pub fn readers_waiting() -> bool {
+    READERS_WAITING.load(std::sync::atomic::Ordering::Acquire) > 0
 }
 
 /// How far a progressive load is.
@@ -188,6 +214,8 @@ pub struct RunView {
     extent: (Option<i64>, Option<i64>),
     /// Updates applied in place (every so often the counts are made again from scratch).
     grows: u64,
+    /// When the view was last made again from the whole trace (`reindex_with`).
+    reindexed: Option<std::time::Instant>,
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
     pub counts: Counts,
@@ -231,21 +259,24 @@ impl RunView {
             live: Live::default(),
             extent: (None, None),
             grows: 0,
+            reindexed: None,
             generation: 0,
             trace,
             entry,
         };
-        v.reindex();
-        v.sync_detail();
+        let h = v.trace.clone();
+        let t = read(&h);
+        v.reindex_with(&t);
+        v.sync_detail_with(&t);
+        drop(t);
         v
     }
 
     /// Recompute everything derived from the whole trace (order, counts, span), and the
     /// rows too: straight from the walk when nothing is collapsed or filtered (one pass).
-    fn reindex(&mut self) {
+    fn reindex_with(&mut self, trace: &Trace) {
+        self.reindexed = Some(std::time::Instant::now());
         let keep_ev = self.selected_event();
-        let h = self.trace.clone();
-        let trace = read(&h);
         let n = trace.len();
         let walk = trace.walk();
         let mut order = Vec::with_capacity(n);
@@ -258,7 +289,7 @@ impl RunView {
         self.pos = pos;
         self.collapsed.resize(n, false);
         self.shape = trace.reshaped();
-        self.summarize(&trace, 0);
+        self.summarize(trace, 0);
         if !self.filter.active() && !self.collapsed.iter().any(|&c| c) {
             let rows = walk
                 .iter()
@@ -267,11 +298,9 @@ impl RunView {
                     depth: d.min(u16::MAX as usize) as u16,
                 })
                 .collect();
-            drop(trace);
             self.set_rows(rows, keep_ev);
         } else {
-            drop(trace);
-            self.rebuild_rows();
+            self.rebuild_rows_with(trace);
         }
     }
 
@@ -316,6 +345,11 @@ impl RunView {
         self.summarize(&t, 0);
     }
 
+    /// [`RunView::recount`] with the trace's guard held by the caller.
+    pub fn recount_with(&mut self, t: &Trace) {
+        self.summarize(t, 0);
+    }
+
     /// The trace grew (or was read again from the start): bring order, rows, counts and
     /// detail up to date. Collapsed events, the filter and the selected event are kept; a
     /// selection on the last row stays on the last row (follow). Returns the index of the
@@ -323,6 +357,11 @@ impl RunView {
     pub fn grow(&mut self, restarted: bool) -> usize {
         let h = self.trace.clone();
         let t = read(&h);
+        self.grow_with(&t, restarted)
+    }
+
+    /// [`RunView::grow`] with the trace's guard held by the caller.
+    pub fn grow_with(&mut self, t: &Trace, restarted: bool) -> usize {
         let n0 = self.order.len();
         let n1 = t.len();
         let at_bottom = self.selected + 1 >= self.rows.len();
@@ -334,19 +373,18 @@ impl RunView {
             // Read again from the start: indices mean other events now.
             self.collapsed = vec![false; n1];
             self.filter.hits.clear();
-            drop(t);
-            self.reindex();
+            self.reindex_with(t);
             0
         } else {
             let appended = (t.moved_since(self.shape) >= n0 as u32)
-                .then(|| appended_order(&t, &self.order, n0))
+                .then(|| appended_order(t, &self.order, n0))
                 .flatten();
             self.collapsed.resize(n1, false);
             match appended {
                 Some(groups) if !self.filter.active() => {
                     self.pos.resize(n1, 0);
                     for g in &groups {
-                        let shown = g.under == NO_PARENT || self.shown_expanded(&t, g.under);
+                        let shown = g.under == NO_PARENT || self.shown_expanded(t, g.under);
                         for &(ev, depth) in &g.events {
                             self.pos[ev as usize] = self.order.len() as u32;
                             self.order.push(ev);
@@ -359,17 +397,25 @@ impl RunView {
                     self.grows += 1;
                     // Small traces, and every 16th update of a large one, are recounted.
                     let full = n1 < 200_000 || self.grows.is_multiple_of(16);
-                    self.summarize(&t, if full { 0 } else { n0 });
-                    drop(t);
+                    self.summarize(t, if full { 0 } else { n0 });
                 }
-                _ => {
-                    drop(t);
-                    self.reindex();
+                // While the file is read from the start, new events that do not simply follow
+                // (they hang under an earlier branch, or siblings were sorted anew) wait for
+                // the next full pass, at most one a second: a pass over a 1M-event trace
+                // holds the read lock for a tenth of a second or more, and the loader waits
+                // for it (most of the explorer's load time over `check`, issue 13). The rows
+                // shown stay valid (events are only ever added), the progress moves on, and
+                // the last update of the load makes the view whole.
+                _ if self.live.loading.is_some()
+                    && !self.filter.active()
+                    && self.reindexed.is_some_and(|at| at.elapsed() < REINDEX_EVERY) =>
+                {
+                    return n0;
                 }
+                _ => self.reindex_with(t),
             }
             n0
         };
-        let t = read(&h);
         self.filter
             .hits
             .resize(if self.filter.active() { n1 } else { 0 }, false);
@@ -379,13 +425,12 @@ impl RunView {
         {
             self.selected = p;
         }
-        drop(t);
         if at_bottom {
             self.selected = self.rows.len().saturating_sub(1);
         } else {
             self.live.unseen += n1.saturating_sub(n0);
         }
-        self.refresh_detail();
+        self.refresh_detail_with(t);
         from
     }
 
@@ -405,23 +450,23 @@ impl RunView {
 
     /// Rebuild the detail when the selected event changed under it (a result arrived),
     /// keeping the cursor where it was.
-    fn refresh_detail(&mut self) {
+    fn refresh_detail_with(&mut self, t: &Trace) {
         let Some(ev) = self.selected_event() else {
             self.detail = None;
             return;
         };
-        let stamp = detail_stamp(&read(&self.trace), ev);
+        let stamp = detail_stamp(t, ev);
         match self.detail.as_ref() {
             Some(d) if d.event == ev && d.stamp == stamp => {}
             Some(d) if d.event == ev => {
                 let (cursor, offset) = (d.cursor, d.offset);
-                self.rebuild_detail(ev);
+                self.rebuild_detail_with(t, ev);
                 if let Some(d) = self.detail.as_mut() {
                     d.cursor = cursor.min(d.doc.lines.len().saturating_sub(1));
                     d.offset = offset.min(d.cursor);
                 }
             }
-            _ => self.rebuild_detail(ev),
+            _ => self.rebuild_detail_with(t, ev),
         }
     }
 
@@ -432,9 +477,14 @@ impl RunView {
     /// Flatten the visible tree: collapsed subtrees are skipped, and with a filter only hits
     /// and their ancestors remain. The selected event stays selected if it is still visible.
     pub fn rebuild_rows(&mut self) {
-        let keep_ev = self.selected_event();
         let h = self.trace.clone();
         let t = read(&h);
+        self.rebuild_rows_with(&t);
+    }
+
+    /// [`RunView::rebuild_rows`] with the trace's guard held by the caller.
+    pub fn rebuild_rows_with(&mut self, t: &Trace) {
+        let keep_ev = self.selected_event();
         let keep: Option<Vec<bool>> = self.filter.active().then(|| {
             let mut keep = vec![false; t.len()];
             for (i, &hit) in self.filter.hits.iter().enumerate() {
@@ -481,6 +531,20 @@ impl RunView {
 
     /// Rebuild the detail if the selection moved to another event.
     pub fn sync_detail(&mut self) {
+        if self
+            .selected_event()
+            .is_some_and(|ev| self.detail.as_ref().is_none_or(|d| d.event != ev))
+        {
+            let h = self.trace.clone();
+            let t = read(&h);
+            self.sync_detail_with(&t);
+        } else if self.selected_event().is_none() {
+            self.detail = None;
+        }
+    }
+
+    /// [`RunView::sync_detail`] with the trace's guard held by the caller.
+    pub fn sync_detail_with(&mut self, t: &Trace) {
         let Some(ev) = self.selected_event() else {
             self.detail = None;
             return;
@@ -488,14 +552,19 @@ impl RunView {
         if self.detail.as_ref().is_some_and(|d| d.event == ev) {
             return;
         }
-        self.rebuild_detail(ev);
+        self.rebuild_detail_with(t, ev);
     }
 
     pub fn rebuild_detail(&mut self, ev: u32) {
-        let t = read(&self.trace);
-        let doc = detail::build(&t, ev, self.raw, self.span.0);
-        let stamp = detail_stamp(&t, ev);
-        drop(t);
+        let h = self.trace.clone();
+        let t = read(&h);
+        self.rebuild_detail_with(&t, ev);
+    }
+
+    /// [`RunView::rebuild_detail`] with the trace's guard held by the caller.
+    pub fn rebuild_detail_with(&mut self, t: &Trace, ev: u32) {
+        let doc = detail::build(t, ev, self.raw, self.span.0);
+        let stamp = detail_stamp(t, ev);
         self.detail = Some(DetailState {
             event: ev,
             doc,
@@ -510,11 +579,19 @@ impl RunView {
         self.live.watched && (follow_mode || read(&self.trace).meta.status == RunStatus::Running)
     }
 
+    /// [`RunView::followable`] with the trace's guard held by the caller.
+    pub fn followable_with(&self, t: &Trace, follow_mode: bool) -> bool {
+        self.live.watched && (follow_mode || t.meta.status == RunStatus::Running)
+    }
+
     /// The selection is on the last row: new events move it along.
     pub fn following(&self) -> bool {
         self.selected + 1 >= self.rows.len()
     }
 }
+
+/// At most one full pass of the view over a trace that is still loading in this time.
+const REINDEX_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the detail of an event depends on besides its index (a call's result arriving later
 /// changes its status, duration and payload).

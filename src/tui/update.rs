@@ -235,17 +235,20 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
         let replaced = !Arc::ptr_eq(&r.trace, &trace);
         r.trace = trace;
         let restarted = restarted || replaced;
-        let from = r.grow(restarted);
+        // One guard for the whole update (see `SharedTrace`: never a second one on a thread).
+        let h = r.trace.clone();
+        let t = read(&h);
+        let from = r.grow_with(&t, restarted);
         if finished {
-            r.recount(); // exact counts once everything is read
+            r.recount_with(&t); // exact counts once everything is read
         }
         if r.filter.active() {
-            let n = read(&r.trace).len();
+            let n = t.len();
             if n <= limit || restarted {
                 // Small: search again, all of it (statuses of earlier events change too).
                 let text = r.filter.text.clone();
                 let keep = r.selected_event();
-                if let Some(e) = apply_filter(r, text, limit) {
+                if let Some(e) = apply_filter_with(r, &t, text, limit) {
                     s.effects.push(e);
                 }
                 if let Some(p) = keep.and_then(|k| r.rows.iter().position(|row| row.ev == k)) {
@@ -408,6 +411,13 @@ fn cancel_search(r: &RunView) {
 /// Set the run's filter. Small traces are searched here; large ones get a background search
 /// (returned as an effect) whose batches stream in through `SearchBatch`.
 pub fn apply_filter(r: &mut RunView, text: String, sync_limit: usize) -> Option<Effect> {
+    let h = r.trace.clone();
+    let t = read(&h);
+    apply_filter_with(r, &t, text, sync_limit)
+}
+
+/// [`apply_filter`] with the trace's guard held by the caller.
+pub fn apply_filter_with(r: &mut RunView, t: &Trace, text: String, sync_limit: usize) -> Option<Effect> {
     cancel_search(r);
     r.filter.cancel = None;
     r.filter.progress = None;
@@ -425,28 +435,28 @@ pub fn apply_filter(r: &mut RunView, text: String, sync_limit: usize) -> Option<
         r.filter.query = None;
         r.filter.hits = Vec::new();
         r.filter.count = 0;
-        r.rebuild_rows();
+        r.rebuild_rows_with(t);
         return None;
     }
     let q = Arc::new(q);
     r.filter.query = Some(q.clone());
-    let n = read(&r.trace).len();
+    let n = t.len();
     r.filter.hits = vec![false; n];
     r.filter.count = 0;
     if n <= sync_limit {
         let mut batches = Vec::new();
-        search::search(&read(&r.trace), &q, &AtomicBool::new(false), |b| batches.push(b));
+        search::search(t, &q, &AtomicBool::new(false), |b| batches.push(b));
         for b in batches {
             add_hits(r, &b.hits);
         }
-        r.rebuild_rows();
+        r.rebuild_rows_with(t);
         select_first_hit(r);
         return None;
     }
     let cancel = Arc::new(AtomicBool::new(false));
     r.filter.cancel = Some(cancel.clone());
     r.filter.progress = Some((0, n));
-    r.rebuild_rows();
+    r.rebuild_rows_with(t);
     Some(Effect::Search {
         generation: r.filter.generation,
         trace: r.trace.clone(),
@@ -685,9 +695,8 @@ fn reveal(r: &mut RunView, ev: u32) {
         }
         p = t.event(p).parent;
     }
-    drop(t);
     if changed {
-        r.rebuild_rows();
+        r.rebuild_rows_with(&t);
     }
 }
 
@@ -699,6 +708,8 @@ fn tree_command(s: &mut State, c: Command) {
     let h = tree_height(s);
     let limit = s.sync_search_limit;
     let Some(r) = s.run.as_mut() else { return };
+    // One guard for the whole command: everything below works on it (`*_with`), none takes
+    // the lock again (a second read guard deadlocks with a waiting loader: issue 14).
     let handle = r.trace.clone();
     let t = read(&handle);
     match c {
@@ -712,7 +723,7 @@ fn tree_command(s: &mut State, c: Command) {
             let has_children = !t.children(row.ev).is_empty();
             if has_children && !r.collapsed[row.ev as usize] {
                 r.collapsed[row.ev as usize] = true;
-                r.rebuild_rows();
+                r.rebuild_rows_with(&t);
             } else {
                 let parent = t.event(row.ev).parent;
                 if let Some(p) = r.rows[..r.selected].iter().rposition(|x| x.ev == parent) {
@@ -726,7 +737,7 @@ fn tree_command(s: &mut State, c: Command) {
             };
             if r.collapsed[row.ev as usize] {
                 r.collapsed[row.ev as usize] = false;
-                r.rebuild_rows();
+                r.rebuild_rows_with(&t);
             } else if !t.children(row.ev).is_empty() {
                 r.selected = (r.selected + 1).min(r.rows.len().saturating_sub(1));
             }
@@ -742,11 +753,11 @@ fn tree_command(s: &mut State, c: Command) {
             for (i, c) in r.collapsed.iter_mut().enumerate() {
                 *c = !t.children(i as u32).is_empty();
             }
-            r.rebuild_rows();
+            r.rebuild_rows_with(&t);
         }
         Command::ExpandAll => {
             r.collapsed.iter_mut().for_each(|c| *c = false);
-            r.rebuild_rows();
+            r.rebuild_rows_with(&t);
         }
         Command::Filter => {
             s.prompt = Some(Prompt {
@@ -756,7 +767,7 @@ fn tree_command(s: &mut State, c: Command) {
         }
         Command::Back => {
             if r.filter.active() || r.filter.error.is_some() {
-                let _ = apply_filter(r, String::new(), limit);
+                let _ = apply_filter_with(r, &t, String::new(), limit);
             } else {
                 s.view = View::Runs;
             }

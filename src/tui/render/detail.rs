@@ -1,9 +1,10 @@
 //! The detail pane: a window onto the selected event's document, wrapped or cut.
 
 use super::{block, highlight};
+use crate::model::Trace;
 use crate::tui::detail::{self, Tok, kind_label};
 use crate::tui::layout;
-use crate::tui::state::{Pane, RunView, read};
+use crate::tui::state::{Pane, RunView};
 use crate::tui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -29,13 +30,12 @@ pub(super) fn role(t: Tok) -> Role {
     }
 }
 
-pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
+pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) {
     let focused = r.focus == Pane::Detail;
     let Some(d) = &r.detail else {
         block(Line::from(" detail "), focused, th).render(area, buf);
         return;
     };
-    let t = read(&r.trace);
     let e = t.event(d.event);
     let mut title = format!(" {} ", kind_label(e.kind));
     if r.raw {

@@ -11,6 +11,7 @@ use super::commands;
 use super::layout;
 use super::state::{State, View};
 use super::theme::{Role, Theme};
+use crate::model::Trace;
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -32,25 +33,28 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
         (View::Diff, _) if let Some(v) = &s.diff => {
             let l = super::diffview::update::diff_layout(s).unwrap_or_else(|| layout::diff(area, 1));
             let crumb = format!("diff {} ↔ {}", v.names[0], v.names[1]);
-            title(buf, l.title, s, th, Some(&crumb));
+            title(buf, l.title, s, th, Some(&crumb), None);
             diff::render(buf, &l, v, th);
             footer(buf, l.footer, s, th);
         }
         (View::Run, Some(r)) => {
             let l = layout::run(area);
-            let name = {
+            {
+                // One guard for the frame's view of the run: its parts show the same trace,
+                // and no part takes the lock again (a second read guard on one thread
+                // deadlocks with a waiting loader). Dropped before the footer, which reads it.
                 let t = super::state::read(&r.trace);
-                t.meta.name.clone().unwrap_or_else(|| t.meta.id.clone())
-            };
-            title(buf, l.title, s, th, Some(&name));
-            tree::header(buf, l.header, r, th);
-            tree::render(buf, l.tree, r, th);
-            detail::render(buf, l.detail, r, th);
+                let name = t.meta.name.clone().unwrap_or_else(|| t.meta.id.clone());
+                title(buf, l.title, s, th, Some(&name), Some(&t));
+                tree::header(buf, l.header, r, &t, th);
+                tree::render(buf, l.tree, r, &t, th);
+                detail::render(buf, l.detail, r, &t, th);
+            }
             footer(buf, l.footer, s, th);
         }
         _ => {
             let l = layout::runs(area);
-            title(buf, l.title, s, th, None);
+            title(buf, l.title, s, th, None, None);
             runs::render(buf, l.table, s, th);
             footer(buf, l.footer, s, th);
         }
@@ -134,13 +138,14 @@ pub(super) fn block<'a>(title: Line<'a>, focused: bool, th: &Theme) -> Block<'a>
         .title(title.style(t))
 }
 
-fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>) {
+/// `trace`: the open run's trace, when the caller holds its guard (the badge reads it).
+fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>, trace: Option<&Trace>) {
     let mut x = put(buf, area.x, area.y, " tracetui ", th.style(Role::Title), area.width);
     let crumb = match run {
         Some(name) => format!(" runs › {}", crate::sanitize::line(name)),
         None => " runs".to_string(),
     };
-    let badge = live_badge(s);
+    let badge = live_badge(s, trace);
     let bw = badge.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
     let right = status_text(s);
     let rw = right.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
@@ -171,11 +176,14 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>)
 }
 
 /// FOLLOW while the view keeps up with a live run, PAUSED when the selection left the bottom.
-fn live_badge(s: &State) -> Option<(String, Role)> {
-    let r = s
-        .run
-        .as_ref()
-        .filter(|r| s.view == View::Run && r.followable(s.follow))?;
+fn live_badge(s: &State, trace: Option<&Trace>) -> Option<(String, Role)> {
+    let r = s.run.as_ref().filter(|r| {
+        s.view == View::Run
+            && match trace {
+                Some(t) => r.followable_with(t, s.follow),
+                None => r.followable(s.follow),
+            }
+    })?;
     Some(if r.following() {
         (" FOLLOW ".into(), Role::Badge)
     } else if r.live.unseen > 0 {

@@ -1,11 +1,12 @@
 //! The run header and the event tree with its timeline (waterfall) column.
 
 use super::{block, fit, put, put_right};
+use crate::model::Trace;
 use crate::model::{EventKind, Status, format_duration, format_ts};
 use crate::search::fuzzy::Fuzzy;
 use crate::tui::detail::kind_icon;
 use crate::tui::layout;
-use crate::tui::state::{Pane, RunView, read};
+use crate::tui::state::{Pane, RunView};
 use crate::tui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -33,8 +34,7 @@ pub fn status_role(s: Status) -> Role {
     }
 }
 
-pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
-    let t = read(&r.trace);
+pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) {
     let m = &t.meta;
     let right = area.x + area.width;
     let (st, role) = super::runs::status_cell(m.status);
@@ -109,7 +109,7 @@ const STATUS_W: u16 = 8;
 const START_W: u16 = 9;
 const TOOK_W: u16 = 8;
 
-pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
+pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) {
     let focused = r.focus == Pane::Tree;
     let mut title = format!(" events {} ", r.counts.events);
     if r.filter.active() {
@@ -195,7 +195,6 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, th: &Theme) {
         .as_ref()
         .map(|q| q.highlights().map(|(t, _)| t).collect())
         .unwrap_or_default();
-    let t = read(&r.trace);
     let t0 = r.span.0.unwrap_or(0);
     let len = match r.span {
         (Some(a), Some(b)) if b > a => b - a,
