@@ -217,31 +217,39 @@ pub fn follow_print(
 
 /// When to walk the tree for new runs without notify: at every poll while runs keep turning
 /// up, then at twice the interval each time none did, up to [`watch::IDLE_MAX`].
-struct Rescans {
+pub struct Rescans {
     poll: Duration,
     every: Duration,
+    max: Duration,
     last: std::time::Instant,
 }
 
 impl Rescans {
-    fn new(poll: Duration) -> Rescans {
+    pub fn new(poll: Duration) -> Rescans {
+        Rescans::with_max(poll, watch::IDLE_MAX)
+    }
+
+    /// Backing off from `poll` up to `max`.
+    pub fn with_max(poll: Duration, max: Duration) -> Rescans {
         Rescans {
             poll,
             every: poll,
+            max: max.max(poll),
             last: std::time::Instant::now(),
         }
     }
 
-    fn due(&self) -> bool {
+    pub fn due(&self) -> bool {
         self.last.elapsed() + self.poll / 2 >= self.every
     }
 
-    fn found(&mut self, found: bool) {
+    /// A walk happened; `found`: it turned up something new.
+    pub fn found(&mut self, found: bool) {
         self.last = std::time::Instant::now();
         self.every = if found {
             self.poll
         } else {
-            (self.every * 2).min(watch::IDLE_MAX.max(self.poll))
+            (self.every * 2).min(self.max)
         };
     }
 }

@@ -168,6 +168,8 @@ pub enum Action {
     /// Background discovery found runs.
     RunsFound(Vec<RunEntry>),
     RunsProblem(String),
+    /// One run could not be listed (yet): said until it is.
+    RunProblem(std::path::PathBuf, String),
     /// A problem to show in the status line (an effect that failed).
     Problem(String),
     RunsDone,

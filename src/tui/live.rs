@@ -489,7 +489,7 @@ pub fn spawn_watcher(
                 running: HashMap::new(),
             };
             let single = w.paths.len() == 1;
-            w.discover(single);
+            let _ = w.discover(single);
             let _ = w.tx.send(Action::RunsDone);
             if watch {
                 w.watch(opts);
@@ -510,12 +510,14 @@ struct Watcher {
 
 /// Summaries of a running source are read again at most this often.
 const RESUMMARIZE: Duration = Duration::from_millis(500);
-/// With notify working, a full rescan still runs this often (a missed event).
+/// With notify working, a full rescan still runs this often (a missed event); the first of
+/// these comes after 5 s, then less often while nothing new turns up.
 const RESCAN: Duration = Duration::from_secs(5);
 
 impl Watcher {
     /// Discover the runs not known yet and list them.
-    fn discover(&mut self, single: bool) {
+    /// Returns whether any run not known before was found.
+    fn discover(&mut self, single: bool) -> bool {
         let existing: Vec<PathBuf> = self.paths.iter().filter(|p| p.exists()).cloned().collect();
         let d = source::discover(&existing, self.forced);
         // Later scans meet runs half-created (a directory before its files, a file before
@@ -530,8 +532,9 @@ impl Watcher {
         if single && new.len() == 1 && self.known.is_empty() {
             self.known.insert(new[0].path.clone());
             let _ = self.tx.send(Action::RunsFound(vec![provisional(&new[0])]));
-            return;
+            return true;
         }
+        let any_new = !new.is_empty();
         use rayon::prelude::*;
         let found: Vec<(RunRef, Result<Vec<RunEntry>, String>)> =
             new.into_par_iter().map(|r| (r.clone(), entries(&r))).collect();
@@ -553,7 +556,7 @@ impl Watcher {
                     // A run caught as it is created (no events yet): try again later.
                     self.running.insert(r.path.clone(), (r.clone(), Some(Instant::now())));
                     if first {
-                        let _ = self.tx.send(Action::RunsProblem(e));
+                        let _ = self.tx.send(Action::RunProblem(r.path.clone(), e));
                     }
                 }
             }
@@ -561,6 +564,7 @@ impl Watcher {
         if !all.is_empty() {
             let _ = self.tx.send(Action::RunsFound(all));
         }
+        any_new
     }
 
     fn watch(&mut self, opts: LiveOptions) {
@@ -568,13 +572,17 @@ impl Watcher {
         // notify watches one root; several paths fall back to polling.
         let poll_only = opts.poll_only || self.paths.len() != 1;
         let mut w = Watch::new(&root, opts.poll, poll_only);
-        let mut last_scan = Instant::now();
+        // The tree is walked again less often the longer nothing new turns up (an idle
+        // explorer over a tree of 300k other files walked it every half second).
+        let mut polled = crate::tail::Rescans::new(opts.poll);
+        let mut safety = crate::tail::Rescans::with_max(RESCAN, Duration::from_secs(60));
         loop {
             if !poll_only && !w.is_notifying() && root.exists() {
                 w = Watch::new(&root, opts.poll, false); // the root appeared
             }
             let wake = w.next();
-            let mut rescan = last_scan.elapsed() >= if w.is_notifying() { RESCAN } else { opts.poll };
+            let scans = if w.is_notifying() { &mut safety } else { &mut polled };
+            let mut rescan = scans.due();
             if let Wake::Changed(paths) = &wake {
                 for p in paths {
                     // By the path's ancestors: a scan of every known run for every event was
@@ -595,8 +603,9 @@ impl Watcher {
                 }
             }
             if rescan {
-                last_scan = Instant::now();
-                self.discover(false);
+                let found = self.discover(false);
+                let scans = if w.is_notifying() { &mut safety } else { &mut polled };
+                scans.found(found);
             }
             if !self.refresh() {
                 return;

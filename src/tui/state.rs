@@ -153,8 +153,9 @@ pub struct RunsState {
     pub moved: bool,
     /// Discovery still running.
     pub scanning: bool,
-    /// Sources that could not be listed.
-    pub problems: Vec<String>,
+    /// Sources that could not be listed: the run's path when the problem is one run's (it
+    /// goes away when that run is listed after all), and what was wrong.
+    pub problems: Vec<(Option<std::path::PathBuf>, String)>,
     /// The entry marked (space) as the baseline of a diff.
     pub mark: Option<usize>,
 }

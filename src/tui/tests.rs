@@ -582,3 +582,23 @@ fn the_load_problems_note_opens_the_diagnostics() {
     press(&mut s, &["?"]);
     assert!(!s.problems_open, "? is the keys, not the problems");
 }
+
+#[test]
+fn a_run_that_becomes_readable_is_no_longer_counted_unreadable() {
+    let mut s = State::new(Keymap::default(), (120, 40));
+    let d = crate::source::discover(&[PathBuf::from("sample-traces/runs/agentdbg-refund-ok")], None);
+    let run = &d.runs[0];
+    update(
+        &mut s,
+        Action::RunProblem(run.path.clone(), "events.jsonl: no events yet".into()),
+    );
+    update(
+        &mut s,
+        Action::RunProblem(run.path.clone(), "events.jsonl: no events yet".into()),
+    );
+    update(&mut s, Action::RunsProblem("elsewhere: unreadable".into()));
+    assert_eq!(s.runs.problems.len(), 2, "one problem a run");
+    update(&mut s, Action::RunsFound(super::entries(run).unwrap()));
+    assert_eq!(s.runs.problems.len(), 1, "{:?}", s.runs.problems);
+    assert_eq!(s.runs.problems[0].1, "elsewhere: unreadable");
+}

@@ -89,6 +89,10 @@ pub fn update(s: &mut State, a: Action) {
         }
         Action::Resize(w, h) => s.size = (w, h),
         Action::RunsFound(list) => {
+            // A run listed now is readable: its problem, if it had one, is over.
+            s.runs
+                .problems
+                .retain(|(p, _)| p.as_ref().is_none_or(|p| !list.iter().any(|e| &e.run.path == p)));
             let added = merge_entries(s, list);
             // Follow mode: a run that appears while none is open is opened (tail before the
             // agent starts), unless the user is choosing one.
@@ -103,7 +107,12 @@ pub fn update(s: &mut State, a: Action) {
                 open_entry(s, i);
             }
         }
-        Action::RunsProblem(p) => s.runs.problems.push(p),
+        Action::RunsProblem(p) => s.runs.problems.push((None, p)),
+        Action::RunProblem(path, p) => {
+            if !s.runs.problems.iter().any(|(q, _)| q.as_ref() == Some(&path)) {
+                s.runs.problems.push((Some(path), p));
+            }
+        }
         Action::Problem(p) => say(s, p, true),
         Action::RunsDone => {
             s.runs.scanning = false;

@@ -121,7 +121,7 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         } else if r.problems.is_empty() {
             vec![("no runs found".into(), Role::Dim)]
         } else {
-            r.problems.iter().map(|p| (p.clone(), Role::Error)).collect()
+            r.problems.iter().map(|(_, p)| (p.clone(), Role::Error)).collect()
         };
         for (i, (m, role)) in msg.iter().enumerate().take(body.height as usize) {
             put(
