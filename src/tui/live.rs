@@ -214,14 +214,18 @@ impl Loader {
     fn summaries(&mut self, others: &[Trace], ours: Option<usize>) {
         let t = super::state::read(&self.trace);
         let list: Vec<RunEntry> = (0..others.len().max(ours.map_or(0, |k| k + 1)))
-            .map(|i| RunEntry {
-                run: self.job.run.clone(),
-                index: i,
-                summary: if Some(i) == ours {
+            .map(|i| {
+                let summary = if Some(i) == ours {
                     Summary::of(&t)
                 } else {
                     Summary::of(&others[i])
-                },
+                };
+                RunEntry {
+                    run: self.job.run.clone(),
+                    index: i,
+                    quiet: super::state::quiet_for(&self.job.run.path, summary.status),
+                    summary,
+                }
             })
             .collect();
         drop(t);
@@ -438,6 +442,7 @@ pub fn entries(run: &RunRef) -> Result<Vec<RunEntry>, String> {
         .map(|(index, summary)| RunEntry {
             run: run.clone(),
             index,
+            quiet: super::state::quiet_for(&run.path, summary.status),
             summary,
         })
         .collect())
@@ -465,6 +470,7 @@ fn provisional(run: &RunRef) -> RunEntry {
             tokens: None,
             problems: None,
         },
+        quiet: None,
     }
 }
 

@@ -77,6 +77,40 @@ pub struct RunEntry {
     /// Position of the trace in its source (a source may hold several runs).
     pub index: usize,
     pub summary: Summary,
+    /// For a run that says it is running: how long nothing in its source was written, when
+    /// it was summarized. Past [`State::stale_after`] it shows as stale, not live (an agent
+    /// that died without writing its end).
+    pub quiet: Option<std::time::Duration>,
+}
+
+impl RunEntry {
+    pub fn is_stale(&self, after: std::time::Duration) -> bool {
+        self.summary.status == RunStatus::Running && self.quiet.is_some_and(|q| q > after)
+    }
+}
+
+/// How long a running run may go without a write before it is shown as stale.
+pub const STALE: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// How long the newest file of a source that says it is running (the source itself, or a
+/// file directly inside a run directory) has not been written.
+pub fn quiet_for(path: &std::path::Path, status: crate::model::RunStatus) -> Option<std::time::Duration> {
+    if status != crate::model::RunStatus::Running {
+        return None;
+    }
+    let newest = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let last = if path.is_dir() {
+        std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .take(1000)
+            .filter_map(|e| newest(&e.path()))
+            .max()
+    } else {
+        newest(path)
+    };
+    last.and_then(|t| t.elapsed().ok())
 }
 
 impl RunEntry {
@@ -713,6 +747,8 @@ pub struct State {
     pub help: Option<usize>,
     /// The overlay lists the open run's load problems instead of the keys.
     pub problems_open: bool,
+    /// A running run quiet for longer than this is shown as stale ([`STALE`]).
+    pub stale_after: std::time::Duration,
     pub prompt: Option<Prompt>,
     pub size: (u16, u16),
     /// What is loading in the background, for the status bar.
@@ -749,6 +785,7 @@ impl State {
             diff_opts: Default::default(),
             help: None,
             problems_open: false,
+            stale_after: STALE,
             prompt: None,
             size,
             loading: None,

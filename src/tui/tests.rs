@@ -602,3 +602,36 @@ fn a_run_that_becomes_readable_is_no_longer_counted_unreadable() {
     assert_eq!(s.runs.problems.len(), 1, "{:?}", s.runs.problems);
     assert_eq!(s.runs.problems[0].1, "elsewhere: unreadable");
 }
+
+#[test]
+fn a_running_run_quiet_for_long_is_stale_not_live() {
+    let d = crate::source::discover(&[PathBuf::from("sample-traces/runs")], None);
+    let mut s = State::new(Keymap::default(), (120, 20));
+    s.auto_open = false;
+    let mut found = Vec::new();
+    for r in &d.runs {
+        found.extend(super::entries(r).unwrap());
+    }
+    let live = found
+        .iter()
+        .position(|e| e.summary.status == crate::model::RunStatus::Running)
+        .expect("a running sample run");
+    for (i, e) in found.iter_mut().enumerate() {
+        e.quiet = (i == live).then(|| std::time::Duration::from_secs(3600));
+    }
+    update(&mut s, Action::RunsFound(found));
+    update(&mut s, Action::RunsDone);
+    let screen = |s: &State| {
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 20)).unwrap();
+        term.draw(|f| super::render::render(f, s, &super::theme::Theme::dark()))
+            .unwrap();
+        let buf = term.backend().buffer().clone();
+        (0..20)
+            .map(|y| (0..120).map(|x| buf[(x, y)].symbol().to_string()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(screen(&s).contains("◌ stale"), "{}", screen(&s));
+    s.stale_after = std::time::Duration::from_secs(7200);
+    assert!(!screen(&s).contains("◌ stale"));
+}

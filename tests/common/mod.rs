@@ -49,6 +49,9 @@ pub fn typed(s: &mut State, text: &str) {
 pub fn listed(paths: &[PathBuf], size: (u16, u16)) -> State {
     let mut s = State::new(Keymap::default(), size);
     s.auto_open = false;
+    // The sample traces are committed files: their age is the checkout's, and a "running"
+    // sample run would show as stale once the checkout is ten minutes old.
+    s.stale_after = std::time::Duration::MAX;
     let d = tracetui::source::discover(paths, None);
     for r in &d.runs {
         update(&mut s, Action::RunsFound(tracetui::tui::entries(r).unwrap()));

@@ -67,6 +67,7 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
         for (k, h) in [
             ("✖ error", "the run failed (its ERR column counts failed events)"),
             ("● live", "the run is still being written"),
+            ("◌ stale", "it says running, but nothing was written for 10 minutes"),
             ("✔ ok", "the run finished without error"),
             (
                 "? unknown",

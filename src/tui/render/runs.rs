@@ -149,7 +149,11 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             buf.set_style(Rect { y, height: 1, ..body }, base);
         }
         let sm = &e.summary;
-        let (st, role) = status_cell(sm.status);
+        let (st, role) = if e.is_stale(s.stale_after) {
+            ("◌ stale", Role::Unknown)
+        } else {
+            status_cell(sm.status)
+        };
         let mut x = put(
             buf,
             body.x,
