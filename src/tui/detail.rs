@@ -111,7 +111,9 @@ impl Doc {
     }
 
     pub fn copy_path(&self, line: usize) -> Option<String> {
-        Some(self.copies[self.lines.get(line)?.copy? as usize].path.clone())
+        let p = &self.copies[self.lines.get(line)?.copy? as usize].path;
+        // The whole source record: jq's identity.
+        Some(if p.is_empty() { ".".into() } else { p.clone() })
     }
 }
 
@@ -331,7 +333,8 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         l.push(Tok::Dim, "(no payload)");
         d.line(l);
     } else {
-        payload_sections(e.kind, payload, &mut d);
+        let records = source_records(t, e);
+        payload_sections(e.kind, payload, &records, &mut d);
     }
     if d.truncated {
         let mut l = Line::default();
@@ -346,7 +349,67 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     d
 }
 
-fn payload_sections(kind: EventKind, p: Payload, d: &mut Doc) {
+/// The event's source record(s), parsed, to find where each payload section came from.
+fn source_records(t: &Trace, e: &crate::model::Event) -> Vec<Value> {
+    let mut origins = vec![e.origin];
+    origins.extend(e.origin2.as_deref().copied());
+    origins
+        .into_iter()
+        // A whole document (len 0) has no record of its own; a huge record is not parsed twice.
+        .filter(|o| o.len > 0 && (o.len as usize) <= MAX_SOURCE_RECORD)
+        .filter_map(|o| formats::read_origin(t, o).ok())
+        .filter_map(|b| serde_json::from_slice(&b).ok())
+        .collect()
+}
+
+/// Source records larger than this are not searched for the sections' paths.
+const MAX_SOURCE_RECORD: usize = 4 << 20;
+
+/// The jq path of a payload section in the source record(s): where a value equal to it
+/// sits (`.payload.args`), or JSON kept in a string there (`(.payload.args | fromjson)`).
+/// None when the format derived the section (it is then copied as `$.input...`).
+fn section_path(records: &[Value], want: &Value) -> Option<String> {
+    fn walk(v: &Value, want: &Value, path: &str, depth: usize) -> Option<String> {
+        if v == want {
+            return Some(path.to_string());
+        }
+        if depth > 64 {
+            return None;
+        }
+        match v {
+            Value::String(s) if !want.is_string() && s.len() <= MAX_SOURCE_RECORD => {
+                let t = s.trim_start();
+                if (t.starts_with('{') || t.starts_with('['))
+                    && serde_json::from_str::<Value>(s).is_ok_and(|x| &x == want)
+                {
+                    let inner = if path.is_empty() { "." } else { path };
+                    return Some(format!("({inner} | fromjson)"));
+                }
+                None
+            }
+            Value::Object(m) => m
+                .iter()
+                .find_map(|(k, x)| walk(x, want, &join_path(path, k), depth + 1)),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| walk(x, want, &index_path(path, i), depth + 1)),
+            _ => None,
+        }
+    }
+    // Scalars too small to place (`true`, `0`, `""`) are not looked for.
+    let placeable = match want {
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        Value::String(s) => s.len() >= 4,
+        _ => true,
+    };
+    if !placeable {
+        return None;
+    }
+    records.iter().find_map(|r| walk(r, want, "", 0))
+}
+
+fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc) {
     let (input, output) = match kind {
         EventKind::ToolCall => ("Arguments", "Result"),
         EventKind::LlmCall => ("Prompt", "Response"),
@@ -388,14 +451,17 @@ fn payload_sections(kind: EventKind, p: Payload, d: &mut Doc) {
         if let Some(v) = v {
             d.section(title);
             let root = d.add_root(v.clone());
-            json(d, root, v, "", &format!("$.{name}"), None, 0, true);
+            // `Y` copies the path in the source record where it can be found (jq on the file).
+            let path = section_path(records, v).unwrap_or_else(|| format!("$.{name}"));
+            json(d, root, v, "", &path, None, 0, true);
             d.blank();
         }
     }
     for (k, v) in &p.extra {
         d.section(&sanitize::line(k));
         let root = d.add_root(v.clone());
-        json(d, root, v, "", &format!("$.{}", path_key(k)), None, 0, true);
+        let path = section_path(records, v).unwrap_or_else(|| format!("$.{}", path_key(k)));
+        json(d, root, v, "", &path, None, 0, true);
         d.blank();
     }
 }
@@ -493,6 +559,15 @@ fn join_path(path: &str, k: &str) -> String {
     }
 }
 
+/// `path[i]`; at the root, jq's `.[i]`.
+fn index_path(path: &str, i: usize) -> String {
+    if path.is_empty() {
+        format!(".[{i}]")
+    } else {
+        format!("{path}[{i}]")
+    }
+}
+
 fn pointer_escape(k: &str) -> String {
     k.replace('~', "~0").replace('/', "~1")
 }
@@ -546,7 +621,7 @@ fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&s
                     root,
                     x,
                     &format!("{ptr}/{i}"),
-                    &format!("{path}[{i}]"),
+                    &index_path(path, i),
                     None,
                     indent + 1,
                     i + 1 == n,
@@ -714,6 +789,36 @@ mod tests {
             ["    abcd", "efghijkl", "mnop"],
             "indentation is not a place to break"
         );
+    }
+
+    #[test]
+    fn sections_are_found_in_their_source_records_as_jq_paths() {
+        let rec: Value = serde_json::from_str(
+            r#"{"payload":{"args":"{\"q\":\"lisbon\"}","result":{"rows":[1,2]},"odd key":{"a":[{"b":"text here"}]}}}"#,
+        )
+        .unwrap();
+        let recs = [rec];
+        // Equal value: its path; JSON kept in a string: through fromjson.
+        assert_eq!(
+            section_path(&recs, &serde_json::json!({"rows": [1, 2]})).as_deref(),
+            Some(".payload.result")
+        );
+        assert_eq!(
+            section_path(&recs, &serde_json::json!({"q": "lisbon"})).as_deref(),
+            Some("(.payload.args | fromjson)")
+        );
+        assert_eq!(
+            section_path(&recs, &serde_json::json!("text here")).as_deref(),
+            Some(r#".payload["odd key"].a[0].b"#)
+        );
+        // Derived by the format, or too small to place: the model's path stays.
+        assert_eq!(section_path(&recs, &serde_json::json!({"q": "porto"})), None);
+        assert_eq!(section_path(&recs, &serde_json::json!(1)), None);
+        assert_eq!(
+            join_path("(.payload.args | fromjson)", "q"),
+            "(.payload.args | fromjson).q"
+        );
+        assert_eq!(index_path("", 0), ".[0]");
     }
 
     #[test]

@@ -349,7 +349,8 @@ fn detail_focus_cursor_copy_wrap_and_raw() {
     press(&mut s, &["y"]);
     assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == "FR8352"));
     press(&mut s, &["Y"]);
-    assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == "$.input.flight_id"));
+    // The source record's path, for jq on the file.
+    assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == ".payload.args.flight_id"));
     press(&mut s, &["w"]);
     assert!(!run(&s).wrap);
     press(&mut s, &["r"]);

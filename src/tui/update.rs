@@ -879,11 +879,12 @@ fn copy_text(s: &mut State, text: String, what: &str, note: &str) {
         );
         return;
     }
-    say(
-        s,
-        format!("copied {what} ({} bytes, {note}) to the clipboard", text.len()),
-        false,
-    );
+    let shown = if what == "path" && text.len() <= 80 {
+        format!("copied {what} {text} to the clipboard")
+    } else {
+        format!("copied {what} ({} bytes, {note}) to the clipboard", text.len())
+    };
+    say(s, shown, false);
     s.effects.push(Effect::Copy(text));
 }
 
