@@ -582,6 +582,10 @@ fn the_load_problems_note_opens_the_diagnostics() {
     assert!(!s.problems_open && s.help.is_none());
     press(&mut s, &["?"]);
     assert!(!s.problems_open, "? is the keys, not the problems");
+    press(&mut s, &["esc"]);
+    // A click on the note (the header's counts line) opens them too.
+    update(&mut s, Action::Click { x: 10, y: 2 });
+    assert!(s.problems_open && s.help.is_some());
 }
 
 #[test]

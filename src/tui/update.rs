@@ -910,6 +910,16 @@ fn click(s: &mut State, x: u16, y: u16) {
         View::Run => {
             let l = layout::run(area(s));
             let (tree, dbox) = (layout::body(l.tree), layout::inner(l.detail));
+            // The header's counts line carries the "N load problems" note: a click there
+            // lists them, as `!` does.
+            if layout::contains(l.header, x, y)
+                && y == l.header.y + 1
+                && s.run.as_ref().is_some_and(|r| !read(&r.trace).diagnostics.is_empty())
+            {
+                s.help = Some(0);
+                s.problems_open = true;
+                return;
+            }
             let Some(r) = s.run.as_mut() else { return };
             if layout::contains(l.tree, x, y) {
                 r.focus = Pane::Tree;
