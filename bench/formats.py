@@ -9,6 +9,10 @@ files that mimic the format's real ones and prints one JSON line: {"load": PATH 
 tracetui, "files": [the data files], "format": the --format id}. Data goes once into the
 ignored target/bench-data/formats/<format>-<N>/.
 
+lnav is timed twice where it can be: indexing the file as text (it knows no format of these
+files), and parsing it as JSON with the format definitions in bench/lnav/ (`lnav -I bench/lnav`;
+formats without a top-level timestamp, OTLP and OpenAI-chat, have none).
+
 The floor is bench/floor.c: read(2) into a 1 MiB buffer and count newlines (`cat >/dev/null`
 may copy nothing). Each command runs once to warm the cache, then the commands take turns,
 round by round (the load of a shared machine drifts). Medians; peak RSS from wait4().
@@ -83,8 +87,12 @@ def main():
     lnav = None if a.no_lnav else shutil.which("lnav")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {a.events} events a format; "
           f"median of {a.repeat}, commands in turns; lnav: {'yes' if lnav else 'not installed'}")
-    print("\n| format | size | floor | wc -l | check | x floor | peak RSS | CPU | lnav | x lnav | exit |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("\n| format | size | floor | wc -l | check | x floor | peak RSS | CPU | lnav (text) | x lnav | lnav (JSON) | x lnav JSON | exit |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    lnav_dir = os.path.join(ROOT, "bench", "lnav")
+    # lnav keeps state under $HOME: a home of its own, so that a user's config plays no part.
+    lnav_home = os.path.join(ROOT, "target", "bench-lnav-home")
+    os.makedirs(lnav_home, exist_ok=True)
     figures = {}
     for fmt in fmts:
         g = generate(fmt, a.events, a.data)
@@ -93,13 +101,19 @@ def main():
                 ("check", [tt, "check", "--format", g["format"], g["load"]])]
         if lnav and len(g["files"]) == 1:
             cmds.append(("lnav", [lnav, "-n", "-c", ":goto 100%", g["files"][0]]))
+        if lnav and os.path.exists(os.path.join(lnav_dir, "formats", "installed", fmt + ".json")):
+            # The file lnav parses as JSON: the format's own (the session of claude-code).
+            cmds.append(("lnav_json", ["env", "HOME=" + lnav_home, lnav, "-I", lnav_dir, "-n", "-c", ":goto 100%",
+                                       g["files"][0]]))
         m = measure(cmds, a.repeat)
         c = m["check"]
         ln = m.get("lnav")
+        lj = m.get("lnav_json")
         figures[fmt] = {"size": size, **{k: v for k, v in m.items()}}
         print(f"| {fmt} | {size / 1e9:.2f} GB | {m['floor']['median']:.3f} s | {m['wc']['median']:.3f} s | "
               f"{c['median']:.3f} s | {c['median'] / m['floor']['median']:.1f} | {c['rss']:.0f} MB | {c['cpu']:.2f} s | "
               + (f"{ln['median']:.3f} s | {c['median'] / ln['median']:.2f} |" if ln else "– | – |")
+              + (f" {lj['median']:.3f} s | {c['median'] / lj['median']:.2f} |" if lj else " – | – |")
               + f" {','.join(map(str, c['codes']))} |", flush=True)
     if a.json:
         with open(a.json, "w") as f:
