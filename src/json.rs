@@ -53,17 +53,8 @@ pub fn write<T: Serialize + ?Sized>(mut out: &mut dyn Write, v: &T) -> io::Resul
     v.serialize(&mut ser).map_err(io::Error::other)
 }
 
-/// `v` as a JSON string.
-pub fn to_string<T: Serialize + ?Sized>(v: &T) -> String {
-    let mut buf = Vec::new();
-    // Writing into a Vec fails only when `v`'s Serialize does (a map with non-string keys);
-    // every value given here is plain data.
-    let _ = write(&mut buf, v);
-    String::from_utf8(buf).unwrap_or_default()
-}
-
 /// A path as JSON text: lossy where it is not UTF-8 (the flag says so).
-pub fn path(p: &Path) -> (String, bool) {
+fn path(p: &Path) -> (String, bool) {
     match p.to_str() {
         Some(s) => (s.to_string(), false),
         None => (p.to_string_lossy().into_owned(), true),
@@ -103,6 +94,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    fn to_string<T: Serialize + ?Sized>(v: &T) -> String {
+        let mut buf = Vec::new();
+        write(&mut buf, v).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
 
     #[test]
     fn what_serde_leaves_raw_is_escaped() {

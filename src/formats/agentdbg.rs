@@ -522,13 +522,13 @@ fn skim_into<'a>(line: &'a [u8], e: &mut FastEnvelope<'a>) -> Option<()> {
     let mut seen = Seen::default();
     k.object(|k, key| {
         match key {
-            b"event_id" => (seen.first(0)?, e.event_id = borrowed(k.opt_str()?)),
-            b"run_id" => (seen.first(1)?, e.run_id = borrowed(k.opt_str()?)),
-            b"parent_id" => (seen.first(2)?, e.parent_id = borrowed(k.opt_str()?)),
+            b"event_id" => (seen.first(0)?, e.event_id = k.opt_cow()?),
+            b"run_id" => (seen.first(1)?, e.run_id = k.opt_cow()?),
+            b"parent_id" => (seen.first(2)?, e.parent_id = k.opt_cow()?),
             b"event_type" => (seen.first(3)?, e.event_type = Cow::Borrowed(k.opt_str()??)),
             b"ts" => (seen.first(4)?, e.ts = k.raw()?),
             b"duration_ms" => (seen.first(5)?, e.duration_ms = k.raw()?),
-            b"name" => (seen.first(6)?, e.name = borrowed(k.opt_str()?)),
+            b"name" => (seen.first(6)?, e.name = k.opt_cow()?),
             b"payload" => (
                 seen.first(7)?,
                 if k.is_null_next() {
@@ -564,19 +564,15 @@ fn skim_usage(raw: &[u8]) -> Option<UsageIndex<'_>> {
     k.at_end().then_some(u)
 }
 
-fn borrowed(s: Option<&str>) -> Option<Cow<'_, str>> {
-    s.map(Cow::Borrowed)
-}
-
 fn skim_payload<'a>(k: &mut Skim<'a>, p: &mut PayloadIndex<'a>) -> Option<()> {
     let mut seen = Seen::default();
     k.object(|k, key| {
         match key {
-            b"tool_name" => (seen.first(0)?, p.tool_name = borrowed(k.opt_str()?)),
-            b"model" => (seen.first(1)?, p.model = borrowed(k.opt_str()?)),
-            b"status" => (seen.first(2)?, p.status = borrowed(k.opt_str()?)),
-            b"run_name" => (seen.first(3)?, p.run_name = borrowed(k.opt_str()?)),
-            b"error_type" => (seen.first(4)?, p.error_type = borrowed(k.opt_str()?)),
+            b"tool_name" => (seen.first(0)?, p.tool_name = k.opt_cow()?),
+            b"model" => (seen.first(1)?, p.model = k.opt_cow()?),
+            b"status" => (seen.first(2)?, p.status = k.opt_cow()?),
+            b"run_name" => (seen.first(3)?, p.run_name = k.opt_cow()?),
+            b"error_type" => (seen.first(4)?, p.error_type = k.opt_cow()?),
             b"usage" => (seen.first(5)?, p.usage = k.raw()?),
             b"error" => (seen.first(6)?, p.error = k.raw()?),
             _ => ((), k.skip()?),
@@ -923,21 +919,7 @@ mod tests {
                 f.push(format!("\"event_type\": \"{ty}\""));
                 format!("{{{}}}", f.join(", ")).into_bytes()
             });
-        let edit = (any::<prop::sample::Index>(), any::<u8>(), 0..3u8);
-        let edits = prop_oneof![2 => Just(Vec::new()), 1 => prop::collection::vec(edit, 1..3)];
-        (base, edits).prop_map(|(mut b, edits)| {
-            for (at, byte, op) in edits {
-                let i = at.index(b.len() + 1);
-                match op {
-                    0 if i < b.len() => b[i] = byte,
-                    1 if i < b.len() => {
-                        b.remove(i);
-                    }
-                    _ => b.insert(i, byte),
-                }
-            }
-            b
-        })
+        crate::formats::testing::with_byte_edits(base, 2)
     }
 
     proptest! {

@@ -2063,21 +2063,7 @@ mod tests {
                 }
                 format!("{{{}}}", f.join(",")).into_bytes()
             });
-        let edit = (any::<prop::sample::Index>(), any::<u8>(), 0..3u8);
-        let edits = prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(edit, 1..3)];
-        (base, edits).prop_map(|(mut b, edits)| {
-            for (at, byte, op) in edits {
-                let i = at.index(b.len() + 1);
-                match op {
-                    0 if i < b.len() => b[i] = byte,
-                    1 if i < b.len() => {
-                        b.remove(i);
-                    }
-                    _ => b.insert(i, byte),
-                }
-            }
-            b
-        })
+        crate::formats::testing::with_byte_edits(base, 3)
     }
 
     /// Lines of one file: episode lines over a few episodes, steps and their tool calls in

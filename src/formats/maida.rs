@@ -417,25 +417,21 @@ fn skim_span<'a>(line: &'a [u8], r: &mut RawSpan<'a>) -> Option<()> {
     let mut seen = Seen::default();
     k.object(|k, key| {
         match key {
-            b"trace_id" => (seen.first(0)?, r.trace_id = borrowed(k.opt_str()?)),
-            b"span_id" => (seen.first(1)?, r.span_id = borrowed(k.opt_str()?)),
-            b"parent_span_id" => (seen.first(2)?, r.parent_span_id = borrowed(k.opt_str()?)),
-            b"name" => (seen.first(3)?, r.name = borrowed(k.opt_str()?)),
+            b"trace_id" => (seen.first(0)?, r.trace_id = k.opt_cow()?),
+            b"span_id" => (seen.first(1)?, r.span_id = k.opt_cow()?),
+            b"parent_span_id" => (seen.first(2)?, r.parent_span_id = k.opt_cow()?),
+            b"name" => (seen.first(3)?, r.name = k.opt_cow()?),
             b"start_time" => (seen.first(4)?, r.start_time = k.raw()?),
             b"end_time" => (seen.first(5)?, r.end_time = k.raw()?),
             b"duration_ms" => (seen.first(6)?, r.duration_ms = k.raw()?),
             b"attributes" => (seen.first(7)?, r.attrs = Ok(pick_skim(k, &ATTR_KEYS)?)),
             b"events" => (seen.first(8)?, skim_events(k, r)?),
-            b"status_code" => (seen.first(9)?, r.status_code = borrowed(k.opt_str()?)),
+            b"status_code" => (seen.first(9)?, r.status_code = k.opt_cow()?),
             _ => ((), k.skip()?),
         };
         Some(())
     })?;
     k.at_end().then_some(())
-}
-
-fn borrowed(s: Option<&str>) -> Option<Cow<'_, str>> {
-    s.map(Cow::Borrowed)
 }
 
 /// `pick_serde` by the skimmer (null: no attributes; a key given twice: left to serde).

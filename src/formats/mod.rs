@@ -196,32 +196,45 @@ pub fn load(path: &Path, forced: Option<&'static dyn Format>) -> Result<Loaded, 
 /// The payload of an event, reading it from disk when it was left there.
 pub fn payload(trace: &Trace, ev: &Event) -> Payload {
     match &ev.payload {
+        PayloadRef::Deferred => payload_with_records(trace, ev).0,
         PayloadRef::None => Payload::default(),
         PayloadRef::Inline(p) => (**p).clone(),
-        PayloadRef::Deferred => {
-            let Some(f) = by_id(trace.meta.format) else {
-                return Payload::default();
-            };
-            let mut raws = Vec::new();
-            for o in std::iter::once(ev.origin).chain(ev.origin2.as_deref().copied()) {
-                match read_origin(trace, o) {
-                    Ok(b) => raws.push(b),
-                    Err(e) => {
-                        return Payload {
-                            error: Some(crate::model::ErrorInfo {
-                                kind: Some("unreadable".into()),
-                                message: format!("could not read the record from disk: {e}"),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        };
-                    }
-                }
+    }
+}
+
+/// The payload of an event and the bytes of its source record(s), each read once (the
+/// detail pane decodes the one and looks up `Y`'s source paths in the other).
+pub fn payload_with_records(trace: &Trace, ev: &Event) -> (Payload, Vec<Vec<u8>>) {
+    let mut raws = Vec::new();
+    for o in std::iter::once(ev.origin).chain(ev.origin2.as_deref().copied()) {
+        match read_origin(trace, o) {
+            Ok(b) => raws.push(b),
+            Err(e) if matches!(ev.payload, PayloadRef::Deferred) => {
+                let p = Payload {
+                    error: Some(crate::model::ErrorInfo {
+                        kind: Some("unreadable".into()),
+                        message: format!("could not read the record from disk: {e}"),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                };
+                return (p, raws);
             }
-            let refs: Vec<&[u8]> = raws.iter().map(|v| v.as_slice()).collect();
-            f.decode_payload(trace, ev, &refs)
+            Err(_) => {}
         }
     }
+    let p = match &ev.payload {
+        PayloadRef::None => Payload::default(),
+        PayloadRef::Inline(p) => (**p).clone(),
+        PayloadRef::Deferred => match by_id(trace.meta.format) {
+            Some(f) => {
+                let refs: Vec<&[u8]> = raws.iter().map(|v| v.as_slice()).collect();
+                f.decode_payload(trace, ev, &refs)
+            }
+            None => Payload::default(),
+        },
+    };
+    (p, raws)
 }
 
 /// The raw bytes of a record (for the raw view and deferred payloads), by positioned read.

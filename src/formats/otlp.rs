@@ -781,7 +781,7 @@ fn scope_fast<'a>(k: &mut Skim<'a>, src: &'a [u8], res: u32, b: &mut Batch<'a>) 
             k.object(|k, key| match key {
                 b"name" => {
                     inner.first(0)?;
-                    b.scopes[scope as usize].1 = k.opt_str()?.map(Cow::Borrowed);
+                    b.scopes[scope as usize].1 = k.opt_cow()?;
                     Some(())
                 }
                 _ => k.skip(),
@@ -836,7 +836,7 @@ fn span_fast<'a>(k: &mut Skim<'a>, f: &mut Fields<'a>) -> Option<()> {
         match key {
             b"name" => {
                 seen.first(6)?;
-                f.name = k.opt_str()?.map(Cow::Borrowed);
+                f.name = k.opt_cow()?;
             }
             b"startTimeUnixNano" => {
                 seen.first(7)?;
@@ -1907,21 +1907,7 @@ mod tests {
             .prop_map(|(r, scopes, key)| format!("{{{r}\"{key}\":[{}]}}", scopes.join(",")));
         let base = proptest::collection::vec(resource, 0..3)
             .prop_map(|rs| format!("{{\"resourceSpans\":[{}]}}", rs.join(",")).into_bytes());
-        let edit = (any::<proptest::sample::Index>(), any::<u8>(), 0..3u8);
-        let edits = prop_oneof![3 => Just(Vec::new()), 1 => proptest::collection::vec(edit, 1..3)];
-        (base, edits).prop_map(|(mut b, edits)| {
-            for (at, byte, op) in edits {
-                let i = at.index(b.len() + 1);
-                match op {
-                    0 if i < b.len() => b[i] = byte,
-                    1 if i < b.len() => {
-                        b.remove(i);
-                    }
-                    _ => b.insert(i, byte),
-                }
-            }
-            b
-        })
+        crate::formats::testing::with_byte_edits(base, 3)
     }
 
     proptest::proptest! {

@@ -248,6 +248,11 @@ impl<'a> Skim<'a> {
 
     /// A value serde would read as `Option<&str>` (borrowed): null is None, a string with an
     /// escape or any other type is left to serde (the outer None).
+    /// [`Skim::opt_str`] as the `Cow` a serde struct with `#[serde(borrow)]` holds.
+    pub fn opt_cow(&mut self) -> Option<Option<std::borrow::Cow<'a, str>>> {
+        Some(self.opt_str()?.map(std::borrow::Cow::Borrowed))
+    }
+
     pub fn opt_str(&mut self) -> Option<Option<&'a str>> {
         match self.scalar()? {
             Scalar::Null => Some(None),

@@ -18,3 +18,28 @@ pub fn outline(t: &Trace) -> Vec<String> {
         .map(|&(i, d)| format!("{}{} {}", "  ".repeat(d), t.event(i).kind.as_str(), t.name(i)))
         .collect()
 }
+
+/// Records as `base` makes them, left whole `unchanged` times out of `unchanged + 1`, else with
+/// one or two bytes changed, removed or inserted: what a fast path must still agree with
+/// serde_json on (the formats' differential proptests).
+pub fn with_byte_edits<S>(base: S, unchanged: u32) -> impl proptest::strategy::Strategy<Value = Vec<u8>>
+where
+    S: proptest::strategy::Strategy<Value = Vec<u8>>,
+{
+    use proptest::prelude::*;
+    let edit = (any::<prop::sample::Index>(), any::<u8>(), 0..3u8);
+    let edits = prop_oneof![unchanged => Just(Vec::new()), 1 => prop::collection::vec(edit, 1..3)];
+    (base, edits).prop_map(|(mut b, edits)| {
+        for (at, byte, op) in edits {
+            let i = at.index(b.len() + 1);
+            match op {
+                0 if i < b.len() => b[i] = byte,
+                1 if i < b.len() => {
+                    b.remove(i);
+                }
+                _ => b.insert(i, byte),
+            }
+        }
+        b
+    })
+}

@@ -249,7 +249,7 @@ fn file_name(t: &Trace, file: u16) -> String {
 pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     let e = t.event(i);
     let mut d = Doc::default();
-    let payload = formats::payload(t, e);
+    let (payload, records) = formats::payload_with_records(t, e);
     for v in [&payload.input, &payload.output].into_iter().flatten() {
         markers_in(v, &mut d.markers);
     }
@@ -333,7 +333,7 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         l.push(Tok::Dim, "(no payload)");
         d.line(l);
     } else {
-        let records = source_records(t, e);
+        let records = parse_records(&records);
         payload_sections(e.kind, payload, &records, &mut d);
     }
     if d.truncated {
@@ -350,15 +350,12 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
 }
 
 /// The event's source record(s), parsed, to find where each payload section came from.
-fn source_records(t: &Trace, e: &crate::model::Event) -> Vec<Value> {
-    let mut origins = vec![e.origin];
-    origins.extend(e.origin2.as_deref().copied());
-    origins
-        .into_iter()
-        // A whole document (len 0) has no record of its own; a huge record is not parsed twice.
-        .filter(|o| o.len > 0 && (o.len as usize) <= MAX_SOURCE_RECORD)
-        .filter_map(|o| formats::read_origin(t, o).ok())
-        .filter_map(|b| serde_json::from_slice(&b).ok())
+fn parse_records(raws: &[Vec<u8>]) -> Vec<Value> {
+    raws.iter()
+        // A whole document (its origin reads nothing) has no record of its own; a huge record
+        // is not parsed a second time.
+        .filter(|b| !b.is_empty() && b.len() <= MAX_SOURCE_RECORD)
+        .filter_map(|b| serde_json::from_slice(b).ok())
         .collect()
 }
 
