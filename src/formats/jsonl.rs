@@ -70,6 +70,9 @@ pub struct Sink {
     pending: Vec<Diagnostic>,
     /// Indices of traces touched since the last `take_touched` (for the live tail).
     touched: Vec<usize>,
+    /// Whether each trace is in `touched`: a touch is O(1) however many traces a source has
+    /// (a search of the list was quadratic over a dataset of a trace a line).
+    is_touched: Vec<bool>,
 }
 
 impl Sink {
@@ -80,6 +83,7 @@ impl Sink {
             current: None,
             pending: Vec::new(),
             touched: Vec::new(),
+            is_touched: Vec::new(),
         }
     }
 
@@ -89,21 +93,25 @@ impl Sink {
         }
         self.traces.push(t);
         let i = self.traces.len() - 1;
-        // A new index is in no list yet: `touch` would search the list (quadratic over a
-        // dataset of a trace a line).
-        self.current = Some(i);
-        self.touched.push(i);
+        self.touch(i);
         i
     }
 
     pub fn touch(&mut self, i: usize) {
         self.current = Some(i);
-        if !self.touched.contains(&i) {
+        if self.is_touched.len() <= i {
+            self.is_touched.resize(i + 1, false);
+        }
+        if !self.is_touched[i] {
+            self.is_touched[i] = true;
             self.touched.push(i);
         }
     }
 
     pub fn take_touched(&mut self) -> Vec<usize> {
+        for &i in &self.touched {
+            self.is_touched[i] = false;
+        }
         std::mem::take(&mut self.touched)
     }
 

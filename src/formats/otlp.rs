@@ -187,7 +187,6 @@ struct DocLoad<'p> {
 
 impl DocSink for DocLoad<'_> {
     fn elements(&mut self, batch: &[(&[u8], LineLoc)]) {
-        self.parser.call += 1;
         engine::batch(&mut Entries(self.parser), batch, self.sink);
     }
     fn problem(&mut self, line: u64, message: String) {
@@ -1042,9 +1041,6 @@ pub struct Parser {
     scopes: Vec<Vec<String>>,
     /// Whether each trace's root span (the last a trace writes) has come.
     rooted: Vec<bool>,
-    /// The `line`/`lines` call in which each trace was last touched in the sink, and this one.
-    touched: Vec<u64>,
-    call: u64,
     /// Traces that received spans since the last flush: only they are settled again (the
     /// explorer flushes after every slice, and settling all of 17k traces each time made its
     /// load of 1M spans take 24 s).
@@ -1069,15 +1065,7 @@ impl Parser {
     fn trace_for(&mut self, trace_id: &str, resource: Option<&str>, sink: &mut Sink) -> usize {
         if let Some(&i) = self.traces.get(trace_id) {
             self.mark(i);
-            // `Sink::touch` scans the list of traces touched since the tail last asked: with
-            // thousands of traces, touching at every switch between two was 9% of a load.
-            // Once a call is enough (the list is taken between calls, never during one).
-            if self.touched[i] != self.call {
-                self.touched[i] = self.call;
-                sink.touch(i);
-            } else {
-                sink.current = Some(i);
-            }
+            sink.touch(i);
             return i;
         }
         // The resource (service name, SDK, host) belongs to the run, not to each span.
@@ -1098,9 +1086,7 @@ impl Parser {
         if self.scopes.len() <= i {
             self.scopes.resize_with(i + 1, Vec::new);
             self.rooted.resize(i + 1, false);
-            self.touched.resize(i + 1, 0);
         }
-        self.touched[i] = self.call; // push_trace touched it
         self.mark(i);
         i
     }
@@ -1312,12 +1298,10 @@ fn span_kind_name(k: &Value) -> Value {
 
 impl LineParser for Parser {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
-        self.call += 1;
         engine::one(self, line, loc, sink);
     }
 
     fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
-        self.call += 1;
         engine::batch(self, batch, sink);
     }
 
