@@ -46,6 +46,7 @@ fn big_trace() -> Trace {
                 input: Some(1200),
                 output: Some(80),
                 total: None,
+                ..Default::default()
             }),
             payload: PayloadRef::Inline(Box::new(Payload {
                 input: Some(serde_json::json!("Plan the next step.")),

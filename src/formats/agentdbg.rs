@@ -506,6 +506,7 @@ fn read_usage(raw: Option<Raw>) -> Option<Usage> {
         input: raw_u64(u.prompt_tokens).or(raw_u64(u.input_tokens)),
         output: raw_u64(u.completion_tokens).or(raw_u64(u.output_tokens)),
         total: raw_u64(u.total_tokens),
+        ..Default::default()
     })
 }
 

@@ -867,6 +867,7 @@ fn usage_of(input: Option<u64>, created: Option<u64>, read: Option<u64>, output:
         input: input.map(|x| x.saturating_add(cached)),
         output,
         total: None,
+        ..Default::default()
     }
 }
 

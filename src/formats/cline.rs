@@ -438,6 +438,7 @@ impl Reader {
                 input: n("prompt").map(|p| p.saturating_add(n("cached").unwrap_or(0))),
                 output: n("completion"),
                 total: None,
+                ..Default::default()
             }
         });
         self.msgs.push(Msg {
@@ -492,6 +493,7 @@ impl Reader {
                         input: n("tokensIn").map(|x| x.saturating_add(cached)),
                         output: n("tokensOut"),
                         total: None,
+                        ..Default::default()
                     };
                     row.usage = Some(u).filter(|u| !u.is_empty());
                     // A request the user cancelled is no failure; a failed stream or exhausted

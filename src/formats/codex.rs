@@ -339,6 +339,7 @@ impl Tokens {
                 input: lenient_u64(l.get("input_tokens")),
                 output: lenient_u64(l.get("output_tokens")),
                 total: lenient_u64(l.get("total_tokens")),
+                ..Default::default()
             }),
             model: str_of(info, "model").map(str::to_string),
         }
@@ -1892,12 +1893,14 @@ impl Parser {
                     input: d("input_tokens"),
                     output: d("output_tokens"),
                     total: d("total_tokens"),
+                    ..Default::default()
                 }
             }
             (None, Some(tot), None) => Usage {
                 input: n(tot, "input_tokens"),
                 output: n(tot, "output_tokens"),
                 total: n(tot, "total_tokens"),
+                ..Default::default()
             },
             (None, None, _) => return,
         };

@@ -604,6 +604,7 @@ fn finish_message<'a>(
             input: lenient_u64(t.get("input")),
             output: lenient_u64(t.get("output")),
             total: lenient_u64(t.get("total")),
+            ..Default::default()
         });
     MsgRec {
         part,
@@ -800,6 +801,7 @@ impl Tokens {
             input: v(self.0[0]),
             output: v(self.0[1]),
             total: v(self.0[2]),
+            ..Default::default()
         };
         (!u.is_empty()).then_some(u)
     }
@@ -1456,7 +1458,8 @@ mod tests {
             Some(Usage {
                 input: None,
                 output: Some(7),
-                total: Some(17)
+                total: Some(17),
+                ..Default::default()
             })
         );
         assert_eq!(t.event(find(&t, "c1")).status, Status::Pending);

@@ -666,6 +666,7 @@ fn call_usage(u: Option<&Value>) -> Option<Usage> {
         input: lenient_u64(u.get("input_tokens")),
         output: lenient_u64(u.get("output_tokens")),
         total: lenient_u64(u.get("total_tokens")),
+        ..Default::default()
     };
     (!usage.is_empty()).then_some(usage)
 }
@@ -1874,7 +1875,8 @@ mod tests {
             Some(Usage {
                 input: Some(10),
                 output: Some(3),
-                total: Some(13)
+                total: Some(13),
+                ..Default::default()
             })
         );
         // Later calls show what was added since the previous call (not the whole conversation

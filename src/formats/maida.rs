@@ -632,6 +632,7 @@ impl<'a> SpanRec<'a> {
             input: raw_u64(attrs.vals[INPUT_TOKENS]).or_else(|| raw_u64(attrs.vals[PROMPT_TOKENS])),
             output: raw_u64(attrs.vals[OUTPUT_TOKENS]).or_else(|| raw_u64(attrs.vals[COMPLETION_TOKENS])),
             total: raw_u64(attrs.vals[TOTAL_TOKENS]),
+            ..Default::default()
         });
         // Span events that are events of their own: loop warnings, and exceptions of spans
         // that are not calls (a failed call is one event carrying its error).
@@ -1842,6 +1843,7 @@ mod tests {
                 input: n("gen_ai.usage.input_tokens").or(n("gen_ai.usage.prompt_tokens")),
                 output: n("gen_ai.usage.output_tokens").or(n("gen_ai.usage.completion_tokens")),
                 total: n("gen_ai.usage.total_tokens"),
+                ..Default::default()
             })
             .filter(|u| !u.is_empty());
         let id = span_id.unwrap_or("").to_string();

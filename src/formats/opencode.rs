@@ -881,6 +881,7 @@ fn usage_of(tokens: Option<&Value>) -> Option<Usage> {
         input: parts[0],
         output: parts[1],
         total: n(&["total"]).or(sum),
+        ..Default::default()
     };
     (!u.is_empty()).then_some(u)
 }

@@ -126,6 +126,7 @@ fn usage_of(u: &Value) -> Option<Usage> {
         input: lenient_u64(u.get("prompt_tokens")),
         output: lenient_u64(u.get("completion_tokens")),
         total: lenient_u64(u.get("total_tokens")),
+        ..Default::default()
     };
     (!u.is_empty()).then_some(u)
 }

@@ -653,6 +653,7 @@ impl<'a> SpanRec<'a> {
             input: a.u64(&K_INPUT),
             output: a.u64(&K_OUTPUT),
             total: a.u64(&K_TOTAL),
+            ..Default::default()
         };
         if cc == Some(EventKind::LlmCall) && usage.is_empty() {
             // As the transcripts count them: input includes the prompt cache read and written.
@@ -943,6 +944,7 @@ fn log_rec(bytes: &[u8], resource: u32) -> LogRec<'_> {
                 input: attr_u64(&attrs, "gen_ai.usage.input_tokens"),
                 output: attr_u64(&attrs, "gen_ai.usage.output_tokens"),
                 total: None,
+                ..Default::default()
             });
         }
         (_, "sse_event") if codex => {
@@ -957,6 +959,7 @@ fn log_rec(bytes: &[u8], resource: u32) -> LogRec<'_> {
                     input,
                     output,
                     total: None,
+                    ..Default::default()
                 });
             }
         }
@@ -970,6 +973,7 @@ fn log_rec(bytes: &[u8], resource: u32) -> LogRec<'_> {
                 input: parts.iter().flatten().copied().reduce(u64::saturating_add),
                 output: attr_u64(&attrs, "output_tokens"),
                 total: None,
+                ..Default::default()
             });
         }
         (_, "api_request") => {

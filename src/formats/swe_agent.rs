@@ -488,6 +488,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                     input: super::lenient_u64(u.get("prompt_tokens")),
                     output: super::lenient_u64(u.get("completion_tokens")),
                     total: super::lenient_u64(u.get("total_tokens")),
+                    ..Default::default()
                 });
                 let call_model = response
                     .and_then(|r| str_of(r, "model"))

@@ -91,24 +91,48 @@ impl Status {
     }
 }
 
-/// Token usage of one LLM call. Any field may be unknown (absent or redacted).
+/// Token usage of one LLM call, normalized the same way for every format (each format's
+/// file says how its recorder counts): `input` is prompt tokens neither read from nor written
+/// to a cache, `output` excludes reasoning tokens, so the five kinds add up to what the call
+/// used. Any field may be unknown (absent or redacted).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
     pub input: Option<u64>,
     pub output: Option<u64>,
+    /// The total as recorded (kept when the parts are not all known).
     pub total: Option<u64>,
+    pub cache_read: Option<u64>,
+    pub cache_write: Option<u64>,
+    pub reasoning: Option<u64>,
+    /// What the recorder said the call cost, in microdollars (wins over a computed cost).
+    pub cost: Option<u64>,
 }
 
 impl Usage {
     pub fn is_empty(&self) -> bool {
-        self.input.is_none() && self.output.is_none() && self.total.is_none()
+        self.input.is_none()
+            && self.output.is_none()
+            && self.total.is_none()
+            && self.cache_read.is_none()
+            && self.cache_write.is_none()
+            && self.reasoning.is_none()
+            && self.cost.is_none()
     }
-    /// Total tokens: the recorded total, else input + output where known.
+    /// Total tokens: the recorded total, else the sum of the kinds that are known.
     pub fn sum(&self) -> Option<u64> {
-        self.total.or(match (self.input, self.output) {
-            (None, None) => None,
+        self.total.or_else(|| {
+            let parts = [
+                self.input,
+                self.cache_read,
+                self.cache_write,
+                self.output,
+                self.reasoning,
+            ];
+            if parts.iter().all(Option::is_none) {
+                return None;
+            }
             // Saturating: counts come from the trace and may be anything up to u64::MAX.
-            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+            Some(parts.iter().flatten().fold(0u64, |a, &b| a.saturating_add(b)))
         })
     }
 }

@@ -1167,6 +1167,7 @@ mod tests {
                 input: Some(3),
                 output: Some(4),
                 total: None,
+                ..Default::default()
             }),
             ..NewEvent::new(EventKind::LlmCall, "m")
         });

@@ -1,0 +1,195 @@
+//! Tokens and dollars of a run: the sum over its LLM calls of their normalized usage
+//! ([`Usage`]), each call priced by its model (or the run's) unless the recorder wrote a cost.
+//!
+//! This is the one definition of a run's tokens and cost that every view uses (runs list,
+//! header, `ls`, `show`, `check`, `stats`), so that they agree.
+
+use super::{How, Prices, Tokens};
+use crate::model::{EventKind, Trace, Usage};
+
+/// The tokens of one call by kind (unknown kinds count 0).
+pub fn tokens_of(u: &Usage) -> Tokens {
+    Tokens {
+        input: u.input.unwrap_or(0),
+        cache_read: u.cache_read.unwrap_or(0),
+        cache_write: u.cache_write.unwrap_or(0),
+        output: u.output.unwrap_or(0),
+        reasoning: u.reasoning.unwrap_or(0),
+    }
+}
+
+/// What one call cost and how that was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallCost {
+    /// Microdollars; None when unknown (no usage, or no price for its model).
+    pub micros: Option<u64>,
+    pub basis: Basis,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Basis {
+    /// The recorder wrote the cost.
+    Recorded,
+    /// Computed from the price list entry `model`, matched as `how`.
+    Priced { model: String, how: How },
+    /// The call has no model name.
+    NoModel,
+    /// The model is not in the price list.
+    UnknownModel(String),
+    /// The call recorded no token counts.
+    NoUsage,
+}
+
+/// The cost of one call with model `model` (the call's own, else the run's).
+pub fn call_cost(prices: &Prices, model: Option<&str>, usage: Option<&Usage>) -> CallCost {
+    let Some(u) = usage.filter(|u| !u.is_empty()) else {
+        return CallCost {
+            micros: None,
+            basis: Basis::NoUsage,
+        };
+    };
+    if let Some(c) = u.cost {
+        return CallCost {
+            micros: Some(c),
+            basis: Basis::Recorded,
+        };
+    }
+    let Some(model) = model.filter(|m| !m.trim().is_empty()) else {
+        return CallCost {
+            micros: None,
+            basis: Basis::NoModel,
+        };
+    };
+    match prices.lookup(model) {
+        Some((e, how)) => CallCost {
+            micros: super::cost(&e.price, tokens_of(u)),
+            basis: Basis::Priced {
+                model: e.model.clone(),
+                how,
+            },
+        },
+        None => CallCost {
+            micros: None,
+            basis: Basis::UnknownModel(model.to_string()),
+        },
+    }
+}
+
+/// Tokens and cost added up over some calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Total {
+    pub calls: u64,
+    pub tokens: Tokens,
+    /// Sum of [`Usage::sum`] (the recorded totals where the parts are not known).
+    pub total_tokens: u64,
+    /// Sum of the known costs, microdollars.
+    pub micros: u64,
+    /// Calls with usage whose cost is unknown (left out of `micros`).
+    pub unknown: u64,
+}
+
+impl Total {
+    pub fn add(&mut self, u: Option<&Usage>, c: &CallCost) {
+        self.calls += 1;
+        if let Some(u) = u {
+            let t = tokens_of(u);
+            let s = &mut self.tokens;
+            s.input = s.input.saturating_add(t.input);
+            s.cache_read = s.cache_read.saturating_add(t.cache_read);
+            s.cache_write = s.cache_write.saturating_add(t.cache_write);
+            s.output = s.output.saturating_add(t.output);
+            s.reasoning = s.reasoning.saturating_add(t.reasoning);
+            self.total_tokens = self.total_tokens.saturating_add(u.sum().unwrap_or(0));
+        }
+        match c.micros {
+            Some(m) => self.micros = self.micros.saturating_add(m),
+            None if c.basis != Basis::NoUsage => self.unknown += 1,
+            None => {}
+        }
+    }
+    pub fn merge(&mut self, o: &Total) {
+        self.calls += o.calls;
+        let (s, t) = (&mut self.tokens, o.tokens);
+        s.input = s.input.saturating_add(t.input);
+        s.cache_read = s.cache_read.saturating_add(t.cache_read);
+        s.cache_write = s.cache_write.saturating_add(t.cache_write);
+        s.output = s.output.saturating_add(t.output);
+        s.reasoning = s.reasoning.saturating_add(t.reasoning);
+        self.total_tokens = self.total_tokens.saturating_add(o.total_tokens);
+        self.micros = self.micros.saturating_add(o.micros);
+        self.unknown += o.unknown;
+    }
+    /// The cost as a user reads it: `$0.1234`, `≥$0.1234` when some calls are unknown,
+    /// `?` when none is known.
+    pub fn cost_text(&self) -> String {
+        match (self.micros, self.unknown) {
+            (0, u) if u > 0 => "?".into(),
+            (m, 0) => super::dollars(m),
+            (m, _) => format!("≥{}", super::dollars(m)),
+        }
+    }
+}
+
+/// A run's tokens and cost, in all and by model (models in order of first use).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunCost {
+    pub total: Total,
+    pub by_model: Vec<(String, Total)>,
+}
+
+/// Add up a run's LLM calls.
+pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
+    let mut rc = RunCost::default();
+    let run_model = trace.meta.model.as_deref();
+    for e in &trace.events {
+        if e.kind != EventKind::LlmCall {
+            continue;
+        }
+        let own = trace.str(e.model);
+        let model = if own.is_empty() { run_model } else { Some(own) };
+        let u = e.usage.as_deref();
+        let c = call_cost(prices, model, u);
+        rc.total.add(u, &c);
+        let key = model.unwrap_or("").to_string();
+        match rc.by_model.iter_mut().find(|(m, _)| *m == key) {
+            Some((_, t)) => t.add(u, &c),
+            None => {
+                let mut t = Total::default();
+                t.add(u, &c);
+                rc.by_model.push((key, t));
+            }
+        }
+    }
+    rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_cost_wins_and_unknown_models_are_unknown_not_zero() {
+        let p = Prices::builtin();
+        let u = Usage {
+            input: Some(1_000_000),
+            output: Some(1_000_000),
+            ..Default::default()
+        };
+        // Claude Sonnet 4.5: $3 in + $15 out per million.
+        let c = call_cost(p, Some("claude-sonnet-4-5-20250929"), Some(&u));
+        assert_eq!(c.micros, Some(18_000_000));
+        let rec = Usage { cost: Some(42), ..u };
+        assert_eq!(call_cost(p, Some("claude-sonnet-4-5"), Some(&rec)).micros, Some(42));
+        let unk = call_cost(p, Some("no-such-model-xyz"), Some(&u));
+        assert_eq!(unk.micros, None);
+        let mut t = Total::default();
+        t.add(Some(&u), &c);
+        t.add(Some(&u), &unk);
+        assert_eq!((t.micros, t.unknown, t.calls), (18_000_000, 1, 2));
+        assert_eq!(t.cost_text(), "≥$18.0000");
+        let mut none = Total::default();
+        none.add(Some(&u), &unk);
+        assert_eq!(none.cost_text(), "?");
+        assert_eq!(call_cost(p, Some("gpt-4o"), None).basis, Basis::NoUsage);
+    }
+}
