@@ -623,7 +623,7 @@ impl LineParser for Parser {
             };
             if let Some(r) = rs.root {
                 let e = &t.events[r as usize];
-                t.meta.start = t.meta.start.or(e.start);
+                t.meta.start = t.meta.start.or(e.start.into());
                 if rs.ended {
                     t.meta.end = t.meta.end.or(e.end());
                 }
@@ -752,8 +752,8 @@ impl Parser {
                     let e = t.event_mut(r);
                     e.status = ok_or_error(&p.status);
                     e.origin2 = Some(Box::new(origin));
-                    if let (Some(s0), Some(s1)) = (e.start, start) {
-                        e.duration = Some(s1.saturating_sub(s0).max(0));
+                    if let (Some(s0), Some(s1)) = (e.start.get(), start) {
+                        e.duration = Some(s1.saturating_sub(s0).max(0)).into();
                     }
                 }
                 _ => {

@@ -895,8 +895,8 @@ impl Parser {
                         let e = t.event_mut(r);
                         e.status = status;
                         e.origin2 = Some(Box::new(origin));
-                        if let (Some(s0), Some(s1)) = (e.start, start) {
-                            e.duration = Some(s1.saturating_sub(s0).max(0));
+                        if let (Some(s0), Some(s1)) = (e.start.get(), start) {
+                            e.duration = Some(s1.saturating_sub(s0).max(0)).into();
                         }
                     }
                     None => {
@@ -1199,11 +1199,12 @@ impl Parser {
                     let end = ev.start;
                     ev.origin = origin;
                     ev.origin2 = Some(Box::new(result_origin));
-                    ev.start = ts;
-                    ev.duration = match (ts, end) {
+                    ev.start = ts.into();
+                    ev.duration = match (ts, end.get()) {
                         (Some(a), Some(b)) => Some(b.saturating_sub(a).max(0)),
                         _ => None,
-                    };
+                    }
+                    .into();
                     let tool_ref = t.strings.intern(tool);
                     t.event_mut(e).name = tool_ref;
                     return;
@@ -1230,8 +1231,8 @@ impl Parser {
                 let ev = t.event_mut(e);
                 ev.origin2 = Some(Box::new(origin));
                 ev.status = result_status;
-                if let (Some(a), Some(b)) = (ev.start, ts) {
-                    ev.duration = Some(b.saturating_sub(a).max(0));
+                if let (Some(a), Some(b)) = (ev.start.get(), ts) {
+                    ev.duration = Some(b.saturating_sub(a).max(0)).into();
                 }
                 st.pending -= 1;
                 st.errors += (result_status == Status::Error) as u32;

@@ -623,7 +623,7 @@ impl LineParser for Parser {
             let mut lo: Option<i64> = None;
             let mut hi: Option<i64> = None;
             for e in &t.events {
-                if let Some(s) = e.start {
+                if let Some(s) = e.start.get() {
                     lo = Some(lo.map_or(s, |x| x.min(s)));
                     hi = Some(hi.map_or(s, |x| x.max(s)));
                 }
@@ -636,10 +636,10 @@ impl LineParser for Parser {
         t.meta.end = hi;
         let root = self.root;
         let e = t.event_mut(root);
-        e.start = lo;
+        e.start = lo.into();
         e.duration = match (lo, hi) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a).max(0)),
-            _ => None,
+            (Some(a), Some(b)) => Some(b.saturating_sub(a).max(0)).into(),
+            _ => None.into(),
         };
         e.status = status.event_status();
     }

@@ -496,15 +496,15 @@ impl Parser {
             };
             let e = t.event_mut(c);
             e.status = status;
-            if let (Some(a), Some(b)) = (e.start, sub.state.prev_ts) {
-                e.duration = Some(b.saturating_sub(a).max(0));
+            if let (Some(a), Some(b)) = (e.start.get(), sub.state.prev_ts) {
+                e.duration = Some(b.saturating_sub(a).max(0)).into();
             }
         }
         let e = t.event_mut(root);
-        e.start = self.s.first_ts;
+        e.start = self.s.first_ts.into();
         e.duration = match (self.s.first_ts, self.s.last_ts) {
-            (Some(a), Some(b)) if b >= a => Some(b.saturating_sub(a)),
-            _ => None,
+            (Some(a), Some(b)) if b >= a => Some(b.saturating_sub(a)).into(),
+            _ => None.into(),
         };
         e.status = status.event_status();
     }
@@ -1560,8 +1560,8 @@ fn tool_result(s: &mut Session, r: &Rec, b: &Block, results: &[&Block], line: &[
     s.answered(t, call, status);
     let e = t.event_mut(call);
     e.origin2 = Some(Box::new(if found_again { at.origin } else { block_origin }));
-    if let (Some(a), Some(b)) = (e.start, r.ts) {
-        e.duration = Some(b.saturating_sub(a).max(0));
+    if let (Some(a), Some(b)) = (e.start.get(), r.ts) {
+        e.duration = Some(b.saturating_sub(a).max(0)).into();
     }
 }
 
@@ -1618,8 +1618,8 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
     };
     // The last line of a response carries the final usage and stop reason.
     let e = t.event_mut(llm);
-    if let (Some(a), Some(b)) = (e.start, r.ts) {
-        e.duration = Some(b.saturating_sub(a).max(0).max(e.duration.unwrap_or(0)));
+    if let (Some(a), Some(b)) = (e.start.get(), r.ts) {
+        e.duration = Some(b.saturating_sub(a).max(0).max(e.duration.unwrap_or(0))).into();
     }
     if (at.origin.file, at.origin.line) != (e.origin.file, e.origin.line) {
         e.origin2 = Some(Box::new(at.origin));

@@ -1418,7 +1418,7 @@ impl Parser {
 
     fn start_turn(&mut self, t: &mut Trace, id: Option<&str>, r: &At) -> usize {
         let n = self.turns.len() + 1;
-        let first_prompt = self.loose_prompts.first().map(|&p| t.event(p).start);
+        let first_prompt = self.loose_prompts.first().map(|&p| t.event(p).start.get());
         let event = t.add(NewEvent {
             id: None,
             parent: Parent::Index(self.root),
@@ -1618,8 +1618,8 @@ impl Parser {
         if ev.origin.line != r.origin.line {
             ev.origin2 = Some(Box::new(r.origin));
         }
-        if let (Some(a), Some(b)) = (ev.start, r.ts) {
-            ev.duration = Some(b.saturating_sub(a).max(0));
+        if let (Some(a), Some(b)) = (ev.start.get(), r.ts) {
+            ev.duration = Some(b.saturating_sub(a).max(0)).into();
         }
     }
 
@@ -1795,9 +1795,9 @@ impl Parser {
                     ev.origin2 = Some(Box::new(r.origin));
                 }
                 if let Some(ms) = *duration_ms {
-                    ev.duration = Some((ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000);
-                } else if let (Some(a), Some(b)) = (ev.start, r.ts) {
-                    ev.duration = Some(b.saturating_sub(a).max(0));
+                    ev.duration = Some((ms.min(i64::MAX as u64 / 1_000_000) as i64) * 1_000_000).into();
+                } else if let (Some(a), Some(b)) = (ev.start.get(), r.ts) {
+                    ev.duration = Some(b.saturating_sub(a).max(0)).into();
                 }
                 self.aborted_last = t.event(e).status == Status::Error;
                 self.llm_open = false;
@@ -1926,8 +1926,8 @@ impl Parser {
         let mr = self.model.as_deref().map(|m| t.strings.intern(m));
         let ev = t.event_mut(l);
         ev.usage = (!delta.is_empty()).then(|| Box::new(delta));
-        if let (Some(a), Some(b)) = (ev.start, r.ts) {
-            ev.duration = Some(b.saturating_sub(a).max(0));
+        if let (Some(a), Some(b)) = (ev.start.get(), r.ts) {
+            ev.duration = Some(b.saturating_sub(a).max(0)).into();
         }
         // The count is the call's second record: its usage is shown from there.
         if ev.origin.line != r.origin.line {
@@ -1989,9 +1989,9 @@ impl LineParser for Parser {
         t.meta.start = t.meta.start.or(lo);
         let start = t.meta.start.or(lo);
         let root = t.event_mut(self.root);
-        root.start = start;
-        if let (Some(a), Some(b)) = (root.start, hi) {
-            root.duration = Some(b.saturating_sub(a).max(0));
+        root.start = start.into();
+        if let (Some(a), Some(b)) = (root.start.get(), hi) {
+            root.duration = Some(b.saturating_sub(a).max(0)).into();
         }
         root.status = status.event_status();
         // Turns without their task events end when the next one starts. Every turn but the

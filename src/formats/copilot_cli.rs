@@ -503,8 +503,8 @@ impl Parser {
                     t.event_mut(i).origin2 = Some(Box::new(origin));
                     let e = t.event_mut(i);
                     e.status = Status::Ok;
-                    if let (Some(a), Some(b)) = (e.start, rec.ts) {
-                        e.duration = Some(b.saturating_sub(a).max(0));
+                    if let (Some(a), Some(b)) = (e.start.get(), rec.ts) {
+                        e.duration = Some(b.saturating_sub(a).max(0)).into();
                     }
                 }
                 None => {
@@ -553,7 +553,7 @@ impl Parser {
                         c.started = true;
                         // The call runs from here; it was asked for earlier.
                         if let Some(ts) = rec.ts {
-                            sink.traces[0].event_mut(c.event).start = Some(ts);
+                            sink.traces[0].event_mut(c.event).start = Some(ts).into();
                         }
                     }
                     Some(_) => {
@@ -593,8 +593,8 @@ impl Parser {
                         let t = &mut sink.traces[0];
                         let e = t.event_mut(c.event);
                         e.status = status;
-                        if let (Some(a), Some(b)) = (e.start, rec.ts) {
-                            e.duration = Some(b.saturating_sub(a).max(0));
+                        if let (Some(a), Some(b)) = (e.start.get(), rec.ts) {
+                            e.duration = Some(b.saturating_sub(a).max(0)).into();
                         }
                         e.origin2 = Some(Box::new(origin));
                         if let Some(m) = text(d.model) {
@@ -679,8 +679,8 @@ impl Parser {
                     } else {
                         Status::Ok
                     };
-                    if let (Some(a), Some(b)) = (e.start, rec.ts) {
-                        e.duration = Some(b.saturating_sub(a).max(0));
+                    if let (Some(a), Some(b)) = (e.start.get(), rec.ts) {
+                        e.duration = Some(b.saturating_sub(a).max(0)).into();
                     }
                     e.origin2 = Some(Box::new(origin));
                 }
@@ -839,11 +839,11 @@ impl LineParser for Parser {
         t.meta.start = start;
         t.meta.end = self.last_ts;
         let e = t.event_mut(root);
-        e.start = start;
+        e.start = start.into();
         e.duration = match (start, self.last_ts) {
             // Checked: times from a trace may span more than i64.
-            (Some(a), Some(b)) if b >= a => b.checked_sub(a),
-            _ => None,
+            (Some(a), Some(b)) if b >= a => b.checked_sub(a).into(),
+            _ => None.into(),
         };
         e.status = status.event_status();
         if let Some(n) = t.meta.name.clone() {
@@ -1090,7 +1090,7 @@ mod tests {
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         assert_eq!(t.counts().tool_calls, 2);
         let c1 = t.event(t.find("c1").unwrap());
-        assert_eq!((c1.status, c1.duration), (Status::Ok, Some(1_000_000_000)));
+        assert_eq!((c1.status, c1.duration.get()), (Status::Ok, Some(1_000_000_000)));
         assert_eq!(t.event(t.find("c2").unwrap()).status, Status::Pending);
         assert_eq!(t.meta.status, RunStatus::Running, "no shutdown and a call unanswered");
         assert_eq!(

@@ -1074,10 +1074,10 @@ impl Builder<'_, '_> {
             "span_end" => {
                 if let Some(&idx) = str_of(&v, "id").and_then(|s| self.spans.get(s))
                     && t.event(idx).kind == EventKind::Step
-                    && let (Some(s), Some(e)) = (t.event(idx).start, start)
+                    && let (Some(s), Some(e)) = (t.event(idx).start.get(), start)
                     && e >= s
                 {
-                    t.event_mut(idx).duration = Some(e - s);
+                    t.event_mut(idx).duration = Some(e - s).into();
                 }
             }
             "step" => {
@@ -1086,10 +1086,10 @@ impl Builder<'_, '_> {
                     if let Some(pos) = self.steps.iter().rposition(|(n, _)| *n == name) {
                         let (_, idx) = self.steps.remove(pos);
                         self.steps.truncate(pos);
-                        if let (Some(s), Some(e)) = (t.event(idx).start, start)
+                        if let (Some(s), Some(e)) = (t.event(idx).start.get(), start)
                             && e >= s
                         {
-                            t.event_mut(idx).duration = Some(e - s);
+                            t.event_mut(idx).duration = Some(e - s).into();
                         }
                     }
                     return;
@@ -1841,7 +1841,7 @@ mod tests {
         ];
         assert_eq!(o, expected);
         let add = t.event(tool(t, "c1"));
-        assert_eq!((add.status, add.duration), (Status::Ok, Some(31_000_000)));
+        assert_eq!((add.status, add.duration.get()), (Status::Ok, Some(31_000_000)));
         let p = crate::formats::payload(t, add);
         assert_eq!(p.input, Some(json!({"x": 40, "y": 2})));
         assert_eq!(p.output, Some(json!("42")));

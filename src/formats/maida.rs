@@ -965,7 +965,7 @@ impl LineParser for Parser {
                 (None, None) => RunStatus::Running,
             };
             if let Some((_, start, end)) = root {
-                t.meta.start = t.meta.start.or(start);
+                t.meta.start = t.meta.start.or(start.into());
                 if root_done {
                     t.meta.end = t.meta.end.or(end);
                 }
@@ -1934,8 +1934,8 @@ mod tests {
                     t.name(i).to_string(),
                     t.str(e.source_id).to_string(),
                     parent.clone(),
-                    e.start,
-                    e.duration,
+                    e.start.into(),
+                    e.duration.into(),
                     e.status,
                     e.usage.as_deref().copied(),
                     t.str(e.model).to_string(),

@@ -1008,8 +1008,8 @@ fn build(source: &Path, s: SessionRec) -> Trace {
     t.meta.end = last;
     t.meta.model = model;
     let e = t.event_mut(root);
-    e.start = first;
-    e.duration = span(first, last);
+    e.start = first.into();
+    e.duration = span(first, last).into();
     e.status = status.event_status();
     t.finalize();
     t
@@ -1184,7 +1184,7 @@ fn close_step(b: &mut Builder, s: &Step, end: Option<i64>, status: Status) {
     let end = end.or(s.end);
     b.seen(end);
     let e = b.t.event_mut(s.event);
-    e.duration = span(s.start, end);
+    e.duration = span(s.start, end).into();
     e.status = status;
 }
 
@@ -1555,7 +1555,7 @@ mod tests {
             let bash = t.find("call_1").unwrap();
             let e = t.event(bash);
             assert_eq!(
-                (e.status, e.start, e.duration),
+                (e.status, e.start.get(), e.duration.get()),
                 (Status::Ok, Some(1_500_000_000), Some(200_000_000))
             );
             let p = crate::formats::payload(t, e);
@@ -1569,7 +1569,10 @@ mod tests {
             assert_eq!(p.error.unwrap().message, "File not found: x");
             // The first step starts with the message, ends with its last part.
             let llm = t.event(t.find("prt_2a").unwrap());
-            assert_eq!((llm.start, llm.duration), (Some(1_200_000_000), Some(700_000_000)));
+            assert_eq!(
+                (llm.start.get(), llm.duration.get()),
+                (Some(1_200_000_000), Some(700_000_000))
+            );
             assert_eq!(llm.usage.as_deref().unwrap().total, Some(110));
             let p = crate::formats::payload(t, llm);
             assert!(p.extra.contains(&("cost".into(), json!(0.25))));
@@ -1783,7 +1786,10 @@ mod tests {
             assert_eq!(outline(p), ["run parent", "  message user", "  llm m", "    tool task"]);
             // Step times come from the part rows.
             let llm = p.event(p.find("prt_2").unwrap());
-            assert_eq!((llm.start, llm.duration), (Some(1_300_000_000), Some(400_000_000)));
+            assert_eq!(
+                (llm.start.get(), llm.duration.get()),
+                (Some(1_300_000_000), Some(400_000_000))
+            );
             assert_eq!(llm.usage.as_deref().unwrap().total, Some(330));
             assert_eq!(p.meta.status, RunStatus::Ok);
             let sums = OpenCode.summarize(&path).unwrap();

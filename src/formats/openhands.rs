@@ -348,10 +348,10 @@ fn from_v0(path: &Path, events: &[Value]) -> Trace {
                 {
                     let e = t.event_mut(c);
                     e.status = if failed { Status::Error } else { Status::Ok };
-                    if let (Some(s), Some(end)) = (e.start, ts)
+                    if let (Some(s), Some(end)) = (e.start.get(), ts)
                         && end >= s
                     {
-                        e.duration = end.checked_sub(s);
+                        e.duration = end.checked_sub(s).into();
                     }
                 }
                 let p = t.payload_mut(c);
@@ -820,10 +820,10 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                         {
                             let e = t.event_mut(c);
                             e.status = if error.is_some() { Status::Error } else { Status::Ok };
-                            if let (Some(s), Some(end)) = (e.start, ts)
+                            if let (Some(s), Some(end)) = (e.start.get(), ts)
                                 && end >= s
                             {
-                                e.duration = end.checked_sub(s);
+                                e.duration = end.checked_sub(s).into();
                             }
                             e.origin2 = Some(Box::new(origin));
                         }

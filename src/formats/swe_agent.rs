@@ -672,7 +672,7 @@ fn complete(t: &mut Trace, w: Waiting, m: &Value, text: Option<String>, ts: Opti
         if let (Some(s), Some(end)) = (w.start, ts)
             && end >= s
         {
-            e.duration = end.checked_sub(s);
+            e.duration = end.checked_sub(s).into();
         }
     }
     let p = t.payload_mut(w.event);

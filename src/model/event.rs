@@ -156,9 +156,8 @@ pub struct Origin {
 /// One node of the event tree. Kept compact (DESIGN §4, issue 13: at most 128 bytes an
 /// event with the index around it): strings live in the trace's string store, large
 /// payloads stay on disk until shown, and children lists live in the trace (only parents
-/// pay for one, a `Vec` here was 24 bytes: see [`super::Trace::children`]). `start`/`duration` stay `Option<i64>`
-/// (16 bytes each where a sentinel would take 8) because the format parsers read and write
-/// them as options.
+/// pay for one, a `Vec` here was 24 bytes: see [`super::Trace::children`]), and the times
+/// are [`Nanos`] (8 bytes each where an `Option<i64>` takes 16).
 #[derive(Clone, Debug)]
 pub struct Event {
     pub kind: EventKind,
@@ -173,9 +172,9 @@ pub struct Event {
     pub(super) kids: u32,
     /// Nanoseconds since the Unix epoch. `start` and `duration` order siblings: change them
     /// through `Trace::event_mut`, which notes the change for the next `finalize`.
-    pub start: Option<i64>,
+    pub start: Nanos,
     /// Nanoseconds.
-    pub duration: Option<i64>,
+    pub duration: Nanos,
     pub status: Status,
     pub usage: Option<Box<Usage>>,
     pub payload: PayloadRef,
@@ -187,12 +186,101 @@ pub struct Event {
 
 impl Event {
     pub fn end(&self) -> Option<i64> {
-        match (self.start, self.duration) {
+        match (self.start.get(), self.duration.get()) {
             (Some(s), Some(d)) => Some(s.saturating_add(d)),
             _ => None,
         }
     }
     pub fn is_error(&self) -> bool {
         self.status == Status::Error || self.kind == EventKind::Error
+    }
+}
+
+/// An optional count of nanoseconds in 8 bytes (an `Option<i64>` takes 16): `i64::MIN` means
+/// none. Every event holds two (issue 13: the index at most 128 bytes an event). It orders as
+/// `Option<i64>` does (none first), and reads like one (`get`, `map`, `unwrap_or`, ...).
+/// The one value it cannot hold, `i64::MIN` itself, is stored as `i64::MIN + 1`: no trace
+/// means a time 292 years before the epoch to the nanosecond.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Nanos(i64);
+
+impl Nanos {
+    pub const NONE: Nanos = Nanos(i64::MIN);
+    pub const fn new(v: Option<i64>) -> Nanos {
+        match v {
+            Some(i64::MIN) => Nanos(i64::MIN + 1),
+            Some(x) => Nanos(x),
+            None => Nanos::NONE,
+        }
+    }
+    #[inline]
+    pub const fn get(self) -> Option<i64> {
+        if self.0 == i64::MIN { None } else { Some(self.0) }
+    }
+    pub fn is_some(self) -> bool {
+        self.0 != i64::MIN
+    }
+    pub fn is_none(self) -> bool {
+        self.0 == i64::MIN
+    }
+    pub fn is_some_and(self, f: impl FnOnce(i64) -> bool) -> bool {
+        self.get().is_some_and(f)
+    }
+    pub fn is_none_or(self, f: impl FnOnce(i64) -> bool) -> bool {
+        self.get().is_none_or(f)
+    }
+    pub fn map<T>(self, f: impl FnOnce(i64) -> T) -> Option<T> {
+        self.get().map(f)
+    }
+    pub fn and_then<T>(self, f: impl FnOnce(i64) -> Option<T>) -> Option<T> {
+        self.get().and_then(f)
+    }
+    pub fn unwrap_or(self, d: i64) -> i64 {
+        self.get().unwrap_or(d)
+    }
+    pub fn unwrap_or_default(self) -> i64 {
+        self.get().unwrap_or_default()
+    }
+    pub fn or(self, o: Option<i64>) -> Option<i64> {
+        self.get().or(o)
+    }
+    pub fn filter(self, f: impl FnOnce(&i64) -> bool) -> Option<i64> {
+        self.get().filter(f)
+    }
+}
+
+impl Default for Nanos {
+    fn default() -> Nanos {
+        Nanos::NONE
+    }
+}
+
+impl From<Option<i64>> for Nanos {
+    fn from(v: Option<i64>) -> Nanos {
+        Nanos::new(v)
+    }
+}
+
+impl From<Nanos> for Option<i64> {
+    fn from(v: Nanos) -> Option<i64> {
+        v.get()
+    }
+}
+
+impl PartialEq<Option<i64>> for Nanos {
+    fn eq(&self, o: &Option<i64>) -> bool {
+        self.get() == *o
+    }
+}
+
+impl std::fmt::Debug for Nanos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+impl Serialize for Nanos {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.get().serialize(s)
     }
 }

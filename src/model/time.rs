@@ -8,6 +8,16 @@ use serde_json::Value;
 /// Parse any of the timestamp shapes traces use. Numbers are read by magnitude: seconds,
 /// milliseconds, microseconds or nanoseconds since the epoch.
 pub fn parse_timestamp(v: &Value) -> Option<i64> {
+    parse_value(v).map(storable)
+}
+
+/// `i64::MIN` is how an event stores "no time" ([`super::Nanos`]): the earliest time is one
+/// nanosecond later, the same in every parser and in the events.
+fn storable(ns: i64) -> i64 {
+    ns.max(i64::MIN + 1)
+}
+
+fn parse_value(v: &Value) -> Option<i64> {
     match v {
         Value::String(s) => parse_timestamp_str(s),
         Value::Number(n) => {
@@ -101,7 +111,7 @@ fn fast_utc(s: &[u8]) -> Option<i64> {
 /// their size; anything else is parsed as [`parse_timestamp`] would.
 pub fn parse_timestamp_ms(v: &Value) -> Option<i64> {
     match v.as_i64() {
-        Some(ms) => ms.checked_mul(1_000_000),
+        Some(ms) => ms.checked_mul(1_000_000).map(storable),
         None => parse_timestamp(v),
     }
 }
@@ -111,7 +121,7 @@ pub fn parse_timestamp_str(s: &str) -> Option<i64> {
     if s.is_empty() {
         return None;
     }
-    fast_utc(s.as_bytes()).or_else(|| parse_general(s))
+    fast_utc(s.as_bytes()).or_else(|| parse_general(s)).map(storable)
 }
 
 /// Every shape `parse_timestamp_str` reads (of a trimmed, non-empty string).

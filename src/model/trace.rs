@@ -437,7 +437,7 @@ impl Trace {
             if self.touched.len() >= self.touched_cap {
                 self.compact_touched();
             }
-            self.touched.push((i, start, duration));
+            self.touched.push((i, start.into(), duration.into()));
         }
         &mut self.events[i as usize]
     }
@@ -450,7 +450,7 @@ impl Trace {
         self.touched.dedup_by_key(|t| t.0);
         self.touched.retain(|&(i, s, d)| {
             let e = &events[i as usize];
-            (e.start, e.end()) != (s, end_of(s, d))
+            (e.start, e.end()) != (s.into(), end_of(s, d))
         });
         self.touched_cap = (2 * self.touched.len()).max(1024);
     }
@@ -544,8 +544,8 @@ impl Trace {
             model,
             parent,
             kids: 0,
-            start: ev.start,
-            duration: ev.duration,
+            start: ev.start.into(),
+            duration: ev.duration.into(),
             status: ev.status,
             usage: ev.usage.filter(|u| !u.is_empty()).map(Box::new),
             payload: ev.payload,
@@ -685,7 +685,7 @@ impl Trace {
         let events = &self.events;
         was.retain(|&i, &mut (s, d)| {
             let e = &events[i as usize];
-            (e.start, e.end()) != (s, end_of(s, d))
+            (e.start, e.end()) != (s.into(), end_of(s, d))
         });
         // (group, member, left): members that left a group, and retimed members, which
         // leave their place and come back in.
@@ -808,7 +808,7 @@ impl Trace {
             }
             let e = &self.events[i as usize];
             // An event at an edge that moved inward may have been the only one there.
-            let (was_end, end) = (end_of(s, d).or(s), e.end().or(e.start));
+            let (was_end, end) = (end_of(s, d).or(s), e.end().or(e.start.into()));
             let start_in = s.is_some() && s == lo && e.start.is_none_or(|x| Some(x) > s);
             let end_in = was_end.is_some() && was_end == hi && end.is_none_or(|x| Some(x) < was_end);
             if start_in || end_in {
@@ -888,7 +888,7 @@ const FILES_SCANNED: usize = 16;
 
 /// Widen an extent by an event that has a start.
 fn extend_span(lo: &mut Option<i64>, hi: &mut Option<i64>, e: &Event) {
-    if let Some(s) = e.start {
+    if let Some(s) = e.start.get() {
         *lo = Some(lo.map_or(s, |x| x.min(s)));
         let end = e.end().unwrap_or(s);
         *hi = Some(hi.map_or(end, |x| x.max(end)));
@@ -913,13 +913,13 @@ struct Settle<'a> {
 
 impl Settle<'_> {
     fn start(&self, i: u32) -> Option<i64> {
-        self.events[i as usize].start
+        self.events[i as usize].start.into()
     }
 
     /// The sort key an event has now.
     fn key(&self, i: u32) -> (i64, i64, u32) {
         let e = &self.events[i as usize];
-        sibling_key(e.start, e.end(), i)
+        sibling_key(e.start.into(), e.end(), i)
     }
 
     /// The sort key an event had at the last finalize (its place in a sorted part).
@@ -1179,11 +1179,11 @@ mod tests {
     }
 
     /// The index budget (issue 13): 128 bytes an event with the id table and the sibling
-    /// lists. The event itself is 112 (`start`/`duration` as options are 16 of them).
+    /// lists. The event itself is 96 (`start`/`duration` are [`crate::model::Nanos`], 8 bytes each).
     #[test]
     fn event_stays_compact() {
         assert!(
-            std::mem::size_of::<Event>() <= 112,
+            std::mem::size_of::<Event>() <= 96,
             "Event is {} bytes",
             std::mem::size_of::<Event>()
         );
@@ -1239,8 +1239,8 @@ mod tests {
             Op::SetParent(a, b) if !t.is_empty() => t.set_parent((a % t.len()) as u32, (b % t.len()) as u32),
             Op::Retime(a, s, d) if !t.is_empty() => {
                 let e = t.event_mut((a % t.len()) as u32);
-                e.start = s;
-                e.duration = d;
+                e.start = s.into();
+                e.duration = d.into();
             }
             _ => {}
         }
@@ -1259,7 +1259,7 @@ mod tests {
         }
         let sort = |g: &mut Vec<u32>| {
             if g.iter().all(|&i| t.event(i).start.is_some()) {
-                g.sort_by_key(|&i| sibling_key(t.event(i).start, t.event(i).end(), i));
+                g.sort_by_key(|&i| sibling_key(t.event(i).start.into(), t.event(i).end(), i));
             }
         };
         sort(&mut roots);
@@ -1348,11 +1348,11 @@ mod tests {
         t.finalize();
         assert_eq!(t.children(r), &[a, b]);
         let shape = t.reshaped();
-        t.event_mut(a).start = Some(9);
+        t.event_mut(a).start = Some(9).into();
         t.finalize();
         assert_eq!(t.children(r), &[b, a]);
         assert!(t.moved_since(shape) <= a);
-        t.event_mut(b).start = None;
+        t.event_mut(b).start = None.into();
         t.finalize();
         assert_eq!(t.children(r), &[a, b], "a member without a time: file order");
     }

@@ -84,10 +84,10 @@ fn text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
 pub fn row(t: &Trace, i: u32, run_start: Option<i64>) -> String {
     let e = t.event(i);
     let mut s = format!("{} {} [{}]", kind_label(e), t.name(i), e.status.as_str());
-    if let (Some(st), Some(r0)) = (e.start, run_start) {
+    if let (Some(st), Some(r0)) = (e.start.get(), run_start) {
         s.push_str(&format!(" +{}", format_duration(st.saturating_sub(r0))));
     }
-    if let Some(d) = e.duration {
+    if let Some(d) = e.duration.get() {
         s.push_str(&format!(" {}", format_duration(d)));
     }
     if let Some(n) = e.usage.as_ref().and_then(|u| u.sum()) {

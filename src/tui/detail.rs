@@ -421,11 +421,11 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     let mut l = Line::default();
     l.push(Tok::Dim, "status ")
         .push(status_tok(e.status), e.status.as_str());
-    if let Some(du) = e.duration {
+    if let Some(du) = e.duration.get() {
         l.push(Tok::Dim, "  took ").push(Tok::Text, format_duration(du));
     }
     d.line(l);
-    if let Some(s) = e.start {
+    if let Some(s) = e.start.get() {
         let mut l = Line::default();
         l.push(Tok::Dim, "start ");
         if let Some(t0) = t0 {

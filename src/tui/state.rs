@@ -496,7 +496,7 @@ impl RunView {
             self.counts.tokens += c.tokens;
         }
         for e in new {
-            if let Some(s) = e.start {
+            if let Some(s) = e.start.get() {
                 let end = e.end().unwrap_or(s);
                 self.extent.0 = Some(self.extent.0.map_or(s, |x| x.min(s)));
                 self.extent.1 = Some(self.extent.1.map_or(end, |x| x.max(end)));
@@ -778,7 +778,7 @@ const REINDEX_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// changes its status, duration and payload).
 fn detail_stamp(t: &Trace, ev: u32) -> (Status, Option<i64>, u64, bool) {
     let e = t.event(ev);
-    (e.status, e.duration, e.origin.offset, e.origin2.is_some())
+    (e.status, e.duration.into(), e.origin.offset, e.origin2.is_some())
 }
 
 /// New events in display order, grouped by the event they hang under, when they all come

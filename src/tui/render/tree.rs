@@ -281,7 +281,7 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
             st_style,
             STATUS_W,
         );
-        let start = match (e.start, r.span.0) {
+        let start = match (e.start.get(), r.span.0) {
             (Some(s), Some(t0)) => format!("+{}", format_duration(s - t0)),
             _ => String::new(),
         };
@@ -314,7 +314,7 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
             let x0 = right - tl_w;
             let w = tl_w as i64;
             if r.timed {
-                if let Some(s) = e.start {
+                if let Some(s) = e.start.get() {
                     let scale = |v: i64, up: bool| {
                         let num = (v - t0).clamp(0, len) as i128 * w as i128 + if up { len as i128 - 1 } else { 0 };
                         (num / len as i128) as i64
