@@ -76,7 +76,9 @@ pub fn message_event(role: &str, p: &Payload) -> Option<Message> {
         return Some(m);
     }
     let parts = chat::content_parts(v);
-    (!parts.is_empty()).then(|| Message {
+    // Content this reader does not know is better read as JSON.
+    let known = parts.iter().any(|p| !matches!(p, Part::Other(_)));
+    known.then(|| Message {
         role: role.into(),
         name: None,
         parts,
@@ -163,6 +165,12 @@ fn key(m: &Message) -> String {
 
 /// The transcript of the events under `root` (the whole run with None), in display order.
 pub fn transcript(t: &Trace, root: Option<u32>) -> Vec<Turn> {
+    transcript_upto(t, root, usize::MAX).0
+}
+
+/// [`transcript`] of at most about `max` turns (each event's payload is decoded to make it),
+/// and the number of events left out after the cut.
+pub fn transcript_upto(t: &Trace, root: Option<u32>, max: usize) -> (Vec<Turn>, usize) {
     let order: Vec<(u32, usize)> = match root {
         None => t.walk(),
         Some(r) => {
@@ -186,7 +194,10 @@ pub fn transcript(t: &Trace, root: Option<u32>) -> Vec<Turn> {
         *shown.entry(key(&msg)).or_default() += 1;
         turns.push(Turn::Message { ev, msg });
     };
-    for (i, _) in order {
+    for (k, &(i, _)) in order.iter().enumerate() {
+        if turns.len() >= max {
+            return (turns, order.len() - k);
+        }
         let e = t.event(i);
         match e.kind {
             EventKind::Run => {
@@ -282,7 +293,7 @@ pub fn transcript(t: &Trace, root: Option<u32>) -> Vec<Turn> {
             EventKind::State => {}
         }
     }
-    turns
+    (turns, 0)
 }
 
 #[cfg(test)]
@@ -428,6 +439,8 @@ mod tests {
                 "user: Look"
             ]
         );
+        let (cut, left) = transcript_upto(&t, None, 2);
+        assert_eq!((cut.len(), left), (2, 4));
         // Under one LLM call: its own turns only.
         assert_eq!(
             texts(&transcript(&t, Some(llm))),

@@ -124,6 +124,9 @@ const RESULT_LINES: usize = 12;
 const ARGS_CHARS: usize = 600;
 /// Lines a transcript holds at most (each event's payload is decoded to build it).
 pub const TRANSCRIPT_LINES: usize = 100_000;
+/// Turns a transcript is made of at most (it is made on the UI thread: a run of a million
+/// events would take seconds to decode whole).
+pub const TRANSCRIPT_TURNS: usize = 20_000;
 
 /// The chat view of event `i`, or None when it holds no conversation (then the JSON view).
 pub fn event_doc(t: &Trace, i: u32, t0: Option<i64>, plain: bool) -> Option<Doc> {
@@ -140,7 +143,7 @@ pub fn event_doc(t: &Trace, i: u32, t0: Option<i64>, plain: bool) -> Option<Doc>
                     return None;
                 }
                 w.section("Response (the events under this call)");
-                w.turns(t, &turns[1..]);
+                w.turns(&turns[1..]);
             } else {
                 for (title, msgs, v, name) in [
                     ("Prompt", prompt, &p.input, "input"),
@@ -199,7 +202,7 @@ pub fn event_doc(t: &Trace, i: u32, t0: Option<i64>, plain: bool) -> Option<Doc>
 
 /// The run as one conversation, and where each event's turns start.
 pub fn transcript_doc(t: &Trace, plain: bool) -> (Doc, Vec<(u32, usize)>) {
-    let turns = transcript::transcript(t, None);
+    let (turns, left) = transcript::transcript_upto(t, None, TRANSCRIPT_TURNS);
     let mut w = Writer::new(Doc::default(), plain);
     let mut l = Line::default();
     l.spans.push((Tok::Heading, "Transcript ".into()));
@@ -226,7 +229,18 @@ pub fn transcript_doc(t: &Trace, plain: bool) -> (Doc, Vec<(u32, usize)>) {
             .push((Tok::Dim, "(no messages, LLM calls or tool calls in this run)".into()));
         w.d.lines.push(l);
     }
-    w.turns(t, &turns);
+    w.turns(&turns);
+    if left > 0 && !w.full {
+        let mut l = Line::default();
+        l.spans.push((
+            Tok::Error,
+            format!(
+                "… the transcript stops here after {TRANSCRIPT_TURNS} turns: {} more events left out; select an event in the tree for its detail",
+                left
+            ),
+        ));
+        w.d.lines.push(l);
+    }
     let at = std::mem::take(&mut w.at);
     (w.d, at)
 }
@@ -313,7 +327,7 @@ impl Writer {
         }
     }
 
-    fn turns(&mut self, t: &Trace, turns: &[Turn]) {
+    fn turns(&mut self, turns: &[Turn]) {
         for (k, turn) in turns.iter().enumerate() {
             if self.d.lines.len() >= TRANSCRIPT_LINES {
                 let mut l = Line::default();
@@ -358,7 +372,6 @@ impl Writer {
                     self.blank();
                 }
             }
-            let _ = t;
         }
     }
 
@@ -399,6 +412,8 @@ impl Writer {
     }
 
     fn part(&mut self, p: &Part, indent: &str, copy: Option<u32>) {
+        // In the transcript (no source value to point into) `y` and `o` take the part itself.
+        let copy = copy.or_else(|| self.own_copy(p));
         match p {
             Part::Text(s) => {
                 if s.trim().is_empty() {
@@ -427,11 +442,11 @@ impl Writer {
                     l.spans.push((Tok::Dim, format!(" · {}", sanitize::line(id))));
                 }
                 self.d.lines.push(l);
-                if !args.is_null() {
-                    let text = match args {
-                        Value::String(s) => s.clone(),
-                        v => v.to_string(),
-                    };
+                if let Value::String(text) = args {
+                    // Free-form input (a patch, a command line) reads as its lines.
+                    self.result_text(Tok::Str, text, &format!("{indent}  "), copy);
+                } else if !args.is_null() {
+                    let text = args.to_string();
                     let mut l = line(&format!("{indent}  "));
                     let n = text.chars().count();
                     let shown: String = text.chars().take(ARGS_CHARS).collect();
@@ -471,24 +486,7 @@ impl Writer {
                 let inner = format!("{indent}  ");
                 for c in content {
                     match c {
-                        Part::Text(s) => {
-                            let all: Vec<&str> = s.trim_end_matches('\n').split('\n').collect();
-                            let shown = all.len().min(RESULT_LINES);
-                            self.text_lines(
-                                if *error { Tok::Error } else { Tok::Text },
-                                &all[..shown].join("\n"),
-                                &inner,
-                                copy,
-                            );
-                            if all.len() > shown {
-                                let mut l = line(&inner);
-                                l.spans.push((
-                                    Tok::Dim,
-                                    format!("… {} more lines (c: JSON view, o: pager)", all.len() - shown),
-                                ));
-                                self.d.lines.push(l);
-                            }
-                        }
+                        Part::Text(s) => self.result_text(if *error { Tok::Error } else { Tok::Text }, s, &inner, copy),
                         other => self.part(other, &inner, copy),
                     }
                 }
@@ -527,6 +525,44 @@ impl Writer {
                 ));
                 self.d.lines.push(l);
             }
+        }
+    }
+}
+
+impl Writer {
+    /// A copy target holding the whole of a part: its text, arguments or result.
+    fn own_copy(&mut self, p: &Part) -> Option<u32> {
+        let (v, name) = match p {
+            Part::Text(s) | Part::Thinking(s) => (Value::String(s.clone()), "text"),
+            Part::ToolCall { args, .. } => (args.clone(), "arguments"),
+            Part::ToolResult { content, .. } => {
+                let text: Vec<&str> = content
+                    .iter()
+                    .filter_map(|c| match c {
+                        Part::Text(s) => Some(s.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                (Value::String(text.join("\n")), "result")
+            }
+            _ => return None,
+        };
+        let r = self.root(v);
+        Some(self.copy(r, "", name))
+    }
+
+    /// The first [`RESULT_LINES`] lines of a tool's text, and how many more there are.
+    fn result_text(&mut self, tok: Tok, s: &str, indent: &str, copy: Option<u32>) {
+        let all: Vec<&str> = s.trim_end_matches('\n').split('\n').collect();
+        let shown = all.len().min(RESULT_LINES);
+        self.text_lines(tok, &all[..shown].join("\n"), indent, copy);
+        if all.len() > shown {
+            let mut l = line(indent);
+            l.spans.push((
+                Tok::Dim,
+                format!("… {} more lines (c: JSON view, o: pager)", all.len() - shown),
+            ));
+            self.d.lines.push(l);
         }
     }
 }
@@ -687,9 +723,64 @@ mod tests {
         assert!(s.contains(&"    {\"dir\":\".\"}".to_string()), "{s:#?}");
         assert!(s.contains(&"    b".to_string()));
         let _ = tool;
+        // `y` on a result line copies the whole result.
+        let res = s.iter().position(|l| l == "    b").unwrap();
+        assert_eq!(d.copy_value(res).as_deref(), Some("a\nb"));
         let pos = |e: u32| e as usize;
         assert_eq!(line_of(&at, pos, r), None);
         assert_eq!(line_of(&at, pos, tool), Some(at[1].1));
+    }
+
+    fn controls(d: &Doc) -> Vec<String> {
+        d.lines
+            .iter()
+            .flat_map(|l| l.spans.iter())
+            .filter(|(_, s)| {
+                s.chars().any(|c| {
+                    c < ' '
+                        || ('\u{7f}'..='\u{9f}').contains(&c)
+                        || ('\u{202a}'..='\u{202e}').contains(&c)
+                        || ('\u{2066}'..='\u{2069}').contains(&c)
+                })
+            })
+            .map(|(_, s)| s.clone())
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// Whatever a message holds (roles, names, ids, Markdown, URLs), no control character
+        /// reaches the screen, in the chat view, raw text or the transcript, and nothing panics.
+        #[test]
+        fn any_text_is_shown_sanitized(
+            a in "\\PC{0,12}|[\u{0}-\u{1f}\u{7f}-\u{9f}\u{202e}]{1,4}",
+            b in ".{0,20}",
+            md in "[#*`|>\\-\n\t a-z0-9\u{1b}\u{7}\u{9b}\u{202e}\u{2067}\r]{0,120}",
+        ) {
+            let mut t = Trace::default();
+            let r = add(&mut t, EventKind::Run, "run", None, json!(null), None);
+            let i = add(
+                &mut t,
+                EventKind::LlmCall,
+                &a,
+                Some(r),
+                json!({"messages": [
+                    {"role": a, "name": b, "content": [{"type": "text", "text": md},
+                        {"type": "image_url", "image_url": {"url": b}},
+                        {"type": a, "x": 1}]},
+                    {"role": "assistant", "tool_calls": [{"id": a, "function": {"name": b, "arguments": md}}]},
+                    {"role": "tool", "tool_call_id": b, "content": md}
+                ]}),
+                Some(json!({"content": [{"type": "text", "text": md}, {"type": "thinking", "thinking": md}]})),
+            );
+            add(&mut t, EventKind::Message(Role::User), &b, Some(r), json!(md), None);
+            add(&mut t, EventKind::ToolCall, &a, Some(r), json!({"k": md}), Some(json!(md)));
+            for plain in [false, true] {
+                let d = event_doc(&t, i, None, plain).unwrap();
+                proptest::prop_assert!(controls(&d).is_empty(), "{:?}", controls(&d));
+                let (d, _) = transcript_doc(&t, plain);
+                proptest::prop_assert!(controls(&d).is_empty(), "{:?}", controls(&d));
+            }
+        }
     }
 
     #[test]

@@ -428,7 +428,7 @@ impl Renderer {
 }
 
 /// A keyword highlighter for code blocks: comments, strings, numbers and the keywords of a
-/// few common languages. Deliberately small (see the README on why not a grammar engine).
+/// few common languages. Deliberately small (see the README on why not a grammar-based one).
 struct Highlighter {
     keywords: &'static [&'static str],
     line_comment: &'static [&'static str],
