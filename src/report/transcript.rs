@@ -208,10 +208,13 @@ pub fn transcript_upto(t: &Trace, root: Option<u32>, max: usize) -> (Vec<Turn>, 
                     });
                 }
             }
-            EventKind::Step => turns.push(Turn::Mark {
+            // A step that holds events is a boundary (a turn); a leaf step (an OTLP client
+            // span under a tool) says nothing the conversation needs.
+            EventKind::Step if !t.children(i).is_empty() => turns.push(Turn::Mark {
                 ev: i,
                 text: t.str(e.name).to_string(),
             }),
+            EventKind::Step => {}
             EventKind::LoopWarning => turns.push(Turn::Mark {
                 ev: i,
                 text: format!("loop warning: {}", t.str(e.name)),
@@ -420,14 +423,17 @@ mod tests {
             None,
         );
         let sub = ev(&mut t, EventKind::Run, "agent a1", Some(root), None, None);
+        let turn = ev(&mut t, EventKind::Step, "turn 2", Some(sub), None, None);
         ev(
             &mut t,
             EventKind::Message(Role::User),
             "user",
-            Some(sub),
+            Some(turn),
             Some(json!("Look")),
             None,
         );
+        // A leaf step (an OTLP client span under a tool) is no boundary.
+        ev(&mut t, EventKind::Step, "mcp call", Some(sub), None, None);
         assert_eq!(
             texts(&transcript(&t, None)),
             [
@@ -436,11 +442,12 @@ mod tests {
                 "assistant: ",
                 "assistant: Done",
                 "mark sub-agent agent a1",
+                "mark turn 2",
                 "user: Look"
             ]
         );
         let (cut, left) = transcript_upto(&t, None, 2);
-        assert_eq!((cut.len(), left), (2, 4));
+        assert_eq!((cut.len(), left), (2, 6));
         // Under one LLM call: its own turns only.
         assert_eq!(
             texts(&transcript(&t, Some(llm))),
