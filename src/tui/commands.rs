@@ -104,7 +104,6 @@ const TREE: &[Entry] = &[
         "the whole run as one conversation (again: close)",
         Some("transcript"),
     ),
-    e(Command::Chat, "the detail: chat view / JSON view", None),
     e(
         Command::Problems,
         "the run's load problems (lines that could not be read)",
