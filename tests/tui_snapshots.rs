@@ -70,7 +70,7 @@ fn run_view_agentdbg_detail_raw() {
 #[test]
 fn run_view_agentdbg_llm_call_detail_scrolled() {
     let mut s = opened("agentdbg/runs/run-7f3a", (120, 30));
-    press(&mut s, &["m", "tab", "j", "j", "j", "j", "j", "j", "j", "j"]);
+    press(&mut s, &["m", "tab", "c", "j", "j", "j", "j", "j", "j", "j", "j"]);
     insta::assert_snapshot!(screen(&s, 120, 30));
 }
 

@@ -1,6 +1,7 @@
 //! The shared event tree (DESIGN §2). No I/O, no terminal: every format loads into this,
 //! every view and report reads from it.
 
+pub mod chat;
 mod event;
 mod payload;
 mod strings;

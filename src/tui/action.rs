@@ -53,10 +53,13 @@ pub enum Command {
     ScrollRight,
     LineStart,
     LineEnd,
+    Chat,
+    Plain,
+    Transcript,
 }
 
 impl Command {
-    pub const ALL: [Command; 44] = [
+    pub const ALL: [Command; 47] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -101,6 +104,9 @@ impl Command {
         Command::ScrollRight,
         Command::LineStart,
         Command::LineEnd,
+        Command::Chat,
+        Command::Plain,
+        Command::Transcript,
     ];
 
     /// The name used in the keymap TOML.
@@ -150,6 +156,9 @@ impl Command {
             Command::ScrollRight => "scroll_right",
             Command::LineStart => "line_start",
             Command::LineEnd => "line_end",
+            Command::Chat => "chat",
+            Command::Plain => "plain",
+            Command::Transcript => "transcript",
         }
     }
 

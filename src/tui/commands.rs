@@ -100,6 +100,11 @@ const TREE: &[Entry] = &[
     e(Command::Pager, "open the event's payload in $PAGER", None),
     e(Command::Follow, "follow new events of a live run (G too)", None),
     e(
+        Command::Transcript,
+        "the whole run as one conversation (again: close)",
+        Some("transcript"),
+    ),
+    e(
         Command::Problems,
         "the run's load problems (lines that could not be read)",
         None,
@@ -136,6 +141,17 @@ const DETAIL: &[Entry] = &[
         None,
     ),
     e(Command::Raw, "raw source record on/off", Some("raw")),
+    e(
+        Command::Chat,
+        "LLM calls and messages: chat view / JSON view",
+        Some("chat/json"),
+    ),
+    e(Command::Plain, "message text: Markdown / raw text", None),
+    e(
+        Command::Transcript,
+        "the whole run as one conversation (again: close)",
+        None,
+    ),
     e(
         Command::Problems,
         "the run's load problems (lines that could not be read)",

@@ -4,6 +4,7 @@
 
 pub mod action;
 mod app;
+pub mod chat;
 pub mod commands;
 pub mod config;
 pub mod detail;
@@ -11,6 +12,7 @@ pub mod diffview;
 pub mod keymap;
 pub mod layout;
 pub mod live;
+pub mod markdown;
 pub mod render;
 pub mod state;
 mod terminal;

@@ -410,6 +410,8 @@ pub struct RunView {
     pub detail: Option<DetailState>,
     pub wrap: bool,
     pub raw: bool,
+    /// Chat / JSON, Markdown / raw text, the transcript (`c`, `p`, `C`).
+    pub chat: super::chat::ChatMode,
 }
 
 impl RunView {
@@ -430,6 +432,7 @@ impl RunView {
             detail: None,
             wrap: true,
             raw: false,
+            chat: Default::default(),
             shape: 0,
             live: Live::default(),
             extent: (None, None),
@@ -742,7 +745,10 @@ impl RunView {
 
     /// [`RunView::rebuild_detail`] with the trace's guard held by the caller.
     pub fn rebuild_detail_with(&mut self, t: &Trace, ev: u32) {
-        let doc = detail::build(t, ev, self.raw, self.span.0);
+        if super::chat::follow_selection(self, ev) {
+            return;
+        }
+        let doc = super::chat::doc(self, t, ev).unwrap_or_else(|| detail::build(t, ev, self.raw, self.span.0));
         let stamp = detail_stamp(t, ev);
         self.detail = Some(DetailState {
             event: ev,
@@ -753,6 +759,7 @@ impl RunView {
             rows: None,
             stamp,
         });
+        super::chat::place(self, ev);
     }
 
     /// Whether the run is being followed and the status bar shows FOLLOW / PAUSED.

@@ -759,6 +759,9 @@ fn reveal(r: &mut RunView, ev: u32) {
 }
 
 fn tree_command(s: &mut State, c: Command) {
+    if super::chat::command(s, c) {
+        return;
+    }
     if let Some((fwd, what, pred)) = wanted(c) {
         jump(s, fwd, what, pred);
         return;
@@ -842,6 +845,9 @@ fn tree_command(s: &mut State, c: Command) {
 }
 
 fn detail_command(s: &mut State, c: Command) {
+    if super::chat::command(s, c) {
+        return;
+    }
     if let Some((fwd, what, pred)) = wanted(c) {
         jump(s, fwd, what, pred);
         return;

@@ -37,7 +37,14 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
         return;
     };
     let e = t.event(d.event);
-    let mut title = format!(" {} ", kind_label(e.kind));
+    let mut title = if r.chat.shown {
+        " transcript ".to_string()
+    } else {
+        format!(" {} ", kind_label(e.kind))
+    };
+    if r.chat.plain && !r.raw {
+        title.push_str("· raw text ");
+    }
     if r.raw {
         title.push_str("· raw ");
     }
