@@ -60,6 +60,10 @@ pub enum Command {
     /// only metadata). Without DIR: every run in the standard places.
     Ls {
         dir: Option<PathBuf>,
+        /// Load every run (slower): counts, tokens and cost from the events, where the list
+        /// otherwise shows a finished run's metadata (marked `~`, `"provisional": true`).
+        #[arg(long)]
+        load: bool,
         #[command(flatten)]
         fmt: FormatArgs,
     },

@@ -122,13 +122,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             code
         }
-        Some(Command::Ls { dir, fmt }) => {
+        Some(Command::Ls { dir, load, fmt }) => {
             let (o, forced) = formats(&fmt)?;
             let d = discover_or_places(dir.as_slice(), forced);
             if nothing_in_places(dir.as_slice(), &d) {
                 return Ok(2);
             }
-            let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o)?;
+            let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o, load)?;
             // Runs that could not be listed are unreadable input, also beside others that were.
             if failed > 0 { 2 } else { 0 }
         }

@@ -53,10 +53,12 @@ pub enum Command {
     ScrollRight,
     LineStart,
     LineEnd,
+    Reverse,
+    Stats,
 }
 
 impl Command {
-    pub const ALL: [Command; 44] = [
+    pub const ALL: [Command; 46] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -101,6 +103,8 @@ impl Command {
         Command::ScrollRight,
         Command::LineStart,
         Command::LineEnd,
+        Command::Reverse,
+        Command::Stats,
     ];
 
     /// The name used in the keymap TOML.
@@ -150,6 +154,8 @@ impl Command {
             Command::ScrollRight => "scroll_right",
             Command::LineStart => "line_start",
             Command::LineEnd => "line_end",
+            Command::Reverse => "reverse",
+            Command::Stats => "stats",
         }
     }
 
@@ -208,6 +214,11 @@ pub enum Action {
         loading: Option<Progress>,
         /// The source was read again from the start (truncated or replaced).
         restarted: bool,
+    },
+    /// Runs the stats view loaded (`pos`: the run's place in the view's list).
+    StatsPart {
+        generation: u64,
+        results: Vec<(usize, Result<Box<crate::report::stats::RunStats>, String>)>,
     },
     /// Results of a background payload search over the events from `from` on.
     SearchBatch {

@@ -13,6 +13,7 @@ pub mod layout;
 pub mod live;
 pub mod render;
 pub mod state;
+pub mod stats;
 mod terminal;
 pub mod theme;
 pub mod update;
