@@ -431,8 +431,12 @@ pub fn refresh_runs(s: &mut State) {
                 RunSort::Start => sm.start.is_some(),
                 RunSort::Name => true,
                 RunSort::Duration => sm.duration.is_some(),
-                RunSort::Tokens => sm.tokens.is_some(),
-                RunSort::Cost => sm.cost.as_ref().is_some_and(|c| c.micros > 0 || c.unknown == 0),
+                // A run that recorded no tokens (shown `-`) has no value either.
+                RunSort::Tokens => sm.tokens.is_some_and(|t| t > 0),
+                RunSort::Cost => sm
+                    .cost
+                    .as_ref()
+                    .is_some_and(|c| c.micros > 0 || (c.unknown == 0 && c.total_tokens > 0)),
             }
         };
         order.sort_by_key(|&i| !known(i));
