@@ -498,7 +498,7 @@ impl Stats {
                     v["name"] = json!(sm.name);
                     v["format"] = json!(sm.format);
                     v["status"] = json!(sm.status);
-                    v["start"] = json!(sm.start.map(crate::model::format_ts));
+                    v["start"] = json!(sm.start.map(crate::json::ts));
                     v["events"] = json!(sm.events);
                     v["tool_calls"] = json!(sm.tool_calls);
                     v["errors"] = json!(sm.errors);
@@ -695,5 +695,36 @@ mod tests {
         assert!(w.contains(Some(a)) && w.contains(Some(b - 1)));
         assert!(!w.contains(Some(b)) && !w.contains(None) && !w.contains(Some(a - 1)));
         assert!(Window::default().contains(None));
+    }
+
+    #[test]
+    fn a_sample_run_adds_up_as_checked_by_hand() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/runs");
+        let d = crate::source::discover(&[path], None);
+        let (runs, failed) = collect(&d.runs, Prices::builtin());
+        assert!(failed.is_empty());
+        let inv = runs
+            .iter()
+            .find(|r| r.summary.name.as_deref() == Some("invoice-mailer"))
+            .unwrap();
+        // One claude-sonnet-4-5 call: 298 input x $3/M + 24 output x $15/M = $0.000894 + $0.00036.
+        let t = inv.total();
+        assert_eq!((t.calls, t.tokens.input, t.tokens.output, t.micros), (1, 298, 24, 1254));
+        assert_eq!(inv.by_day, vec![("2026-11-20".to_string(), t.clone())]);
+        assert_eq!(inv.by_model[0].0, "claude-sonnet-4-5");
+        let send = &inv.tools.iter().find(|(n, _)| n == "send_email").unwrap().1;
+        assert_eq!(
+            (send.calls, send.errors, send.durations.clone()),
+            (1, 1, vec![3_100_000_000])
+        );
+        // The loaded counts, not run.json's (which says 1 error).
+        assert_eq!(inv.summary.errors, Some(2));
+        let s = Stats::build(&runs, By::Day);
+        assert_eq!(s.runs, 5);
+        assert_eq!(s.groups.iter().map(|g| g.total.calls).sum::<u64>(), s.total.calls);
+        assert!(s.groups.windows(2).all(|w| w[0].key < w[1].key), "days in order");
+        let json = s.json(&runs);
+        assert_eq!(json["runs"]["total"], 5);
+        assert_eq!(json["total"]["cost_unknown_calls"], s.total.unknown);
     }
 }
