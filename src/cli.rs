@@ -60,6 +60,27 @@ pub enum Command {
     /// only metadata). Without DIR: every run in the standard places.
     Ls {
         dir: Option<PathBuf>,
+        /// Load every run (slower): counts, tokens and cost from the events, where the list
+        /// otherwise shows a finished run's metadata (marked `~`, `"provisional": true`).
+        #[arg(long)]
+        load: bool,
+        #[command(flatten)]
+        fmt: FormatArgs,
+    },
+    /// Tokens, cost and tool latency across runs: runs by status, LLM calls, tokens by kind and
+    /// cost grouped by model, day, run or format, and per tool its calls, errors, error rate and
+    /// latency p50/p95/p99/max. Without PATH: every run in the standard places.
+    Stats {
+        paths: Vec<PathBuf>,
+        /// Group the LLM table by this key (`tool`: the tool table only, the LLM total above it).
+        #[arg(long, value_enum, default_value_t = crate::report::stats::By::Model)]
+        by: crate::report::stats::By,
+        /// Only runs that started on or after DATE (YYYY-MM-DD, UTC, or an ISO-8601 time).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Only runs that started on or before DATE (the whole day when a day is given).
+        #[arg(long, value_name = "DATE")]
+        until: Option<String>,
         #[command(flatten)]
         fmt: FormatArgs,
     },

@@ -69,7 +69,20 @@ fn live_options(poll: Option<u64>) -> tracetui::tui::LiveOptions {
     }
 }
 
+/// The user's price overrides (config.toml) for every cost shown; a config that does not
+/// read is reported by `tracetui prices` and the explorer, and leaves the embedded prices.
+fn init_prices() {
+    let path = tracetui::tui::config::path();
+    if let (Some(p), Ok(c)) = (&path, tracetui::tui::config::load(path.as_deref()))
+        && !c.prices.is_empty()
+        && let Ok(prices) = tracetui::cost::Prices::with_overrides(&c.prices, p)
+    {
+        tracetui::cost::usage::set_current(prices);
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<u8> {
+    init_prices();
     // Not `stdout.lock()` for the whole run: the explorer's terminal restore (from a signal
     // thread) must never wait for a lock this thread holds. Report output is buffered here
     // and written in large blocks all the same.
@@ -109,15 +122,43 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             code
         }
-        Some(Command::Ls { dir, fmt }) => {
+        Some(Command::Ls { dir, load, fmt }) => {
             let (o, forced) = formats(&fmt)?;
             let d = discover_or_places(dir.as_slice(), forced);
             if nothing_in_places(dir.as_slice(), &d) {
                 return Ok(2);
             }
-            let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o)?;
+            let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o, load)?;
             // Runs that could not be listed are unreadable input, also beside others that were.
             if failed > 0 { 2 } else { 0 }
+        }
+        Some(Command::Stats {
+            paths,
+            by,
+            since,
+            until,
+            fmt,
+        }) => {
+            let (o, forced) = formats(&fmt)?;
+            use report::stats::parse_date;
+            let window = report::stats::Window {
+                since: since
+                    .as_deref()
+                    .map(|s| parse_date(s, false))
+                    .transpose()
+                    .map_err(usage)?,
+                until: until
+                    .as_deref()
+                    .map(|s| parse_date(s, true))
+                    .transpose()
+                    .map_err(usage)?,
+            };
+            let d = discover_or_places(&paths, forced);
+            if nothing_in_places(&paths, &d) {
+                return Ok(2);
+            }
+            let req = report::stats::Request { by, window, output: o };
+            report::stats::run(&d, tracetui::cost::usage::current(), req, &mut out)?
         }
         Some(Command::Tail {
             path,

@@ -126,6 +126,7 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         "man",
         "sources",
         "prices",
+        "stats",
         "help",
     ];
     for c in subcommands() {
@@ -140,6 +141,11 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         assert!(out.contains("agentdbg") && out.contains("maida"), "{out}");
         run(&["ls", "--format", fmt, "sample-traces"]);
         run(&["ls", "--format", fmt, "sample-traces/runs"]);
+        run(&["ls", "--load", "--format", fmt, "sample-traces"]);
+        for by in ["model", "day", "tool", "run", "format"] {
+            let out = run(&["stats", "--by", by, "--format", fmt, "sample-traces"]);
+            assert!(out.contains("run") && out.contains("bash"), "{out}");
+        }
     }
     // Each run on its own, by the path `ls` reports (run directories and trace files).
     let listed = run(&["ls", "--format", "json", "sample-traces"]);

@@ -137,10 +137,30 @@ pub struct RunCost {
     pub by_model: Vec<(String, Total)>,
 }
 
-/// Add up a run's LLM calls.
-pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
-    let mut rc = RunCost::default();
+/// The prices every view uses: the embedded list, or the list with the user's config.toml
+/// overrides once the program has set them ([`set_current`]).
+pub fn current() -> &'static Prices {
+    CURRENT.get().unwrap_or_else(|| Prices::builtin())
+}
+
+/// Set the prices [`current`] returns (once, at start-up; later calls are ignored).
+pub fn set_current(p: Prices) {
+    let _ = CURRENT.set(p);
+}
+
+static CURRENT: std::sync::OnceLock<Prices> = std::sync::OnceLock::new();
+
+/// Every LLM call of a run with the model it is priced as (its own, else the run's; `""` when
+/// neither is known), its usage and its cost, in event order. Prices are looked up once per
+/// model name (a run of a million events has a handful of models).
+pub fn each_call(
+    trace: &Trace,
+    prices: &Prices,
+    mut f: impl FnMut(&crate::model::Event, &str, Option<&Usage>, &CallCost),
+) {
     let run_model = trace.meta.model.as_deref();
+    // (model as written, cost of a call with unit usage decided by its lookup)
+    let mut seen: Vec<(crate::model::StrRef, Option<(&super::Entry, How)>)> = Vec::new();
     for e in &trace.events {
         if e.kind != EventKind::LlmCall {
             continue;
@@ -148,18 +168,50 @@ pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
         let own = trace.str(e.model);
         let model = if own.is_empty() { run_model } else { Some(own) };
         let u = e.usage.as_deref();
-        let c = call_cost(prices, model, u);
-        rc.total.add(u, &c);
-        let key = model.unwrap_or("").to_string();
-        match rc.by_model.iter_mut().find(|(m, _)| *m == key) {
-            Some((_, t)) => t.add(u, &c),
+        let c = match (u.filter(|u| !u.is_empty()), model.filter(|m| !m.trim().is_empty())) {
+            (Some(u), Some(m)) if u.cost.is_none() => {
+                let hit = match seen.iter().find(|(r, _)| *r == e.model) {
+                    Some((_, hit)) => *hit,
+                    None => {
+                        let hit = prices.lookup(m);
+                        seen.push((e.model, hit));
+                        hit
+                    }
+                };
+                match hit {
+                    Some((entry, how)) => CallCost {
+                        micros: super::cost(&entry.price, tokens_of(u)),
+                        basis: Basis::Priced {
+                            model: entry.model.clone(),
+                            how,
+                        },
+                    },
+                    None => CallCost {
+                        micros: None,
+                        basis: Basis::UnknownModel(m.to_string()),
+                    },
+                }
+            }
+            _ => call_cost(prices, model, u),
+        };
+        f(e, model.unwrap_or(""), u, &c);
+    }
+}
+
+/// Add up a run's LLM calls.
+pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
+    let mut rc = RunCost::default();
+    each_call(trace, prices, |_, model, u, c| {
+        rc.total.add(u, c);
+        match rc.by_model.iter_mut().find(|(m, _)| m == model) {
+            Some((_, t)) => t.add(u, c),
             None => {
                 let mut t = Total::default();
-                t.add(u, &c);
-                rc.by_model.push((key, t));
+                t.add(u, c);
+                rc.by_model.push((model.to_string(), t));
             }
         }
-    }
+    });
     rc
 }
 

@@ -128,6 +128,7 @@ impl Format for AgentDbg {
                     tokens: None,
                     problems: None,
                     badges: Vec::new(),
+                    cost: None,
                 }]);
             }
         }

@@ -229,6 +229,7 @@ fn summary(dir: &Path, ui: &Path) -> Result<Summary, LoadError> {
         tokens: None,
         problems: None,
         badges: Vec::new(),
+        cost: None,
     })
 }
 

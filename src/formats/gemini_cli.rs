@@ -200,6 +200,7 @@ fn summarize_ends(path: &Path, len: u64) -> std::io::Result<Option<Summary>> {
         tokens: None,
         problems: None,
         badges: Vec::new(),
+        cost: None,
     }))
 }
 

@@ -1557,6 +1557,7 @@ fn summary_of(path: &Path, log: &Log, h: &SampleHead) -> Summary {
         tokens: usage_sum(h.model_usage.as_ref()).and_then(|u| u.sum()),
         problems: None,
         badges: Vec::new(),
+        cost: None,
     }
 }
 

@@ -121,6 +121,7 @@ impl Format for Maida {
                     tokens: None,
                     problems: None,
                     badges: Vec::new(),
+                    cost: None,
                 }]);
             }
         }

@@ -157,9 +157,19 @@ pub struct Summary {
     /// The run's badges ([`crate::model::RunMeta::badges`]), when it was loaded.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub badges: Vec<String>,
+    /// Tokens by kind and cost of the loaded run ([`crate::cost::usage::run_cost`] at the
+    /// current prices); None when summarized from metadata. `ls` writes it out itself.
+    #[serde(skip)]
+    pub cost: Option<crate::cost::usage::Total>,
 }
 
 impl Summary {
+    /// Whether the counts are the run.json/metadata values of a run not loaded (they may
+    /// differ from the loaded counts, which every view shows once the run is loaded).
+    pub fn provisional(&self) -> bool {
+        self.problems.is_none()
+    }
+
     pub fn of(t: &Trace) -> Summary {
         let c = t.counts();
         let (start, _) = t.time_span();
@@ -178,6 +188,7 @@ impl Summary {
             tokens: Some(c.tokens),
             problems: Some(t.diagnostics.len()),
             badges: t.meta.badges(),
+            cost: Some(crate::cost::usage::run_cost(t, crate::cost::usage::current()).total),
         }
     }
 }

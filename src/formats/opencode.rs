@@ -641,6 +641,7 @@ fn summary(source: &Path, s: &SessionRec, status: RunStatus) -> Summary {
         tokens: None,
         problems: None,
         badges: Vec::new(),
+        cost: None,
     }
 }
 

@@ -490,6 +490,7 @@ fn summarize_v1(dir: &Path) -> Result<Option<Summary>, LoadError> {
         tokens: Some(tokens),
         problems: None,
         badges: Vec::new(),
+        cost: None,
     }))
 }
 

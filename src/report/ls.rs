@@ -23,10 +23,22 @@ pub fn run(
     places: &[crate::source::places::Resolved],
     out: &mut dyn Write,
     fmt: Output,
+    load: bool,
 ) -> std::io::Result<usize> {
     let mut rows = Vec::new();
     let mut failed = 0;
-    for (r, res) in crate::source::summarize_all(&d.runs) {
+    // `--load`: every run loaded, so that its counts, tokens and cost are the loaded ones.
+    let summaries = if load {
+        crate::source::load_each(&d.runs, |r, res| {
+            (
+                r.clone(),
+                res.map(|l| l.traces.iter().map(Summary::of).collect::<Vec<_>>()),
+            )
+        })
+    } else {
+        crate::source::summarize_all(&d.runs)
+    };
+    for (r, res) in summaries {
         match res {
             Ok(s) => {
                 let project = r.project(places);
@@ -62,6 +74,11 @@ pub fn run(
                     v["path_lossy"] = serde_json::Value::Bool(true);
                 }
                 v["project"] = serde_json::Value::String(project.clone());
+                // Counts from run.json/metadata, not from the events (which may say otherwise).
+                v["provisional"] = serde_json::Value::Bool(r.provisional());
+                if let Some(c) = &r.cost {
+                    v["usage"] = super::stats::total_json(c);
+                }
                 crate::json::put_path(&mut v, "source", root);
                 crate::json::write_line(out, &v)?;
             }
@@ -72,14 +89,16 @@ pub fn run(
         Output::Text => {
             writeln!(
                 out,
-                "{:<8} {:<28} {:<12} {:<20} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8}  ID",
-                "STATUS", "NAME", "AGENT", "PROJECT", "START", "DURATION", "TOOLS", "LLM", "ERR", "TOKENS"
+                "{:<8} {:<28} {:<12} {:<20} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8} {:>9}  ID",
+                "STATUS", "NAME", "AGENT", "PROJECT", "START", "DURATION", "TOOLS", "LLM", "ERR", "TOKENS", "COST"
             )?;
             for (r, project, _) in &rows {
                 let name = r.name.clone().unwrap_or_else(|| r.id.clone());
                 let project = if project.is_empty() { "." } else { project };
+                // Metadata counts of a run not loaded are marked `~` (the loaded ones may differ).
+                let n = |v: Option<usize>| provisional(num_or_dash(v), r.provisional());
                 let mut line = format!(
-                    "{:<8} {:<28} {:<12} {:<20} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8}  {}",
+                    "{:<8} {:<28} {:<12} {:<20} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8} {:>9}  {}",
                     r.status.as_str(),
                     cut(&crate::sanitize::line(&name), 28),
                     r.format,
@@ -87,10 +106,14 @@ pub fn run(
                     cut_front(&crate::sanitize::line(project), 20),
                     ts_or_dash(r.start),
                     dur_or_dash(r.duration),
-                    num_or_dash(r.tool_calls),
-                    num_or_dash(r.llm_calls),
-                    num_or_dash(r.errors),
-                    num_or_dash(r.tokens.filter(|t| *t > 0)),
+                    n(r.tool_calls),
+                    n(r.llm_calls),
+                    n(r.errors),
+                    provisional(num_or_dash(r.tokens.filter(|t| *t > 0)), r.provisional()),
+                    r.cost
+                        .as_ref()
+                        .map(super::stats::cost_cell)
+                        .unwrap_or_else(|| "-".into()),
                     r.id
                 );
                 // A badge (what is wrong with the run as a whole) ends its row.
@@ -102,6 +125,11 @@ pub fn run(
         }
     }
     Ok(failed)
+}
+
+/// A count as `ls` writes it: `~3` when it is a provisional (metadata) value.
+pub fn provisional(n: String, provisional: bool) -> String {
+    if provisional && n != "-" { format!("~{n}") } else { n }
 }
 
 /// Cut to `max` characters from the front, with an ellipsis.

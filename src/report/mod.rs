@@ -8,6 +8,7 @@ pub mod prices;
 pub mod show;
 pub mod sources;
 pub mod transcript;
+pub mod stats;
 
 use crate::model::{format_duration, format_ts};
 use serde_json::Value;

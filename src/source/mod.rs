@@ -395,6 +395,15 @@ pub fn load_all(runs: &[RunRef]) -> Vec<(RunRef, Result<Loaded, LoadError>)> {
     runs.par_iter().map(|r| (r.clone(), retried(r, RunRef::load))).collect()
 }
 
+/// Load every source in parallel and hand each load to `f` on the thread that made it (so
+/// that a caller can reduce a trace and drop it there, rather than hold every run at once).
+pub fn load_each<T: Send>(
+    runs: &[RunRef],
+    f: impl Fn(&RunRef, Result<Loaded, LoadError>) -> T + Sync + Send,
+) -> Vec<T> {
+    runs.par_iter().map(|r| f(r, retried(r, RunRef::load))).collect()
+}
+
 /// Summaries for `ls` and the runs view, in parallel.
 pub fn summarize_all(runs: &[RunRef]) -> Vec<(RunRef, Result<Vec<Summary>, LoadError>)> {
     runs.par_iter()

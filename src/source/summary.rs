@@ -39,6 +39,7 @@ pub fn from_ends(run: &RunRef) -> Option<Result<Vec<Summary>, LoadError>> {
     s.llm_calls = None;
     s.errors = None;
     s.tokens = None;
+    s.cost = None;
     s.problems = None;
     s.status = crate::model::RunStatus::Unknown;
     let end = last_timestamp(&run.path, meta.len());

@@ -56,10 +56,12 @@ pub enum Command {
     Chat,
     Plain,
     Transcript,
+    Reverse,
+    Stats,
 }
 
 impl Command {
-    pub const ALL: [Command; 47] = [
+    pub const ALL: [Command; 49] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -107,6 +109,8 @@ impl Command {
         Command::Chat,
         Command::Plain,
         Command::Transcript,
+        Command::Reverse,
+        Command::Stats,
     ];
 
     /// The name used in the keymap TOML.
@@ -159,6 +163,8 @@ impl Command {
             Command::Chat => "chat",
             Command::Plain => "plain",
             Command::Transcript => "transcript",
+            Command::Reverse => "reverse",
+            Command::Stats => "stats",
         }
     }
 
@@ -217,6 +223,11 @@ pub enum Action {
         loading: Option<Progress>,
         /// The source was read again from the start (truncated or replaced).
         restarted: bool,
+    },
+    /// Runs the stats view loaded (`pos`: the run's place in the view's list).
+    StatsPart {
+        generation: u64,
+        results: Vec<(usize, Result<Box<crate::report::stats::RunStats>, String>)>,
     },
     /// Results of a background payload search over the events from `from` on.
     SearchBatch {

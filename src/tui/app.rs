@@ -269,6 +269,7 @@ fn event_loop(
             let animating = s.loading.is_some()
                 || s.message.is_some()
                 || s.runs.scanning
+                || s.stats.as_ref().is_some_and(|v| v.dirty || v.loading())
                 || s.diff.as_ref().is_some_and(|d| d.computing())
                 || s.run
                     .as_ref()
@@ -346,6 +347,7 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
                 let _ = tx.send(Action::DiffReady { generation, result });
             });
         }
+        Effect::Stats(job) => super::stats::spawn(job, tx.clone()),
         Effect::Page(text) => {
             #[cfg(unix)]
             let shown = terminal::page(&text);

@@ -34,7 +34,17 @@ const RUNS: &[Entry] = &[
         "filter runs: name, format:, status:, project: (below)",
         Some("filter"),
     ),
-    e(Command::Sort, "sort by start / name / duration", Some("sort")),
+    e(
+        Command::Sort,
+        "sort by start / name / duration / tokens / cost",
+        Some("sort"),
+    ),
+    e(Command::Reverse, "reverse the sort order", None),
+    e(
+        Command::Stats,
+        "tokens, cost and tool latency of the listed runs",
+        Some("stats"),
+    ),
     e(Command::Group, "group the runs by where they were found", Some("group")),
     e(
         Command::Problems,
@@ -226,6 +236,17 @@ const PAIR: &[Entry] = &[
     e(Command::Back, "back to the aligned calls", Some("back")),
 ];
 
+const STATS: &[Entry] = &[
+    e(Command::Sort, "group by model / day / format / run", Some("group by")),
+    e(Command::Back, "back to the runs list", Some("back")),
+    MOVE[0],
+    MOVE[1],
+    MOVE[2],
+    MOVE[3],
+    PAGE[0],
+    PAGE[1],
+];
+
 const GLOBAL: &[Entry] = &[
     e(Command::Help, "help: the keys of this view", Some("help")),
     e(Command::NextPane, "next pane", None),
@@ -242,6 +263,7 @@ pub fn for_context(ctx: Context) -> impl Iterator<Item = &'static Entry> {
         Context::Help => HELP,
         Context::Diff => DIFF,
         Context::Pair => PAIR,
+        Context::Stats => STATS,
         Context::Global => &[],
     };
     let global: &'static [Entry] = if ctx == Context::Help { &[] } else { GLOBAL };

@@ -20,10 +20,12 @@ pub enum Context {
     Diff,
     /// The detail of one pair of the diff.
     Pair,
+    /// Tokens, cost and tool latency over the listed runs.
+    Stats,
 }
 
 impl Context {
-    pub const ALL: [Context; 7] = [
+    pub const ALL: [Context; 8] = [
         Context::Global,
         Context::Runs,
         Context::Tree,
@@ -31,6 +33,7 @@ impl Context {
         Context::Help,
         Context::Diff,
         Context::Pair,
+        Context::Stats,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -41,6 +44,7 @@ impl Context {
             Context::Help => "help",
             Context::Diff => "diff",
             Context::Pair => "pair",
+            Context::Stats => "stats",
         }
     }
     fn from_name(s: &str) -> Option<Context> {
@@ -151,7 +155,7 @@ impl Keymap {
     fn apply(&mut self, table: &toml::Table) -> Result<(), String> {
         for (section, v) in table {
             let ctx = Context::from_name(section).ok_or_else(|| {
-                format!("keys: unknown section [{section}]; sections are global, runs, tree, detail, help, diff, pair")
+                format!("keys: unknown section [{section}]; sections are global, runs, tree, detail, help, diff, pair, stats")
             })?;
             let Some(bindings) = v.as_table() else {
                 return Err(format!("keys.{section} must be a table"));

@@ -472,6 +472,7 @@ fn provisional(run: &RunRef) -> RunEntry {
             tokens: None,
             problems: None,
             badges: Vec::new(),
+            cost: None,
         },
         quiet: None,
     }

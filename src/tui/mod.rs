@@ -15,6 +15,7 @@ pub mod live;
 pub mod markdown;
 pub mod render;
 pub mod state;
+pub mod stats;
 mod terminal;
 pub mod theme;
 pub mod update;

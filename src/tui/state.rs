@@ -156,6 +156,8 @@ pub enum View {
     Run,
     /// Two runs compared (`State::diff`).
     Diff,
+    /// Tokens, cost and tool latency over the listed runs (`State::stats`).
+    Stats,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,6 +174,10 @@ pub enum RunSort {
     Name,
     /// Longest first.
     Duration,
+    /// Most tokens first (runs not loaded last).
+    Tokens,
+    /// Most expensive first (runs not loaded, or of unknown cost, last).
+    Cost,
 }
 
 impl RunSort {
@@ -180,13 +186,17 @@ impl RunSort {
             RunSort::Start => "newest first",
             RunSort::Name => "by name",
             RunSort::Duration => "longest first",
+            RunSort::Tokens => "most tokens first",
+            RunSort::Cost => "costliest first",
         }
     }
     pub fn next(self) -> RunSort {
         match self {
             RunSort::Start => RunSort::Name,
             RunSort::Name => RunSort::Duration,
-            RunSort::Duration => RunSort::Start,
+            RunSort::Duration => RunSort::Tokens,
+            RunSort::Tokens => RunSort::Cost,
+            RunSort::Cost => RunSort::Start,
         }
     }
 }
@@ -199,6 +209,8 @@ pub struct RunsState {
     pub selected: usize,
     pub offset: usize,
     pub sort: RunSort,
+    /// The sort order turned around (`r`).
+    pub reversed: bool,
     pub filter: String,
     /// Per entry: another run has the same name (the list then shows the id too).
     pub same_name: Vec<bool>,
@@ -883,6 +895,8 @@ pub enum Effect {
     Copy(String),
     /// Show text in the user's pager, the explorer stepping aside meanwhile.
     Page(String),
+    /// Load runs in the background for the stats view.
+    Stats(super::stats::Job),
 }
 
 #[derive(Debug)]
@@ -922,6 +936,8 @@ pub struct State {
     /// Follow mode (`--follow`, `tail`): runs open at their last event, and a run that
     /// appears while none is open is opened.
     pub follow: bool,
+    /// The stats view over the listed runs, while open (and its load under way).
+    pub stats: Option<super::stats::StatsView>,
 }
 
 impl State {
@@ -952,6 +968,7 @@ impl State {
             auto_open: true,
             sync_search_limit: 2_000,
             follow: false,
+            stats: None,
         }
     }
 
@@ -968,6 +985,7 @@ impl State {
         match (self.view, &self.run, &self.diff) {
             (View::Diff, _, Some(d)) if d.pair.is_some() => Context::Pair,
             (View::Diff, _, Some(_)) => Context::Diff,
+            (View::Stats, _, _) if self.stats.is_some() => Context::Stats,
             (View::Run, Some(r), _) if r.focus == Pane::Detail => Context::Detail,
             (View::Run, Some(_), _) => Context::Tree,
             _ => Context::Runs,

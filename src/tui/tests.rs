@@ -85,7 +85,14 @@ fn runs_sort_newest_first_then_by_name_and_duration() {
     assert_eq!(names(&s), ["book-trip", "refund", "research-loop", "weather-report"]);
     press(&mut s, &["s"]);
     assert_eq!(names(&s)[0], "book-trip", "longest first");
+    // `r` turns it around: shortest first, a run with no duration still last.
+    press(&mut s, &["r"]);
+    assert_eq!(names(&s), ["weather-report", "research-loop", "book-trip", "refund"]);
     press(&mut s, &["s"]);
+    assert_eq!(s.runs.sort, RunSort::Tokens);
+    assert!(!s.runs.reversed, "a new sort starts unreversed");
+    assert_eq!(names(&s)[0], "research-loop", "the only run with tokens first");
+    press(&mut s, &["s", "s"]);
     assert_eq!(s.runs.sort, RunSort::Start);
 }
 
@@ -859,4 +866,65 @@ fn the_selected_row_is_readable_in_every_theme_and_shows_focus() {
         let look = |b: &ratatui::buffer::Buffer| (b[(body.x, y)].bg, b[(body.x, y)].modifier);
         assert_ne!(look(&focused), look(&unfocused), "{name}: focus shows on the selection");
     }
+}
+
+/// Run the stats view's background load to its end (its effect, its parts).
+pub fn finish_stats(s: &mut State) {
+    let job = s
+        .effects
+        .drain(..)
+        .find_map(|e| match e {
+            Effect::Stats(j) => Some(j),
+            _ => None,
+        })
+        .expect("the stats view asks for its runs");
+    let (tx, rx) = std::sync::mpsc::channel();
+    super::stats::spawn(job, tx);
+    while s.stats.as_ref().is_some_and(|v| v.loading()) {
+        let a = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("stats parts arrive");
+        update(s, a);
+    }
+}
+
+#[test]
+fn stats_view_loads_the_listed_runs_and_their_rows_get_loaded_counts() {
+    let mut s = runs_state();
+    // The filter applies: only the agentdbg runs.
+    press(&mut s, &["/"]);
+    typed(&mut s, "format:agentdbg");
+    press(&mut s, &["enter"]);
+    let shown = s.runs.shown();
+    assert_eq!(shown, 3);
+    let provisional = |s: &State| s.runs.entries.iter().filter(|e| e.summary.provisional()).count();
+    assert!(provisional(&s) > 0, "finished agentdbg runs are listed from run.json");
+    press(&mut s, &["$"]);
+    assert_eq!(s.view, View::Stats);
+    assert_eq!(s.context(), super::keymap::Context::Stats);
+    finish_stats(&mut s);
+    let v = s.stats.as_ref().unwrap();
+    assert_eq!(v.stats.runs, 3);
+    assert_eq!(v.stats.status.iter().sum::<usize>(), 3);
+    // Every agentdbg row is loaded now; the agentsnap one (filtered out) is as it was.
+    for e in &s.runs.entries {
+        assert_eq!(
+            e.summary.provisional(),
+            e.summary.format != "agentdbg" && e.summary.problems.is_none()
+        );
+    }
+    let calls: u64 = v.stats.tools.iter().map(|t| t.calls).sum();
+    let listed: usize = s
+        .runs
+        .entries
+        .iter()
+        .filter(|e| e.summary.format == "agentdbg")
+        .map(|e| e.summary.tool_calls.unwrap())
+        .sum();
+    assert_eq!(calls, listed as u64, "the tool table counts the rows' tool calls");
+    press(&mut s, &["s"]);
+    assert_eq!(s.stats.as_ref().unwrap().by, crate::report::stats::By::Day);
+    press(&mut s, &["esc"]);
+    assert_eq!(s.view, View::Runs);
+    assert!(s.stats.is_none());
 }

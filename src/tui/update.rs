@@ -85,8 +85,10 @@ pub fn update(s: &mut State, a: Action) {
             if let Some(r) = s.run.as_mut().filter(|r| r.filter.stale) {
                 r.rebuild_rows();
             }
+            super::stats::tick(s);
         }
         Action::Resize(w, h) => s.size = (w, h),
+        Action::StatsPart { generation, results } => super::stats::part(s, generation, results),
         Action::RunsFound(list) => {
             // A run listed now is readable: its problem, if it had one, is over (and so is a
             // missing PATH's once a run below it is listed).
@@ -197,7 +199,14 @@ fn merge_entries(s: &mut State, list: Vec<RunEntry>) -> bool {
         .collect();
     for e in list {
         match at.get(&(e.run.path.clone(), e.index)) {
-            Some(&i) => s.runs.entries[i].summary = e.summary,
+            // A rescan lists metadata again: a run loaded since keeps its loaded counts
+            // unless its status moved on.
+            Some(&i) => {
+                let old = &s.runs.entries[i].summary;
+                if !(e.summary.provisional() && !old.provisional() && e.summary.status == old.status) {
+                    s.runs.entries[i].summary = e.summary
+                }
+            }
             None => {
                 at.insert((e.run.path.clone(), e.index), s.runs.entries.len());
                 s.runs.entries.push(e);
@@ -369,7 +378,7 @@ fn set_filter(s: &mut State, text: String) {
                 s.effects.push(e);
             }
         }
-        View::Diff => {}
+        View::Diff | View::Stats => {}
     }
 }
 
@@ -399,6 +408,38 @@ pub fn refresh_runs(s: &mut State) {
                 .then_with(|| en[a].summary.id.cmp(&en[b].summary.id))
         }),
         RunSort::Duration => order.sort_by(|&a, &b| en[b].summary.duration.cmp(&en[a].summary.duration)),
+        RunSort::Tokens => order.sort_by(|&a, &b| en[b].summary.tokens.cmp(&en[a].summary.tokens)),
+        RunSort::Cost => {
+            // Known costs first (a run whose every call is unknown is not cheap: it is unknown).
+            let key = |i: usize| {
+                en[i]
+                    .summary
+                    .cost
+                    .as_ref()
+                    .filter(|c| c.micros > 0 || c.unknown == 0)
+                    .map(|c| c.micros)
+            };
+            order.sort_by_key(|&i| std::cmp::Reverse(key(i)))
+        }
+    }
+    if s.runs.reversed {
+        order.reverse();
+        // Runs without the value sorted on (no start, not loaded, unknown cost) stay last.
+        let known = |i: usize| {
+            let sm = &en[i].summary;
+            match s.runs.sort {
+                RunSort::Start => sm.start.is_some(),
+                RunSort::Name => true,
+                RunSort::Duration => sm.duration.is_some(),
+                // A run that recorded no tokens (shown `-`) has no value either.
+                RunSort::Tokens => sm.tokens.is_some_and(|t| t > 0),
+                RunSort::Cost => sm
+                    .cost
+                    .as_ref()
+                    .is_some_and(|c| c.micros > 0 || (c.unknown == 0 && c.total_tokens > 0)),
+            }
+        };
+        order.sort_by_key(|&i| !known(i));
     }
     s.runs.groups.clear();
     if s.runs.grouped {
@@ -600,6 +641,7 @@ fn command(s: &mut State, c: Command) {
         Context::Detail => detail_command(s, c),
         Context::Diff => diffview::diff_command(s, c),
         Context::Pair => diffview::pair_command(s, c),
+        Context::Stats => super::stats::command(s, c),
         Context::Help | Context::Global => {}
     }
 }
@@ -659,9 +701,16 @@ fn runs_command(s: &mut State, c: Command) {
         }
         Command::Sort => {
             s.runs.sort = s.runs.sort.next();
+            s.runs.reversed = false;
             refresh_runs(s);
             say(s, format!("sorted {}", s.runs.sort.label()), false);
         }
+        Command::Reverse => {
+            s.runs.reversed = !s.runs.reversed;
+            refresh_runs(s);
+            say(s, format!("sorted {}", super::render::runs::sort_label(&s.runs)), false);
+        }
+        Command::Stats => super::stats::open(s),
         Command::Back => {
             if s.loading.take().is_some() {
                 s.load_gen += 1;
@@ -973,6 +1022,7 @@ fn click(s: &mut State, x: u16, y: u16) {
         return;
     }
     match s.view {
+        View::Stats => {}
         View::Diff => diffview::click(s, x, y),
         View::Runs => {
             let table = layout::runs(area(s)).table;
@@ -1047,6 +1097,11 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
         return;
     }
     match s.view {
+        View::Stats => {
+            if let Some(v) = s.stats.as_mut() {
+                v.scroll = step(v.scroll, v.stats.tools.len());
+            }
+        }
         View::Diff => diffview::scroll(s, down),
         View::Runs => {
             s.runs.selected = step(s.runs.selected, s.runs.order.len());

@@ -4,7 +4,8 @@
 mod detail;
 mod diff;
 pub(crate) mod help;
-mod runs;
+pub(crate) mod runs;
+mod stats;
 mod tree;
 
 use super::commands;
@@ -35,6 +36,12 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
             let crumb = format!("diff {} ↔ {}", v.names[0], v.names[1]);
             title(buf, l.title, s, th, Some(&crumb), None);
             diff::render(buf, &l, v, th);
+            footer(buf, l.footer, s, th);
+        }
+        (View::Stats, _) if let Some(v) = &s.stats => {
+            let l = layout::runs(area);
+            title(buf, l.title, s, th, Some("stats"), None);
+            stats::render(buf, l.table, s, v, th);
             footer(buf, l.footer, s, th);
         }
         (View::Run, Some(r)) => {

@@ -30,7 +30,7 @@ const fn col(title: &'static str, width: u16, right: bool) -> Col {
 }
 
 /// Optional columns, dropped in DROP_ORDER when the screen is narrow. AGENT is the format.
-const COLS: [Col; 8] = [
+const COLS: [Col; 9] = [
     col("AGENT", 12, false),
     col("PROJECT", 18, false),
     col("START (UTC)", 19, false),
@@ -39,8 +39,50 @@ const COLS: [Col; 8] = [
     col("LLM", 5, true),
     col("ERR", 5, true),
     col("TOKENS", 9, true),
+    col("COST", 10, true),
 ];
-const DROP_ORDER: [usize; 8] = [2, 1, 0, 7, 5, 3, 4, 6];
+const DROP_ORDER: [usize; 9] = [2, 1, 0, 7, 8, 5, 3, 4, 6];
+/// The count columns: shown dim with `~` while they are a run's metadata (not loaded).
+const COUNT_COLS: [usize; 4] = [4, 5, 6, 7];
+
+/// The sort as the title says it (`newest first`, `oldest first` when reversed, ...).
+pub fn sort_label(r: &crate::tui::state::RunsState) -> String {
+    use crate::tui::state::RunSort;
+    match (r.sort, r.reversed) {
+        (_, false) => r.sort.label().to_string(),
+        (RunSort::Start, true) => "oldest first".into(),
+        (RunSort::Name, true) => "by name, Z to A".into(),
+        (RunSort::Duration, true) => "shortest first".into(),
+        (RunSort::Tokens, true) => "fewest tokens first".into(),
+        (RunSort::Cost, true) => "cheapest first".into(),
+    }
+}
+
+/// Tokens and cost of the listed runs for the title: `· 12,345 tok · $0.42`, with how many
+/// runs are not loaded yet (their tokens and cost are not known: `$` loads them).
+fn totals(r: &crate::tui::state::RunsState) -> String {
+    let mut t = crate::cost::usage::Total::default();
+    let mut tokens = 0u64;
+    let mut provisional = 0;
+    for i in r.order.iter().filter(|&&i| i & HEADER == 0) {
+        let sm = &r.entries[*i].summary;
+        match &sm.cost {
+            Some(c) if !sm.provisional() => {
+                t.merge(c);
+                tokens = tokens.saturating_add(sm.tokens.unwrap_or(0));
+            }
+            _ => provisional += 1,
+        }
+    }
+    if provisional == r.shown() {
+        return String::new(); // nothing loaded: nothing to add up
+    }
+    let mut out = format!("· {} tok · {} ", tokens, crate::report::stats::cost_cell(&t));
+    if provisional > 0 {
+        out.push_str(&format!("({provisional} not loaded: $) "));
+    }
+    out
+}
 /// The ERR column (red when a run has errors).
 const ERR_COL: usize = 6;
 const STATUS_W: u16 = 10;
@@ -48,7 +90,7 @@ const NAME_MIN: u16 = 18;
 
 pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     let r = &s.runs;
-    let mut title = format!(" runs {} · {} ", r.shown(), r.sort.label());
+    let mut title = format!(" runs {} · {} ", r.shown(), sort_label(r));
     if r.all_places {
         title.push_str("· every agent's place ");
     }
@@ -67,6 +109,7 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             crate::report::count(r.skipped.dirs(), "dir")
         ));
     }
+    title.push_str(&totals(r));
     block(Line::from(title), true, th).render(area, buf);
     let inner = layout::inner(area);
     let body = layout::body(area);
@@ -75,7 +118,7 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     }
 
     // Which optional columns fit next to a name of at least NAME_MIN cells.
-    let mut shown = [true; 8];
+    let mut shown = [true; 9];
     // One project for every run (a single directory of runs) tells nothing: START keeps its room.
     let mut projects = r.order.iter().filter(|&&i| i & HEADER == 0).map(|&i| r.project(i));
     if let Some(first) = projects.next()
@@ -83,7 +126,19 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     {
         shown[1] = false;
     }
-    let fixed = |shown: &[bool; 8]| -> u16 {
+    // No listed run with a cost (none loaded, or none made LLM calls with usage): COST
+    // would be a column of dashes, and gives its room to the names.
+    let costs = r.order.iter().filter(|&&i| i & HEADER == 0).any(|&i| {
+        r.entries[i]
+            .summary
+            .cost
+            .as_ref()
+            .is_some_and(|c| c.micros > 0 || c.unknown > 0)
+    });
+    if !costs {
+        shown[8] = false;
+    }
+    let fixed = |shown: &[bool; 9]| -> u16 {
         STATUS_W
             + COLS
                 .iter()
@@ -253,7 +308,11 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             );
         }
         x = put(buf, x, y, " ", base.patch(th.style(Role::Text)), 1);
-        let num = |n: Option<usize>| n.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+        // A run not loaded shows its metadata counts, marked `~` (the loaded ones may differ).
+        let prov = sm.provisional();
+        let num = |n: Option<usize>| {
+            crate::report::ls::provisional(n.map(|v| v.to_string()).unwrap_or_else(|| "-".into()), prov)
+        };
         let project = r.project(ei);
         let cells = [
             sm.format.to_string(),
@@ -272,9 +331,16 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             num(sm.tool_calls),
             num(sm.llm_calls),
             num(sm.errors),
-            sm.tokens
-                .filter(|t| *t > 0)
-                .map(|t| t.to_string())
+            crate::report::ls::provisional(
+                sm.tokens
+                    .filter(|t| *t > 0)
+                    .map(|t| t.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                prov,
+            ),
+            sm.cost
+                .as_ref()
+                .map(crate::report::stats::cost_cell)
                 .unwrap_or_else(|| "-".into()),
         ];
         for (i, (c, text)) in COLS.iter().zip(cells).enumerate() {
@@ -292,7 +358,9 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             } else {
                 format!("{t:<w$} ", w = c.width as usize)
             };
-            let role = if i == ERR_COL && sm.errors.is_some_and(|n| n > 0) {
+            let role = if prov && COUNT_COLS.contains(&i) {
+                Role::Dim
+            } else if i == ERR_COL && sm.errors.is_some_and(|n| n > 0) {
                 Role::Error
             } else {
                 Role::Text
