@@ -188,3 +188,31 @@ mod tests {
         assert_eq!(stem(Path::new("x.jsonl")), "x");
     }
 }
+
+/// Token counts as OpenAI's APIs write them (chat completions, Responses, Codex, OTel GenAI,
+/// LiteLLM): the prompt count includes the tokens read from (and, where counted, written to)
+/// the cache, and the output count includes the reasoning tokens. Put in `Usage` as written,
+/// this makes them the normalized kinds: input without the cache, output without reasoning
+/// (saturating: inconsistent counts in a trace never wrap).
+pub fn usage_openai(u: crate::model::Usage) -> crate::model::Usage {
+    usage_input_with_cache(usage_output_with_reasoning(u))
+}
+
+/// Only the prompt count includes the cache (Gemini: `promptTokenCount` includes
+/// `cachedContentTokenCount`, while `thoughtsTokenCount` is apart from the output).
+pub fn usage_input_with_cache(mut u: crate::model::Usage) -> crate::model::Usage {
+    if let Some(i) = u.input.as_mut() {
+        *i = i
+            .saturating_sub(u.cache_read.unwrap_or(0))
+            .saturating_sub(u.cache_write.unwrap_or(0));
+    }
+    u
+}
+
+/// Only the output count includes the reasoning tokens.
+pub fn usage_output_with_reasoning(mut u: crate::model::Usage) -> crate::model::Usage {
+    if let Some(o) = u.output.as_mut() {
+        *o = o.saturating_sub(u.reasoning.unwrap_or(0));
+    }
+    u
+}
