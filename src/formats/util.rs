@@ -216,3 +216,27 @@ pub fn usage_output_with_reasoning(mut u: crate::model::Usage) -> crate::model::
     }
     u
 }
+
+/// An OpenAI-style `usage` object as the chat completions and Responses APIs, LiteLLM and
+/// OpenRouter write it, normalized: `prompt_tokens` / `input_tokens` include the cache read
+/// (`prompt_tokens_details.cached_tokens`, `input_tokens_details.cached_tokens`, LiteLLM's
+/// `cache_read_input_tokens`) and the cache write (LiteLLM's `cache_creation_input_tokens`);
+/// `completion_tokens` / `output_tokens` include `*_tokens_details.reasoning_tokens`. A `cost`
+/// (OpenRouter, dollars) is the recorded cost.
+pub fn usage_of_openai(u: &Value) -> crate::model::Usage {
+    let n = |keys: &[&str]| keys.iter().find_map(|k| lenient_u64(u.get(*k)));
+    let nested = |outer: &str, k: &str| lenient_u64(u.get(outer).and_then(|d| d.get(k)));
+    usage_openai(crate::model::Usage {
+        input: n(&["prompt_tokens", "input_tokens"]),
+        output: n(&["completion_tokens", "output_tokens"]),
+        total: n(&["total_tokens"]),
+        cache_read: n(&["cache_read_input_tokens", "cache_read_tokens"])
+            .or_else(|| nested("prompt_tokens_details", "cached_tokens"))
+            .or_else(|| nested("input_tokens_details", "cached_tokens")),
+        cache_write: n(&["cache_creation_input_tokens", "cache_write_tokens"]),
+        reasoning: n(&["reasoning_tokens"])
+            .or_else(|| nested("completion_tokens_details", "reasoning_tokens"))
+            .or_else(|| nested("output_tokens_details", "reasoning_tokens")),
+        cost: u.get("cost").and_then(crate::cost::micros_of_json),
+    })
+}
