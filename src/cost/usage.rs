@@ -91,6 +91,10 @@ pub struct Total {
 impl Total {
     pub fn add(&mut self, u: Option<&Usage>, c: &CallCost) {
         self.calls += 1;
+        self.add_usage(u, c);
+    }
+    /// Add tokens and cost that are not one call's (a run's recorded totals).
+    pub fn add_usage(&mut self, u: Option<&Usage>, c: &CallCost) {
         if let Some(u) = u {
             let t = tokens_of(u);
             let s = &mut self.tokens;
@@ -137,8 +141,36 @@ pub struct RunCost {
     pub by_model: Vec<(String, Total)>,
 }
 
-/// Add up a run's LLM calls.
+/// Add up a run's LLM calls. Where the recorder wrote the run's own totals on its run event
+/// (SWE-agent's `model_stats`, Copilot CLI's shutdown metrics, Inspect's `model_usage`) and the
+/// calls it logged add up to fewer tokens (they carry no usage, or only part of it), the
+/// run's totals are those, priced at the run's model: see [`run_totals`].
 pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
+    let rc = calls_cost(trace, prices);
+    let Some(u) = run_totals(trace).filter(|u| u.sum().unwrap_or(0) > rc.total.total_tokens) else {
+        return rc;
+    };
+    let model = trace.meta.model.as_deref();
+    let c = call_cost(prices, model, Some(&u));
+    let mut total = Total::default();
+    total.add_usage(Some(&u), &c);
+    total.calls = rc.total.calls;
+    RunCost {
+        by_model: vec![(model.unwrap_or("").to_string(), total.clone())],
+        total,
+    }
+}
+
+/// The run totals a recorder wrote on the run's own event(s), if any.
+pub fn run_totals(trace: &Trace) -> Option<Usage> {
+    trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Run)
+        .find_map(|e| e.usage.as_deref().copied())
+}
+
+fn calls_cost(trace: &Trace, prices: &Prices) -> RunCost {
     let mut rc = RunCost::default();
     let run_model = trace.meta.model.as_deref();
     for e in &trace.events {
