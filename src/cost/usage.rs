@@ -172,27 +172,60 @@ pub fn run_totals(trace: &Trace) -> Option<Usage> {
 
 fn calls_cost(trace: &Trace, prices: &Prices) -> RunCost {
     let mut rc = RunCost::default();
+    add_calls(&mut rc, trace, 0, prices);
+    rc
+}
+
+/// Add the LLM calls among the trace's events `from` on (a view adds the events that arrive;
+/// [`run_cost`] of the whole trace is the definition, made again at the end of a load).
+pub fn add_calls(rc: &mut RunCost, trace: &Trace, from: usize, prices: &Prices) {
     let run_model = trace.meta.model.as_deref();
-    for e in &trace.events {
+    // One price lookup a model name, not one a call (a run may have 100,000 calls).
+    let mut seen: Vec<(&str, Option<(&super::Entry, super::How)>)> = Vec::new();
+    for e in trace.events.get(from..).unwrap_or(&[]) {
         if e.kind != EventKind::LlmCall {
             continue;
         }
         let own = trace.str(e.model);
         let model = if own.is_empty() { run_model } else { Some(own) };
         let u = e.usage.as_deref();
-        let c = call_cost(prices, model, u);
+        let c = match (model, u) {
+            (Some(m), Some(x)) if x.cost.is_none() && !x.is_empty() && !m.trim().is_empty() => {
+                let found = match seen.iter().find(|(k, _)| *k == m) {
+                    Some((_, f)) => *f,
+                    None => {
+                        let f = prices.lookup(m);
+                        seen.push((m, f));
+                        f
+                    }
+                };
+                match found {
+                    Some((entry, how)) => CallCost {
+                        micros: super::cost(&entry.price, tokens_of(x)),
+                        basis: Basis::Priced {
+                            model: entry.model.clone(),
+                            how,
+                        },
+                    },
+                    None => CallCost {
+                        micros: None,
+                        basis: Basis::UnknownModel(m.to_string()),
+                    },
+                }
+            }
+            _ => call_cost(prices, model, u),
+        };
         rc.total.add(u, &c);
-        let key = model.unwrap_or("").to_string();
-        match rc.by_model.iter_mut().find(|(m, _)| *m == key) {
+        let key = model.unwrap_or("");
+        match rc.by_model.iter_mut().find(|(m, _)| m == key) {
             Some((_, t)) => t.add(u, &c),
             None => {
                 let mut t = Total::default();
                 t.add(u, &c);
-                rc.by_model.push((key, t));
+                rc.by_model.push((key.to_string(), t));
             }
         }
     }
-    rc
 }
 
 #[cfg(test)]
