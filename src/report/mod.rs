@@ -7,6 +7,7 @@ pub mod ls;
 pub mod prices;
 pub mod show;
 pub mod sources;
+pub mod usage;
 
 use crate::model::{format_duration, format_ts};
 use serde_json::Value;
