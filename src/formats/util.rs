@@ -160,35 +160,6 @@ pub fn nested_too_deep(json: &[u8]) -> bool {
     false
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn embedded_json_is_parsed_with_fallback() {
-        assert_eq!(json_or_string("{\"q\":1}"), json!({"q": 1}));
-        assert_eq!(json_or_string("\"no results\""), json!("no results"));
-        assert_eq!(json_or_string("[\"a\"], [\"b\"]"), json!("[\"a\"], [\"b\"]"));
-        assert_eq!(json_or_string("plain"), json!("plain"));
-    }
-
-    #[test]
-    fn lenient_numbers() {
-        assert_eq!(lenient_u64(Some(&json!(5))), Some(5));
-        assert_eq!(lenient_u64(Some(&json!("__REDACTED__"))), None);
-        assert_eq!(lenient_u64(Some(&json!("12"))), Some(12));
-        assert_eq!(lenient_u64(None), None);
-    }
-
-    #[test]
-    fn stems() {
-        assert_eq!(stem(Path::new("a/search_flow.snap.json")), "search_flow");
-        assert_eq!(stem(Path::new("runs/abc")), "abc");
-        assert_eq!(stem(Path::new("x.jsonl")), "x");
-    }
-}
-
 /// Token counts as OpenAI's APIs write them (chat completions, Responses, Codex, OTel GenAI,
 /// LiteLLM): the prompt count includes the tokens read from (and, where counted, written to)
 /// the cache, and the output count includes the reasoning tokens. Put in `Usage` as written,
@@ -239,4 +210,33 @@ pub fn usage_of_openai(u: &Value) -> crate::model::Usage {
             .or_else(|| nested("output_tokens_details", "reasoning_tokens")),
         cost: u.get("cost").and_then(crate::cost::micros_of_json),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn embedded_json_is_parsed_with_fallback() {
+        assert_eq!(json_or_string("{\"q\":1}"), json!({"q": 1}));
+        assert_eq!(json_or_string("\"no results\""), json!("no results"));
+        assert_eq!(json_or_string("[\"a\"], [\"b\"]"), json!("[\"a\"], [\"b\"]"));
+        assert_eq!(json_or_string("plain"), json!("plain"));
+    }
+
+    #[test]
+    fn lenient_numbers() {
+        assert_eq!(lenient_u64(Some(&json!(5))), Some(5));
+        assert_eq!(lenient_u64(Some(&json!("__REDACTED__"))), None);
+        assert_eq!(lenient_u64(Some(&json!("12"))), Some(12));
+        assert_eq!(lenient_u64(None), None);
+    }
+
+    #[test]
+    fn stems() {
+        assert_eq!(stem(Path::new("a/search_flow.snap.json")), "search_flow");
+        assert_eq!(stem(Path::new("runs/abc")), "abc");
+        assert_eq!(stem(Path::new("x.jsonl")), "x");
+    }
 }
