@@ -39,10 +39,11 @@ fn model_of<'a>(t: &'a Trace, e: &Event) -> Option<&'a str> {
 }
 
 /// The lines of an event's usage in its detail: for an LLM call the five kinds and the cost
-/// with the price used; for the run event the run's totals and cost by model.
+/// with the price used; for the root run event the run's totals and cost by model.
 pub fn lines(t: &Trace, e: &Event, prices: &Prices) -> Vec<Line> {
     match e.kind {
-        EventKind::Run => run_lines(&crate::cost::usage::run_cost(t, prices)),
+        // The run's totals on its root; a nested run (a subagent) shows its own usage only.
+        EventKind::Run if e.parent == crate::model::NO_PARENT => run_lines(&crate::cost::usage::run_cost(t, prices)),
         _ => match e.usage.as_deref() {
             Some(u) => {
                 let model = model_of(t, e);
