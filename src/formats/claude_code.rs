@@ -2513,7 +2513,7 @@ mod tests {
                 any::<u32>(),
                 prop::sample::select(vec![json!(5), json!("9"), json!(-1), json!(2.5), Value::Null])
             )
-                .prop_map(|(a, b)| json!({"input_tokens": a, "output_tokens": b, "cache_read_input_tokens": 100})),
+                .prop_map(|(a, b)| json!({"input_tokens": a, "output_tokens": b, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 7})),
             Just(json!(5)),
             Just(Value::Null),
         ];
@@ -2537,6 +2537,9 @@ mod tests {
             json!({"data": {"agentId": "ag-3"}, "parentToolUseID": "t2"}),
             json!({"isMeta": true}),
             json!({"isCompactSummary": true}),
+            json!({"costUSD": 0.0123}),
+            json!({"costUSD": "1.5e-05"}),
+            json!({"costUSD": null}),
         ]);
         (ty, uuid(), uuid(), ts, message, flags, extra).prop_map(|(ty, u, p, ts, m, (side, meta, has_msg, dup, edit), extra)| {
             let mut v = json!({"type": ty, "uuid": u, "parentUuid": p, "isSidechain": side, "sessionId": "s", "timestamp": ts});

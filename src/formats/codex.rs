@@ -2569,6 +2569,8 @@ mod tests {
                 "input_tokens",
                 "output_tokens",
                 "total_tokens",
+                "cached_input_tokens",
+                "reasoning_output_tokens",
                 "settings",
                 "metadata",
                 "exit_code",
@@ -2754,6 +2756,8 @@ mod tests {
             "{\"total_token_usage\":{\"input_tokens\":10,\"output_tokens\":2,\"total_tokens\":12},\"last_token_usage\":{\"input_tokens\":10,\"output_tokens\":2,\"total_tokens\":12}}",
             "{\"total_token_usage\":{\"input_tokens\":30,\"output_tokens\":5,\"total_tokens\":35}}",
             "{\"total_token_usage\":{\"input_tokens\":30,\"output_tokens\":5,\"total_tokens\":35},\"model\":\"m2\"}",
+            "{\"last_token_usage\":{\"input_tokens\":50,\"cached_input_tokens\":20,\"output_tokens\":9,\"reasoning_output_tokens\":\"4\",\"total_tokens\":59}}",
+            "{\"total_token_usage\":{\"input_tokens\":90,\"cached_input_tokens\":40,\"cache_write_input_tokens\":5,\"output_tokens\":12,\"reasoning_output_tokens\":30,\"total_tokens\":102}}",
             "null",
         ]);
         let rec = (0..23u8, id, turn, text, out, usage, 0..60u32).prop_map(|(k, id, turn, text, out, usage, s)| {
