@@ -116,3 +116,34 @@ fn unknown_models_are_unknown_not_free() {
         assert_eq!(rc.total.cost_text(), "?");
     }
 }
+
+/// `check` and `show` print the same tokens by kind and cost as `cost::usage` computes.
+#[test]
+fn check_and_show_json_carry_tokens_by_kind_and_cost() {
+    let cfg = tempfile::tempdir().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/claude-code");
+    let run = |args: &[&str]| -> serde_json::Value {
+        let out = assert_cmd::Command::cargo_bin("tracetui")
+            .unwrap()
+            .env("XDG_CONFIG_HOME", cfg.path())
+            .env("HOME", cfg.path())
+            .args(args)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    };
+    let want_kinds = serde_json::json!({"input": 19_152, "cache_read": 9_600, "cache_write": 0,
+        "output": 933, "reasoning": 0, "total": 29_685});
+    let check = run(&["check", "--format", "json"]);
+    assert_eq!(check["tokens_by_kind"], want_kinds);
+    assert_eq!(check["tokens"], 29_685, "the run's total agrees with its kinds");
+    assert_eq!(check["cost_usd_micros"], 71_461);
+    assert_eq!(check["cost_unknown_calls"], 0);
+    assert_eq!(check["cost_by_model"][0]["model"], "claude-sonnet-4-5");
+    assert_eq!(check["cost_by_model"][0]["cost_usd_micros"], 70_026);
+    let show = run(&["show", "--format", "json"]);
+    assert_eq!(show["trace"]["tokens_by_kind"], want_kinds);
+    assert_eq!(show["trace"]["cost_usd_micros"], 71_461);
+}
