@@ -351,6 +351,65 @@ fn pico_of(s: &str) -> Option<Pico> {
     whole.checked_mul(1_000_000)?.checked_add(f + round_up as u64)
 }
 
+/// A dollar amount as a recorder wrote it (`0.0123`, `1.5e-05`, `"$0.01"`) → microdollars,
+/// exactly from its decimal digits (no float on the way; half a microdollar rounds up).
+/// None for anything else, a negative amount or one too large.
+pub fn micros_of_decimal(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let s = s.strip_prefix('$').unwrap_or(s).trim_start();
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let (mant, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().all(|c| c.is_ascii_digit())
+        || !frac.bytes().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    // All digits, with the decimal point moved so that the unit is the microdollar.
+    let digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|c| c - b'0').collect();
+    let point = int.len() as i64 + exp as i64 + 6;
+    let mut whole: u64 = 0;
+    let mut round = false;
+    for (i, &d) in digits.iter().enumerate() {
+        let i = i as i64;
+        if i < point {
+            whole = whole.checked_mul(10)?.checked_add(d as u64)?;
+        } else if i == point {
+            round = d >= 5;
+            break;
+        }
+    }
+    // Integer digits the mantissa does not write (`1e3`): zeros.
+    for _ in digits.len() as i64..point.min(40) {
+        whole = whole.checked_mul(10)?;
+    }
+    if point > 40 {
+        return None;
+    }
+    whole.checked_add(round as u64)
+}
+
+/// A recorded cost as the raw JSON text of a value (a fast skimmer's view): read as
+/// [`micros_of_json`] reads the parsed value, so that both paths agree.
+pub fn micros_of_raw(raw: &[u8]) -> Option<u64> {
+    micros_of_json(&serde_json::from_slice(raw).ok()?)
+}
+
+/// A recorded cost in a JSON value (a number or a numeric string) → microdollars, exactly as
+/// written: serde_json prints a float back in its shortest round-trip form, the digits the
+/// recorder wrote.
+pub fn micros_of_json(v: &serde_json::Value) -> Option<u64> {
+    match v {
+        serde_json::Value::Number(n) => micros_of_decimal(&n.to_string()),
+        serde_json::Value::String(s) => micros_of_decimal(s),
+        _ => None,
+    }
+}
+
 /// Picodollars a token → dollars per million tokens, for display.
 pub fn per_million(p: Pico) -> String {
     let (whole, frac) = (p / 1_000_000, p % 1_000_000);
@@ -456,6 +515,30 @@ mod tests {
         assert_eq!((b.input, b.output), (c.input, c.output));
         assert!(Prices::builtin().lookup("no-such-model-xyz").is_none());
         assert!(Prices::builtin().lookup("  ").is_none());
+    }
+
+    #[test]
+    fn recorded_dollars_become_exact_microdollars() {
+        let m = micros_of_decimal;
+        assert_eq!(m("0.0123"), Some(12_300));
+        assert_eq!(m("$0.01"), Some(10_000));
+        assert_eq!(m("1.5e-05"), Some(15));
+        assert_eq!(m("1.5E-5"), Some(15));
+        assert_eq!(m("2"), Some(2_000_000));
+        assert_eq!(m("1e3"), Some(1_000_000_000));
+        assert_eq!(m(".5"), Some(500_000));
+        assert_eq!(m("0.0000004"), Some(0));
+        assert_eq!(m("0.0000005"), Some(1), "half a microdollar rounds up");
+        assert_eq!(m("0.1234567"), Some(123_457));
+        for bad in ["", "-0.1", "abc", "1.2.3", "1e", "e5", "NaN", "1e999"] {
+            assert_eq!(m(bad), None, "{bad}");
+        }
+        // Summing 10,000 calls of $0.0001 is exactly $1 (a float sum is not).
+        let one: u64 = (0..10_000).map(|_| m("0.0001").unwrap()).sum();
+        assert_eq!(one, 1_000_000);
+        let v: serde_json::Value = serde_json::from_str("[0.1, \"0.2\", 3.3e-3, null]").unwrap();
+        let got: Vec<_> = v.as_array().unwrap().iter().map(micros_of_json).collect();
+        assert_eq!(got, [Some(100_000), Some(200_000), Some(3_300), None]);
     }
 
     #[test]

@@ -91,6 +91,10 @@ pub struct Total {
 impl Total {
     pub fn add(&mut self, u: Option<&Usage>, c: &CallCost) {
         self.calls += 1;
+        self.add_usage(u, c);
+    }
+    /// Add tokens and cost that are not one call's (a run's recorded totals).
+    pub fn add_usage(&mut self, u: Option<&Usage>, c: &CallCost) {
         if let Some(u) = u {
             let t = tokens_of(u);
             let s = &mut self.tokens;
@@ -153,15 +157,21 @@ static CURRENT: std::sync::OnceLock<Prices> = std::sync::OnceLock::new();
 /// Every LLM call of a run with the model it is priced as (its own, else the run's; `""` when
 /// neither is known), its usage and its cost, in event order. Prices are looked up once per
 /// model name (a run of a million events has a handful of models).
-pub fn each_call(
+pub fn each_call(trace: &Trace, prices: &Prices, f: impl FnMut(&crate::model::Event, &str, Option<&Usage>, &CallCost)) {
+    each_call_from(trace, 0, prices, f)
+}
+
+/// [`each_call`] over the events `from` on (a view adds up the events that arrive).
+pub fn each_call_from(
     trace: &Trace,
+    from: usize,
     prices: &Prices,
     mut f: impl FnMut(&crate::model::Event, &str, Option<&Usage>, &CallCost),
 ) {
     let run_model = trace.meta.model.as_deref();
     // (model as written, cost of a call with unit usage decided by its lookup)
     let mut seen: Vec<(crate::model::StrRef, Option<(&super::Entry, How)>)> = Vec::new();
-    for e in &trace.events {
+    for e in trace.events.get(from..).unwrap_or(&[]) {
         if e.kind != EventKind::LlmCall {
             continue;
         }
@@ -198,10 +208,45 @@ pub fn each_call(
     }
 }
 
-/// Add up a run's LLM calls.
+/// Add up a run's LLM calls. Where the recorder wrote the run's own totals on its run event
+/// (SWE-agent's `model_stats`, Copilot CLI's shutdown metrics, Inspect's `model_usage`) and the
+/// calls it logged add up to fewer tokens (they carry no usage, or only part of it), the
+/// run's totals are those, priced at the run's model: see [`run_totals`].
 pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
+    let rc = calls_cost(trace, prices);
+    let Some(u) = run_totals(trace).filter(|u| u.sum().unwrap_or(0) > rc.total.total_tokens) else {
+        return rc;
+    };
+    let model = trace.meta.model.as_deref();
+    let c = call_cost(prices, model, Some(&u));
+    let mut total = Total::default();
+    total.add_usage(Some(&u), &c);
+    total.calls = rc.total.calls;
+    RunCost {
+        by_model: vec![(model.unwrap_or("").to_string(), total.clone())],
+        total,
+    }
+}
+
+/// The run totals a recorder wrote on the run's own event(s), if any.
+pub fn run_totals(trace: &Trace) -> Option<Usage> {
+    trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Run)
+        .find_map(|e| e.usage.as_deref().copied())
+}
+
+fn calls_cost(trace: &Trace, prices: &Prices) -> RunCost {
     let mut rc = RunCost::default();
-    each_call(trace, prices, |_, model, u, c| {
+    add_calls(&mut rc, trace, 0, prices);
+    rc
+}
+
+/// Add the LLM calls among the trace's events `from` on (a view adds the events that arrive;
+/// [`run_cost`] of the whole trace is the definition, made again at the end of a load).
+pub fn add_calls(rc: &mut RunCost, trace: &Trace, from: usize, prices: &Prices) {
+    each_call_from(trace, from, prices, |_, model, u, c| {
         rc.total.add(u, c);
         match rc.by_model.iter_mut().find(|(m, _)| m == model) {
             Some((_, t)) => t.add(u, c),
@@ -212,7 +257,6 @@ pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
             }
         }
     });
-    rc
 }
 
 #[cfg(test)]

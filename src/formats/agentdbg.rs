@@ -1,6 +1,10 @@
 //! AgentDbg, trace spec 0.1: a run directory `runs/<run_id>/` with `run.json` (metadata,
 //! rewritten at the end of the run) and `events.jsonl` (append-only, one event a line).
 //! Seven event types; `parent_id` usually null; `run.json` counts stay 0 while running.
+//! Tokens: an `LLM_CALL`'s `usage` (`prompt_tokens` or `input_tokens`, `completion_tokens` or
+//! `output_tokens`, `total_tokens`; values may be null or `"__REDACTED__"`: unknown). The
+//! spec has no cache, reasoning or cost fields: the prompt count is the input as written
+//! (it includes any cached tokens, which the spec cannot tell apart), priced as input.
 //!
 //! Built for size (DESIGN §4): the envelope is parsed typed with borrowed strings, only the
 //! payload fields the index needs are read, and the payload itself stays on disk until shown.

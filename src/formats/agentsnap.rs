@@ -1,7 +1,8 @@
 //! agentsnap: one JSON object per run (`*.snap.json` baselines, `*.current.json` runs) with
 //! an ordered `tools[]` list of `{name, args, result_hash}` (optionally `result`, per-tool
 //! `error`), the run's `input`/`output`, `error` (null, a string or `{name, message}`),
-//! `model` and an environment `fingerprint`. No timestamps.
+//! `model` and an environment `fingerprint`. No timestamps. Tokens: none recorded (a snapshot
+//! has no usage or cost), so a run's tokens and cost are unknown.
 
 use super::{Format, LoadError, Loaded, Probe, field, read_json_file, stem};
 use crate::model::*;

@@ -12,7 +12,9 @@
 //! X`) or a shell command it ran (`> Running X`, after the user said yes; declined commands and
 //! `/run` typed by the user print no such line). Errors are recognised by their text:
 //! `litellm.*Error` lines, Python tracebacks, and aider's own failure messages. Token counts come
-//! from `> Tokens: 9.7k sent, 85 received.` lines, rounded as aider prints them.
+//! from `> Tokens: 9.7k sent, 85 received.` lines, rounded as aider prints them; `sent` includes
+//! the `cache write` and `cache hit` counts (taken out), and `Cost: $X message` is the call's
+//! recorded cost (rounded as printed).
 //!
 //! Payloads stay on disk: an event's origin is the byte range of its lines.
 
@@ -465,22 +467,31 @@ fn exception_class(l: &str) -> Option<&str> {
     ok.then_some(cls)
 }
 
-/// `9.7k sent, 2.1k cache write, 1.1k cache hit, 85 received. Cost: ...`: numbers are rounded
-/// as aider prints them (`9.7k`, `1.2M`).
+/// `9.7k sent, 2.1k cache write, 1.1k cache hit, 85 received. Cost: $0.01 message, $0.03
+/// session.`: numbers are rounded as aider prints them (`9.7k`, `1.2M`). `sent` is LiteLLM's
+/// `prompt_tokens`, the cache written and hit included (taken out here); the message's cost is
+/// the call's recorded cost, rounded as printed (to the cent above a cent).
 fn parse_tokens(s: &str) -> Usage {
-    let s = s.split(". Cost:").next().unwrap_or(s).trim_end_matches('.');
+    let (counts, cost) = s.split_once(". Cost:").unwrap_or((s, ""));
+    let counts = counts.trim_end_matches('.');
     let mut u = Usage::default();
-    for part in s.split(',') {
+    for part in counts.split(',') {
         let part = part.trim();
         let (num, label) = part.split_once(' ').unwrap_or((part, ""));
         let Some(n) = rounded(num) else { continue };
         match label.trim() {
-            "sent" | "cache write" | "cache hit" => u.input = Some(u.input.unwrap_or(0).saturating_add(n)),
+            "sent" => u.input = Some(n),
+            "cache write" => u.cache_write = Some(n),
+            "cache hit" => u.cache_read = Some(n),
             "received" => u.output = Some(n),
             _ => {}
         }
     }
-    u
+    u.cost = cost
+        .split(',')
+        .find_map(|p| p.trim().strip_suffix(" message"))
+        .and_then(crate::cost::micros_of_decimal);
+    super::usage_input_with_cache(u)
 }
 
 fn rounded(s: &str) -> Option<u64> {
@@ -664,9 +675,10 @@ ok
         assert_eq!(names(t, EventKind::Message(Role::User)), vec!["/add", "user", "/run"]);
         assert_eq!(names(t, EventKind::Other), vec!["thinking"]);
         let llm = t.events.iter().find(|e| e.kind == EventKind::LlmCall).unwrap();
+        // 2.5k sent of which 1.2k cache hit: 1,300 new input; the message cost $0.01.
         assert_eq!(
-            llm.usage.as_deref().map(|u| (u.input, u.output)),
-            Some((Some(3700), Some(85)))
+            llm.usage.as_deref().map(|u| (u.input, u.cache_read, u.output, u.cost)),
+            Some((Some(1300), Some(1200), Some(85), Some(10_000)))
         );
         let p = super::super::payload(t, llm);
         let out = p.output.unwrap();
@@ -755,10 +767,15 @@ ok
 
     #[test]
     fn tokens_as_aider_prints_them() {
-        let u = parse_tokens("9.7k sent, 85 received. Cost: $0.01 message, $0.01 session.");
-        assert_eq!((u.input, u.output), (Some(9700), Some(85)));
+        let u = parse_tokens("9.7k sent, 85 received. Cost: $0.01 message, $0.03 session.");
+        assert_eq!((u.input, u.output, u.cost), (Some(9700), Some(85), Some(10_000)));
         let u = parse_tokens("1.2M sent, 2.5k cache write, 10.0k received.");
-        assert_eq!((u.input, u.output), (Some(1_202_500), Some(10_000)));
+        assert_eq!(
+            (u.input, u.cache_write, u.output, u.cost),
+            (Some(1_197_500), Some(2_500), Some(10_000), None)
+        );
+        let u = parse_tokens("6.3k sent, 55 received. Cost: $0.0084 message, $0.0084 session.");
+        assert_eq!(u.cost, Some(8_400));
         assert!(parse_tokens("garbage").is_empty());
     }
 }

@@ -15,6 +15,8 @@
 //! Payloads stay on disk (`PayloadRef::Deferred`) and are decoded from the line(s) an event
 //! came from, by each line's own type: the Run event of an episode reads its `episode_start`
 //! (input) and `episode_end` (output, outcome); a joined tool call its call and result lines.
+//!
+//! Tokens: Assay records no token counts or costs (no usage field in any record type).
 
 use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};

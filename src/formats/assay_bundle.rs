@@ -14,6 +14,8 @@
 //! The manifest's hashes are verified as Assay's verifier does: the sha256 of each member it
 //! lists, and `run_root` (the sha256 of every event's `assaycontenthash` and a newline, in
 //! order). A mismatch is an error diagnostic and the run's badge [`MISMATCH_BADGE`].
+//!
+//! Tokens: the bundle's events carry no token counts or costs.
 
 use super::jsonl::{JsonlReader, LineLoc, LineParser, Sink, json_error};
 use super::{Format, LoadError, Loaded, Probe, field, stem, str_of};

@@ -4,7 +4,13 @@
 //!
 //! Shapes and traps this reader handles:
 //! - one API response is split over several `assistant` lines sharing `message.id`: they become
-//!   ONE LLM call whose usage is the last line's;
+//!   ONE LLM call whose usage is the last line's (each line repeats the response's usage so far:
+//!   counted once, not summed);
+//! - tokens (`message.usage`): Anthropic's kinds are the normalized ones as written:
+//!   `input_tokens` (not cached), `cache_creation_input_tokens` (cache write),
+//!   `cache_read_input_tokens` (cache read), `output_tokens` (thinking included: Anthropic does
+//!   not count reasoning apart); the top-level `costUSD` older versions wrote is the call's
+//!   recorded cost;
 //! - `tool_use` blocks (assistant) and `tool_result` blocks (user) are joined by `tool_use_id`
 //!   into ONE tool call; older/synthetic records without ids pair through
 //!   `sourceToolAssistantUUID`/`parentUuid`; a call with no result yet is Pending;
@@ -658,6 +664,8 @@ pub(crate) struct Rec<'a> {
     model: Option<Cow<'a, str>>,
     /// `message.usage`, when it is an object.
     usage: Option<Usage>,
+    /// The top-level `costUSD` (older versions), microdollars.
+    cost: Option<u64>,
     content: Content<'a>,
 }
 
@@ -860,13 +868,15 @@ fn raw_count(raw: &[u8]) -> Option<u64> {
         .and_then(|v| super::lenient_u64(Some(&v)))
 }
 
-/// The prompt's full size: new input plus what was written to / read from cache.
+/// Anthropic's counts are already the normalized kinds: `input_tokens` excludes the cache,
+/// `cache_creation_input_tokens` were written to it, `cache_read_input_tokens` read from it.
+/// Thinking is billed as output and not counted apart, so reasoning stays unknown.
 fn usage_of(input: Option<u64>, created: Option<u64>, read: Option<u64>, output: Option<u64>) -> Usage {
-    let cached = created.unwrap_or(0).saturating_add(read.unwrap_or(0));
     Usage {
-        input: input.map(|x| x.saturating_add(cached)),
+        input,
         output,
-        total: None,
+        cache_write: created,
+        cache_read: read,
         ..Default::default()
     }
 }
@@ -900,6 +910,7 @@ impl<'a> Rec<'a> {
             msg_id: None,
             model: None,
             usage: None,
+            cost: None,
             content: Content::None,
         }
     }
@@ -1033,6 +1044,10 @@ impl<'a> Rec<'a> {
                     seen.first(24)?;
                     r.parent_tool_use_id = text(k)?;
                 }
+                b"costUSD" => {
+                    seen.first(26)?;
+                    r.cost = crate::cost::micros_of_raw(k.value()?);
+                }
                 b"message" => {
                     seen.first(25)?;
                     if k.peek_byte()? == b'{' {
@@ -1079,6 +1094,7 @@ impl<'a> Rec<'a> {
         r.ai_title = owned(v, "aiTitle");
         r.data_agent = v.get("data").and_then(|d| owned(d, "agentId"));
         r.parent_tool_use_id = owned(v, "parentToolUseID");
+        r.cost = v.get("costUSD").and_then(crate::cost::micros_of_json);
         let msg = v.get("message");
         if let Some(m) = msg {
             r.msg_id = owned(m, "id");
@@ -1624,7 +1640,15 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
     if (at.origin.file, at.origin.line) != (e.origin.file, e.origin.line) {
         e.origin2 = Some(Box::new(at.origin));
     }
-    if let Some(u) = r.usage {
+    let usage = match (r.usage, r.cost) {
+        (Some(u), None) => Some(u),
+        (u, Some(c)) => Some(Usage {
+            cost: Some(c),
+            ..u.unwrap_or_default()
+        }),
+        (None, None) => None,
+    };
+    if let Some(u) = usage {
         e.usage = (!u.is_empty()).then(|| Box::new(u));
     }
     if r.aborted {
@@ -2037,6 +2061,39 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_cost_usd_is_the_calls_cost_and_wins_over_the_price() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("c.jsonl");
+        let line = |uuid: &str, parent: &str, msg: &str, usage: &str, cost: &str| {
+            format!(
+                r#"{{"parentUuid":{parent},"isSidechain":false,"sessionId":"s1","type":"assistant","uuid":"{uuid}","timestamp":"2026-03-01T10:00:0{}.000Z","message":{{"model":"claude-sonnet-4-5-20250929","id":"{msg}","role":"assistant","content":[{{"type":"text","text":"hi"}}],"usage":{usage}}}{cost}}}"#,
+                uuid.len()
+            )
+        };
+        let usage = r#"{"input_tokens":3,"cache_creation_input_tokens":2000,"cache_read_input_tokens":10000,"output_tokens":500}"#;
+        let src = [
+            line("a", "null", "m1", usage, r#","costUSD":0.0123"#),
+            line("bb", "\"a\"", "m2", usage, ""),
+        ]
+        .join("\n");
+        std::fs::write(&path, src + "\n").unwrap();
+        let l = ClaudeCode.load(&path).unwrap();
+        let t = &l.traces[0];
+        let u1 = t.event(t.find("m1").unwrap()).usage.as_deref().unwrap();
+        assert_eq!(u1.cost, Some(12_300));
+        assert_eq!(
+            (u1.input, u1.cache_write, u1.cache_read, u1.output),
+            (Some(3), Some(2000), Some(10000), Some(500))
+        );
+        let u2 = t.event(t.find("m2").unwrap()).usage.as_deref().unwrap();
+        assert_eq!(u2.cost, None);
+        // m2 priced: 3 x $3 + 2,000 x $3.75 + 10,000 x $0.30 + 500 x $15 per million
+        // = 9 + 7,500 + 3,000 + 7,500 = 18,009 microdollars; m1 as recorded.
+        let rc = crate::cost::usage::run_cost(t, crate::cost::Prices::builtin());
+        assert_eq!((rc.total.micros, rc.total.unknown), (12_300 + 18_009, 0));
+    }
+
+    #[test]
     fn one_response_over_several_lines_is_one_llm_call_with_the_last_usage() {
         let l = ClaudeCode.load(&fixture("session.jsonl")).unwrap();
         assert_eq!(l.traces.len(), 1);
@@ -2048,7 +2105,22 @@ mod tests {
         let first = t.find("msg_A").unwrap();
         let u = t.event(first).usage.as_deref().unwrap();
         assert_eq!(u.output, Some(40), "the last line's usage wins");
-        assert_eq!(u.input, Some(5 + 100 + 900), "input counts cache writes and reads");
+        // Anthropic's kinds as written: input without the cache, cache write and read apart.
+        assert_eq!(
+            (u.input, u.cache_write, u.cache_read, u.reasoning, u.cost),
+            (Some(5), Some(100), Some(900), None, None)
+        );
+        // Four lines repeat msg_A's usage: the run counts it once (msg_A, msg_B, msg_C; the
+        // error line's zeros add nothing): 3 x 5 in, 3 x 900 read, 3 x 100 written, 40+2+2 out.
+        let rc = crate::cost::usage::run_cost(t, crate::cost::Prices::builtin());
+        let want = crate::cost::Tokens {
+            input: 15,
+            cache_read: 2700,
+            cache_write: 300,
+            output: 44,
+            reasoning: 0,
+        };
+        assert_eq!(rc.total.tokens, want);
         // The split response holds its text, both tool calls and nothing else.
         let kids: Vec<_> = t.children(first).iter().map(|&i| t.name(i).to_string()).collect();
         assert_eq!(kids, vec!["thinking", "assistant", "Read", "Bash"]);
@@ -2441,7 +2513,7 @@ mod tests {
                 any::<u32>(),
                 prop::sample::select(vec![json!(5), json!("9"), json!(-1), json!(2.5), Value::Null])
             )
-                .prop_map(|(a, b)| json!({"input_tokens": a, "output_tokens": b, "cache_read_input_tokens": 100})),
+                .prop_map(|(a, b)| json!({"input_tokens": a, "output_tokens": b, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 7})),
             Just(json!(5)),
             Just(Value::Null),
         ];
@@ -2465,6 +2537,9 @@ mod tests {
             json!({"data": {"agentId": "ag-3"}, "parentToolUseID": "t2"}),
             json!({"isMeta": true}),
             json!({"isCompactSummary": true}),
+            json!({"costUSD": 0.0123}),
+            json!({"costUSD": "1.5e-05"}),
+            json!({"costUSD": null}),
         ]);
         (ty, uuid(), uuid(), ts, message, flags, extra).prop_map(|(ty, u, p, ts, m, (side, meta, has_msg, dup, edit), extra)| {
             let mut v = json!({"type": ty, "uuid": u, "parentUuid": p, "isSidechain": side, "sessionId": "s", "timestamp": ts});

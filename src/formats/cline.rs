@@ -8,6 +8,14 @@
 //!   rows hold JSON text with the request's tokens and cost;
 //! - `task_metadata.json`: model and environment history (Cline's version).
 //!
+//! Tokens: a request's `api_req_started` row (`tokensIn`, `tokensOut`, `cacheWrites`,
+//! `cacheReads`, `cost` in dollars) counts as Anthropic does, input without the cache, and its
+//! `cost` is the call's recorded cost. (Cline's OpenAI-compatible providers may count the
+//! cache inside `tokensIn`; the rows do not say which provider, so tokens are taken as
+//! written; the recorded cost is right either way.) Without a row, the history message's
+//! `metrics.tokens` (`prompt`, `completion`, `cached` = written and read together, counted as
+//! read).
+//!
 //! Traps this reader handles:
 //! - tool uses are native `tool_use` blocks (newer Cline) or XML-ish tags in the assistant's
 //!   text (`<read_file><path>x</path></read_file>`, older Cline and non-native providers);
@@ -435,10 +443,16 @@ impl Reader {
             .map(str::to_owned);
         let usage = m.metrics.as_ref().and_then(|x| x.get("tokens")).map(|t| {
             let n = |k: &str| lenient_u64(t.get(k));
+            // `cached` is the cache written and read together: counted as read (the request's
+            // ui row, when there is one, tells them apart and wins).
             Usage {
-                input: n("prompt").map(|p| p.saturating_add(n("cached").unwrap_or(0))),
+                input: n("prompt"),
+                cache_read: n("cached"),
                 output: n("completion"),
-                total: None,
+                cost: t
+                    .get("cost")
+                    .or_else(|| m.metrics.as_ref()?.get("cost"))
+                    .and_then(crate::cost::micros_of_json),
                 ..Default::default()
             }
         });
@@ -487,13 +501,12 @@ impl Reader {
             match str_of(&v, "text").map(serde_json::from_str::<Value>) {
                 Some(Ok(info)) => {
                     let n = |k: &str| lenient_u64(info.get(k));
-                    let cached = n("cacheWrites")
-                        .unwrap_or(0)
-                        .saturating_add(n("cacheReads").unwrap_or(0));
                     let u = Usage {
-                        input: n("tokensIn").map(|x| x.saturating_add(cached)),
+                        input: n("tokensIn"),
                         output: n("tokensOut"),
-                        total: None,
+                        cache_write: n("cacheWrites"),
+                        cache_read: n("cacheReads"),
+                        cost: info.get("cost").and_then(crate::cost::micros_of_json),
                         ..Default::default()
                     };
                     row.usage = Some(u).filter(|u| !u.is_empty());
@@ -1301,7 +1314,7 @@ mod tests {
     }
 
     fn ui_req(ts: i64, idx: i64, tokens_in: u64) -> Value {
-        let text = json!({"request": "r", "tokensIn": tokens_in, "tokensOut": 5, "cacheWrites": 100, "cacheReads": 0, "cost": 0.01});
+        let text = json!({"request": "r", "tokensIn": tokens_in, "tokensOut": 5, "cacheWrites": 100, "cacheReads": 2000, "cost": 0.01});
         json!({"ts": ts, "type": "say", "say": "api_req_started", "text": text.to_string(), "conversationHistoryIndex": idx})
     }
 
@@ -1350,9 +1363,18 @@ mod tests {
         );
         let c = t.counts();
         assert_eq!((c.llm_calls, c.tool_calls), (3, 3));
-        // Usage from the ui row (tokensIn + cache), not the message's metrics.
+        // Usage from the ui row, cache apart as Cline writes it, with its recorded cost; not
+        // the message's metrics.
         let llm = t.events.iter().find(|e| e.kind == EventKind::LlmCall).unwrap();
-        assert_eq!(llm.usage.as_deref().and_then(|u| u.input), Some(110));
+        let want = Usage {
+            input: Some(10),
+            cache_write: Some(100),
+            cache_read: Some(2000),
+            output: Some(5),
+            cost: Some(10_000),
+            ..Default::default()
+        };
+        assert_eq!(llm.usage.as_deref(), Some(&want));
         assert_eq!(llm.start, Some(1100 * 1_000_000));
         assert_eq!(llm.duration, Some(400 * 1_000_000));
         assert_eq!(t.meta.start, Some(1000 * 1_000_000));

@@ -10,6 +10,13 @@
 //! by `call_id`; `token_count` repeats cumulative totals (deltas are taken, repeats skipped);
 //! timestamps may be placeholders (`"[trimmed]"`): never needed for the tree.
 //!
+//! Tokens: a call's usage is its `token_count`'s `last_token_usage`; a count with only the
+//! session's running `total_token_usage` gives the difference from the previous total (the
+//! first such count: the total itself, so a rollout with totals only still adds up to its
+//! last total). Codex counts as OpenAI does: `input_tokens` include `cached_input_tokens`
+//! (and `cache_write_input_tokens`), `output_tokens` include `reasoning_output_tokens`; both
+//! are subtracted for the normalized input and output. `total_tokens` is kept as written.
+//!
 //! Tree: run → turns (from `turn_context` / `task_started`) → user prompt and model responses
 //! (an LLM call per sampling request, closed by its `token_count` or by tool output) → the
 //! response's reasoning, messages and tool calls.
@@ -339,6 +346,9 @@ impl Tokens {
                 input: lenient_u64(l.get("input_tokens")),
                 output: lenient_u64(l.get("output_tokens")),
                 total: lenient_u64(l.get("total_tokens")),
+                cache_read: lenient_u64(l.get("cached_input_tokens")),
+                cache_write: lenient_u64(l.get("cache_write_input_tokens")),
+                reasoning: lenient_u64(l.get("reasoning_output_tokens")),
                 ..Default::default()
             }),
             model: str_of(info, "model").map(str::to_string),
@@ -483,6 +493,9 @@ mod views {
                         "input_tokens" => 5,
                         "output_tokens" => 6,
                         "total_tokens" => 7,
+                        "cached_input_tokens" => 8,
+                        "cache_write_input_tokens" => 9,
+                        "reasoning_output_tokens" => 10,
                         _ => 0,
                     }))
                 }
@@ -644,6 +657,9 @@ mod views {
                             5 => u.input = m.next_value::<Count>()?.0,
                             6 => u.output = m.next_value::<Count>()?.0,
                             7 => u.total = m.next_value::<Count>()?.0,
+                            8 => u.cache_read = m.next_value::<Count>()?.0,
+                            9 => u.cache_write = m.next_value::<Count>()?.0,
+                            10 => u.reasoning = m.next_value::<Count>()?.0,
                             _ => m.next_value::<IgnoredAny>().map(drop)?,
                         }
                     }
@@ -1893,6 +1909,9 @@ impl Parser {
                     input: d("input_tokens"),
                     output: d("output_tokens"),
                     total: d("total_tokens"),
+                    cache_read: d("cached_input_tokens"),
+                    cache_write: d("cache_write_input_tokens"),
+                    reasoning: d("reasoning_output_tokens"),
                     ..Default::default()
                 }
             }
@@ -1900,10 +1919,14 @@ impl Parser {
                 input: n(tot, "input_tokens"),
                 output: n(tot, "output_tokens"),
                 total: n(tot, "total_tokens"),
+                cache_read: n(tot, "cached_input_tokens"),
+                cache_write: n(tot, "cache_write_input_tokens"),
+                reasoning: n(tot, "reasoning_output_tokens"),
                 ..Default::default()
             },
             (None, None, _) => return,
         };
+        let delta = super::usage_openai(delta);
         if let Some(tot) = total {
             self.last_total = Some(tot.clone());
         }
@@ -2071,11 +2094,18 @@ fn decode(ev: &Event, raw: &[&[u8]]) -> Payload {
                     // The call's usage: the count's last usage, else what the index took
                     // from the difference of two totals.
                     let usage = field(info, "last_token_usage").cloned().unwrap_or_else(|| {
+                        // The index's normalized kinds back to Codex's inclusive counts.
                         let u = ev.usage.as_deref().copied().unwrap_or_default();
+                        let add = |a: Option<u64>, b: [Option<u64>; 2]| {
+                            a.map(|a| b.iter().flatten().fold(a, |s, &x| s.saturating_add(x)))
+                        };
                         let mut m = serde_json::Map::new();
                         for (k, x) in [
-                            ("input_tokens", u.input),
-                            ("output_tokens", u.output),
+                            ("input_tokens", add(u.input, [u.cache_read, u.cache_write])),
+                            ("cached_input_tokens", u.cache_read),
+                            ("cache_write_input_tokens", u.cache_write),
+                            ("output_tokens", add(u.output, [u.reasoning, None])),
+                            ("reasoning_output_tokens", u.reasoning),
                             ("total_tokens", u.total),
                         ] {
                             if let Some(x) = x {
@@ -2246,6 +2276,48 @@ mod tests {
         ] {
             assert_eq!(Codex.detect(&p(other)), 0, "{other}");
         }
+    }
+
+    #[test]
+    fn usage_is_normalized_from_codex_inclusive_counts() {
+        let l = Codex.load(&fixture("rollout-usage.jsonl")).unwrap();
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let calls: Vec<Usage> = t
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::LlmCall)
+            .map(|e| *e.usage.as_deref().unwrap())
+            .collect();
+        // Codex's input_tokens include cached_input_tokens, output_tokens include
+        // reasoning_output_tokens: 16,341 - 3,584 = 12,757 new input, 81 - 63 = 18 output.
+        let first = Usage {
+            input: Some(12_757),
+            cache_read: Some(3_584),
+            output: Some(18),
+            reasoning: Some(63),
+            total: Some(16_422),
+            ..Default::default()
+        };
+        // The second count has totals only: the difference of the two totals, normalized
+        // the same way (20,000 in of which 16,000 cached; 200 out of which 100 reasoning).
+        let second = Usage {
+            input: Some(4_000),
+            cache_read: Some(16_000),
+            output: Some(100),
+            reasoning: Some(100),
+            total: Some(20_200),
+            ..Default::default()
+        };
+        assert_eq!(calls, [first, second]);
+        // The shown payload gives Codex's own counts back.
+        let l1 = t.events.iter().rposition(|e| e.kind == EventKind::LlmCall).unwrap();
+        let p = super::super::payload(t, t.event(l1 as u32));
+        let u = &p.extra.iter().find(|(k, _)| k == "usage").unwrap().1;
+        assert_eq!(
+            (u["input_tokens"].as_u64(), u["output_tokens"].as_u64()),
+            (Some(20_000), Some(200))
+        );
     }
 
     #[test]
@@ -2497,6 +2569,8 @@ mod tests {
                 "input_tokens",
                 "output_tokens",
                 "total_tokens",
+                "cached_input_tokens",
+                "reasoning_output_tokens",
                 "settings",
                 "metadata",
                 "exit_code",
@@ -2682,6 +2756,8 @@ mod tests {
             "{\"total_token_usage\":{\"input_tokens\":10,\"output_tokens\":2,\"total_tokens\":12},\"last_token_usage\":{\"input_tokens\":10,\"output_tokens\":2,\"total_tokens\":12}}",
             "{\"total_token_usage\":{\"input_tokens\":30,\"output_tokens\":5,\"total_tokens\":35}}",
             "{\"total_token_usage\":{\"input_tokens\":30,\"output_tokens\":5,\"total_tokens\":35},\"model\":\"m2\"}",
+            "{\"last_token_usage\":{\"input_tokens\":50,\"cached_input_tokens\":20,\"output_tokens\":9,\"reasoning_output_tokens\":\"4\",\"total_tokens\":59}}",
+            "{\"total_token_usage\":{\"input_tokens\":90,\"cached_input_tokens\":40,\"cache_write_input_tokens\":5,\"output_tokens\":12,\"reasoning_output_tokens\":30,\"total_tokens\":102}}",
             "null",
         ]);
         let rec = (0..23u8, id, turn, text, out, usage, 0..60u32).prop_map(|(k, id, turn, text, out, usage, s)| {

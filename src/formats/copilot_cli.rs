@@ -14,6 +14,10 @@
 //! - usage: each reply may carry `outputTokens`; the session's totals (input, output and
 //!   cache tokens per model, premium requests) are in `session.shutdown`, which a session
 //!   still running or killed does not have: those totals go on the run, not on a reply.
+//!   They count as OpenAI does (`inputTokens` include `cacheReadTokens` and
+//!   `cacheWriteTokens`, `outputTokens` include `reasoningTokens`): taken out. The run's
+//!   tokens are those totals when they exceed the replies' (`cost::usage::run_cost`), priced
+//!   at the session's model; `requests.cost` counts premium requests, not dollars.
 //!
 //! On the shared engine (DESIGN §4): the skim reads the envelope and the few `data` fields the
 //! index needs (typed, borrowed, on every core); payloads stay on disk and
@@ -770,12 +774,26 @@ fn shutdown_usage(raw: &str) -> Option<Usage> {
     for m in v.as_object()?.values() {
         let usage = m.get("usage");
         let get = |k: &str| super::lenient_u64(usage.and_then(|u| u.get(k)));
-        if let Some(n) = get("inputTokens") {
-            u.input = Some(u.input.unwrap_or(0).saturating_add(n));
-        }
-        if let Some(n) = get("outputTokens") {
-            u.output = Some(u.output.unwrap_or(0).saturating_add(n));
-        }
+        let add = |acc: &mut Option<u64>, n: Option<u64>| {
+            if let Some(n) = n {
+                *acc = Some(acc.unwrap_or(0).saturating_add(n));
+            }
+        };
+        // OpenAI's way of counting: the cache inside `inputTokens`, reasoning inside
+        // `outputTokens`.
+        let one = super::usage_openai(Usage {
+            input: get("inputTokens"),
+            output: get("outputTokens"),
+            cache_read: get("cacheReadTokens"),
+            cache_write: get("cacheWriteTokens"),
+            reasoning: get("reasoningTokens"),
+            ..Default::default()
+        });
+        add(&mut u.input, one.input);
+        add(&mut u.output, one.output);
+        add(&mut u.cache_read, one.cache_read);
+        add(&mut u.cache_write, one.cache_write);
+        add(&mut u.reasoning, one.reasoning);
     }
     (!u.is_empty()).then_some(u)
 }
@@ -971,7 +989,7 @@ mod tests {
         assert_eq!(t.meta.model.as_deref(), Some("gpt-5.2"));
         let c = t.counts();
         assert_eq!((c.tool_calls, c.llm_calls, c.errors), (4, 4, 1));
-        assert_eq!(c.tokens, 95, "the replies' output tokens");
+        assert_eq!(c.tokens, 9000 + 95, "the session's totals, more than the replies' 95");
         assert_eq!(
             outline(&t),
             [
@@ -994,10 +1012,14 @@ mod tests {
         );
         // The session's totals from session.shutdown are on the run.
         let root = t.event(t.roots[0]);
+        // 9,000 input tokens of which 4,000 read from the cache.
         assert_eq!(
-            root.usage.as_deref().map(|u| (u.input, u.output)),
-            Some((Some(9000), Some(95)))
+            root.usage
+                .as_deref()
+                .map(|u| (u.input, u.cache_read, u.cache_write, u.output)),
+            Some((Some(5000), Some(4000), Some(0), Some(95)))
         );
+
         assert_eq!(root.duration, Some(60_000_000_000));
         assert!(t.meta.attributes.iter().any(|(k, _)| k == "modelMetrics"));
         assert!(

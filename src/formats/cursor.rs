@@ -21,6 +21,8 @@
 //!
 //! On the shared engine (DESIGN §4): the skim reads each line's role and the type, name and
 //! byte range of each block; payloads stay on disk and are decoded from the block(s) when shown.
+//!
+//! Tokens: Cursor's transcripts record none (no model, no usage): tokens and cost unknown.
 
 use super::engine::{self, Records};
 use super::jsonl::{self, Follow, LineLoc, LineParser, Sink, json_error};

@@ -20,6 +20,11 @@
 //! builds the trace from it once the file is read; payloads are decoded from disk when shown.
 //! For the same reason there is no line-by-line follow: a live view reloads the file when it
 //! changes. 1M events (1.16 GB) load in about 2.4 s of CPU at 268 MB peak RSS.
+//!
+//! Tokens: a `gemini` message's `tokens` are Gemini's usage metadata: `input`
+//! (promptTokenCount) includes `cached` (cachedContentTokenCount), taken out to cache read;
+//! `tool` (toolUsePromptTokenCount) is prompt too, added to input; `thoughts`
+//! (thoughtsTokenCount) is reasoning, not part of `output`; `total` is kept as written.
 
 use super::document::{DocSink, Document, Top};
 use super::engine::{self, Records};
@@ -601,11 +606,21 @@ fn finish_message<'a>(
         .tokens
         .and_then(|t| serde_json::from_str::<Value>(t).ok())
         .filter(Value::is_object)
-        .map(|t| Usage {
-            input: lenient_u64(t.get("input")),
-            output: lenient_u64(t.get("output")),
-            total: lenient_u64(t.get("total")),
-            ..Default::default()
+        .map(|t| {
+            // Gemini's counts: `input` (promptTokenCount) includes `cached`, `tool`
+            // (toolUsePromptTokenCount) is more prompt, `thoughts` are apart from `output`.
+            let input = match (lenient_u64(t.get("input")), lenient_u64(t.get("tool"))) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+            };
+            super::usage_input_with_cache(Usage {
+                input,
+                output: lenient_u64(t.get("output")),
+                total: lenient_u64(t.get("total")),
+                cache_read: lenient_u64(t.get("cached")),
+                reasoning: lenient_u64(t.get("thoughts")),
+                ..Default::default()
+            })
         });
     MsgRec {
         part,
@@ -786,15 +801,15 @@ impl Time {
     }
 }
 
-/// `Option<Usage>` in 24 bytes rather than 56 (`u64::MAX`: unknown).
+/// The kinds a Gemini `Option<Usage>` has, in 40 bytes rather than 72 (`u64::MAX`: unknown).
 #[derive(Clone, Copy, Debug)]
-struct Tokens([u64; 3]);
+struct Tokens([u64; 5]);
 
 impl Tokens {
     fn of(u: Option<Usage>) -> Tokens {
         let u = u.unwrap_or_default();
         let v = |x: Option<u64>| x.unwrap_or(u64::MAX);
-        Tokens([v(u.input), v(u.output), v(u.total)])
+        Tokens([v(u.input), v(u.output), v(u.total), v(u.cache_read), v(u.reasoning)])
     }
     fn get(self) -> Option<Usage> {
         let v = |x: u64| (x != u64::MAX).then_some(x);
@@ -802,6 +817,8 @@ impl Tokens {
             input: v(self.0[0]),
             output: v(self.0[1]),
             total: v(self.0[2]),
+            cache_read: v(self.0[3]),
+            reasoning: v(self.0[4]),
             ..Default::default()
         };
         (!u.is_empty()).then_some(u)
@@ -1273,6 +1290,36 @@ mod tests {
 
     fn payload(t: &Trace, id: &str) -> Payload {
         crate::formats::payload(t, t.event(find(t, id)))
+    }
+
+    #[test]
+    fn tokens_are_normalized_cached_out_of_input_thoughts_as_reasoning() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("session-2026-05-05T10-00-usage0001.jsonl");
+        let lines = [
+            r#"{"sessionId":"use-0001","projectHash":"ab","startTime":"2026-05-05T10:00:00.000Z","kind":"main"}"#,
+            r#"{"id":"u1","timestamp":"2026-05-05T10:00:01.000Z","type":"user","content":[{"text":"hi"}]}"#,
+            r#"{"id":"g1","timestamp":"2026-05-05T10:00:02.000Z","type":"gemini","content":"hello","model":"gemini-2.5-pro","tokens":{"input":3050,"output":25,"cached":1525,"thoughts":40,"tool":10,"total":3125}}"#,
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let l = GeminiCli.load(&path).unwrap();
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        // promptTokenCount 3,050 includes the 1,525 cached; the 10 tool-use prompt tokens are
+        // input too; thoughts are apart from the 25 output: 1,535 + 1,525 + 25 + 40 = 3,125.
+        let u = t.event(find(t, "g1")).usage.as_deref().copied();
+        let want = Usage {
+            input: Some(1_535),
+            cache_read: Some(1_525),
+            output: Some(25),
+            reasoning: Some(40),
+            total: Some(3_125),
+            ..Default::default()
+        };
+        assert_eq!(u, Some(want));
+        let rc = crate::cost::usage::run_cost(t, crate::cost::Prices::builtin());
+        assert_eq!(rc.total.total_tokens, 3_125);
+        assert_eq!(rc.total.unknown, 0, "gemini-2.5-pro is priced");
     }
 
     #[test]

@@ -22,6 +22,12 @@
 //! bomb stops at the cap with a diagnostic), as are the whole load's decompressed bytes and a
 //! `.json` log's size. Payloads are held in memory (a zip member cannot be read by position);
 //! `.json` events keep their byte range so that the raw record can be shown.
+//!
+//! Tokens: `ModelUsage` passes each provider's counts through (OpenAI's include the cache
+//! read in `input_tokens` and the reasoning in `output_tokens`; Anthropic's keep the cache
+//! apart); `total_tokens` tells which (see `model_usage`), and both are normalized.
+//! `total_cost` (dollars, newer versions) is the recorded cost. The run's `model_usage` is
+//! the run's totals (summed over models).
 
 use super::jsonl::json_error;
 use super::{Format, LoadError, Loaded, Probe, Summary, field, lenient_u64, open_regular, stem, str_of};
@@ -652,22 +658,61 @@ fn usage_sum(mu: Option<&Value>) -> Option<Usage> {
                 *acc = Some(acc.unwrap_or(0).saturating_add(v));
             }
         };
-        add(&mut u.input, lenient_u64(x.get("input_tokens")));
-        add(&mut u.output, lenient_u64(x.get("output_tokens")));
-        add(&mut u.total, lenient_u64(x.get("total_tokens")));
+        let x = model_usage(x);
+        add(&mut u.input, x.input);
+        add(&mut u.output, x.output);
+        add(&mut u.total, x.total);
+        add(&mut u.cache_read, x.cache_read);
+        add(&mut u.cache_write, x.cache_write);
+        add(&mut u.reasoning, x.reasoning);
+        add(&mut u.cost, x.cost);
     }
     (!u.is_empty()).then_some(u)
 }
 
+/// One `ModelUsage`, normalized. Inspect passes each provider's counts through: OpenAI's
+/// `input_tokens` include `input_tokens_cache_read` and `output_tokens` include
+/// `reasoning_tokens`, while Anthropic's exclude the cache. The recorded `total_tokens` tells
+/// which: a part it adds on top of input + output is apart, else it is inside (OpenAI's way,
+/// also when no total is written). `total_cost` (dollars, newer versions) is the recorded cost.
+fn model_usage(u: &Value) -> Usage {
+    let n = |k: &str| lenient_u64(u.get(k));
+    let (input, output, total) = (n("input_tokens"), n("output_tokens"), n("total_tokens"));
+    let (cache_read, cache_write, reasoning) = (
+        n("input_tokens_cache_read"),
+        n("input_tokens_cache_write"),
+        n("reasoning_tokens"),
+    );
+    let base = input.unwrap_or(0).saturating_add(output.unwrap_or(0));
+    let cache = cache_read.unwrap_or(0).saturating_add(cache_write.unwrap_or(0));
+    let think = reasoning.unwrap_or(0);
+    let (cache_apart, reasoning_apart) = match total {
+        Some(t) if cache + think > 0 && t == base.saturating_add(cache).saturating_add(think) => (true, true),
+        Some(t) if cache > 0 && t == base.saturating_add(cache) => (true, false),
+        Some(t) if think > 0 && t == base.saturating_add(think) => (false, true),
+        _ => (false, false),
+    };
+    let mut out = Usage {
+        input,
+        output,
+        total,
+        cache_read,
+        cache_write,
+        reasoning,
+        cost: u.get("total_cost").and_then(crate::cost::micros_of_json),
+    };
+    if !cache_apart {
+        out = super::usage_input_with_cache(out);
+    }
+    if !reasoning_apart {
+        out = super::usage_output_with_reasoning(out);
+    }
+    out
+}
+
 /// Usage of one model call (`output.usage`).
 fn call_usage(u: Option<&Value>) -> Option<Usage> {
-    let u = u?;
-    let usage = Usage {
-        input: lenient_u64(u.get("input_tokens")),
-        output: lenient_u64(u.get("output_tokens")),
-        total: lenient_u64(u.get("total_tokens")),
-        ..Default::default()
-    };
+    let usage = model_usage(u?);
     (!usage.is_empty()).then_some(usage)
 }
 
@@ -1639,6 +1684,43 @@ fn summarize_json(path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_usage_is_normalized_by_what_the_total_adds_up_to() {
+        // OpenAI through Inspect: 1,000 input of which 400 cached; 300 output of which 200
+        // reasoning; total = input + output.
+        let openai = json!({"input_tokens": 1000, "output_tokens": 300, "total_tokens": 1300,
+            "input_tokens_cache_read": 400, "reasoning_tokens": 200, "total_cost": 0.00215});
+        assert_eq!(
+            model_usage(&openai),
+            Usage {
+                input: Some(600),
+                cache_read: Some(400),
+                output: Some(100),
+                reasoning: Some(200),
+                total: Some(1300),
+                cost: Some(2_150),
+                ..Default::default()
+            }
+        );
+        // Anthropic through Inspect: the cache is apart (the total adds it on top).
+        let anthropic = json!({"input_tokens": 10, "output_tokens": 50, "total_tokens": 1560,
+            "input_tokens_cache_read": 1000, "input_tokens_cache_write": 500});
+        let u = model_usage(&anthropic);
+        assert_eq!(
+            (u.input, u.cache_read, u.cache_write, u.output),
+            (Some(10), Some(1000), Some(500), Some(50))
+        );
+        // No total: OpenAI's way (the cache is inside the input).
+        let u = model_usage(&json!({"input_tokens": 100, "input_tokens_cache_read": 30}));
+        assert_eq!((u.input, u.cache_read), (Some(70), Some(30)));
+        // The run's totals over two models.
+        let sum = usage_sum(Some(&json!({"a": openai, "b": anthropic}))).unwrap();
+        assert_eq!(
+            (sum.input, sum.cache_read, sum.total),
+            (Some(610), Some(1400), Some(2860))
+        );
+    }
     use crate::formats::testing::outline;
     use serde_json::json;
     use std::io::Write;

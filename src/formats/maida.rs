@@ -9,6 +9,11 @@
 //! index needs of each span in parallel (a few attributes, the names of the span events),
 //! spans are added in file order, and payloads are decoded from the span's line on disk when
 //! shown.
+//!
+//! Tokens: the span's GenAI attributes (`gen_ai.usage.input_tokens` or `prompt_tokens`,
+//! `output_tokens` or `completion_tokens`, `total_tokens`, `cache_read.input_tokens`,
+//! `cache_creation.input_tokens`), counted as GenAI does: the cache inside the input, taken
+//! out. The spec writes no reasoning count and no cost.
 
 use super::engine::{self, Records};
 use super::jsonl::{Follow, LineLoc, LineParser, Sink};
@@ -222,7 +227,7 @@ struct SpanEvent<'a> {
 }
 
 /// The span attributes the index reads, in this order in [`Picked::vals`].
-const ATTR_KEYS: [&str; 12] = [
+const ATTR_KEYS: [&str; 14] = [
     "maida.event_type",
     "maida.tool_name",
     "maida.run_name",
@@ -235,6 +240,8 @@ const ATTR_KEYS: [&str; 12] = [
     "gen_ai.usage.output_tokens",
     "gen_ai.usage.completion_tokens",
     "gen_ai.usage.total_tokens",
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_creation.input_tokens",
 ];
 const EVENT_TYPE: usize = 0;
 const TOOL_NAME: usize = 1;
@@ -248,6 +255,8 @@ const PROMPT_TOKENS: usize = 8;
 const OUTPUT_TOKENS: usize = 9;
 const COMPLETION_TOKENS: usize = 10;
 const TOTAL_TOKENS: usize = 11;
+const CACHE_READ_TOKENS: usize = 12;
+const CACHE_WRITE_TOKENS: usize = 13;
 
 /// The attributes of a span event that names an event of its own (loop warning, exception).
 const EVENT_ATTR_KEYS: [&str; 3] = ["pattern", "maida.error_type", "exception.type"];
@@ -301,7 +310,7 @@ struct RawSpan<'a> {
     duration_ms: Option<Raw<'a>>,
     status_code: Option<Cow<'a, str>>,
     /// Err: why the attributes cannot be read (the span still loads, without them).
-    attrs: Result<Picked<'a, 12>, String>,
+    attrs: Result<Picked<'a, 14>, String>,
     events: Result<Vec<Marked<'a>>, String>,
 }
 
@@ -527,7 +536,7 @@ fn raw_ts(r: Option<Raw>) -> Option<i64> {
 }
 
 /// What a span is, from its attributes (the spec has no type field).
-fn span_kind(attrs: &Picked<12>, is_root: bool) -> EventKind {
+fn span_kind(attrs: &Picked<14>, is_root: bool) -> EventKind {
     match attrs.str(EVENT_TYPE).as_deref() {
         Some("LOOP_WARNING") => return EventKind::LoopWarning,
         Some("ERROR") => return EventKind::Error,
@@ -629,11 +638,16 @@ impl<'a> SpanRec<'a> {
             _ => None,
         }
         .unwrap_or(span_name);
-        let usage = (kind == EventKind::LlmCall).then(|| Usage {
-            input: raw_u64(attrs.vals[INPUT_TOKENS]).or_else(|| raw_u64(attrs.vals[PROMPT_TOKENS])),
-            output: raw_u64(attrs.vals[OUTPUT_TOKENS]).or_else(|| raw_u64(attrs.vals[COMPLETION_TOKENS])),
-            total: raw_u64(attrs.vals[TOTAL_TOKENS]),
-            ..Default::default()
+        // GenAI's way of counting: the cache inside the input.
+        let usage = (kind == EventKind::LlmCall).then(|| {
+            super::usage_input_with_cache(Usage {
+                input: raw_u64(attrs.vals[INPUT_TOKENS]).or_else(|| raw_u64(attrs.vals[PROMPT_TOKENS])),
+                output: raw_u64(attrs.vals[OUTPUT_TOKENS]).or_else(|| raw_u64(attrs.vals[COMPLETION_TOKENS])),
+                total: raw_u64(attrs.vals[TOTAL_TOKENS]),
+                cache_read: raw_u64(attrs.vals[CACHE_READ_TOKENS]),
+                cache_write: raw_u64(attrs.vals[CACHE_WRITE_TOKENS]),
+                ..Default::default()
+            })
         });
         // Span events that are events of their own: loop warnings, and exceptions of spans
         // that are not calls (a failed call is one event carrying its error).
@@ -1226,6 +1240,13 @@ mod tests {
     fn children_written_first_hang_under_the_root_written_last() {
         let t = load("children-first");
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        // GenAI's input_tokens 100 include 60 read from and 15 written to the cache.
+        let main = t.events.iter().find(|e| t.str(e.name) == "main-model").unwrap();
+        let u = main.usage.as_deref().unwrap();
+        assert_eq!(
+            (u.input, u.cache_read, u.cache_write, u.output, u.total),
+            (Some(25), Some(60), Some(15), Some(20), Some(120))
+        );
         assert_eq!(t.meta.id, "a1000000000000000000000000000001");
         assert_eq!(t.meta.name.as_deref(), Some("planner"));
         assert_eq!(t.meta.status, RunStatus::Ok);
@@ -1249,7 +1270,11 @@ mod tests {
         let main = named(&t, "main-model");
         assert_eq!(t.str(t.event(main).model), "acme-large", "request model first");
         let u = t.event(main).usage.as_deref().unwrap();
-        assert_eq!((u.input, u.output, u.total), (Some(100), Some(20), Some(120)));
+        assert_eq!(
+            (u.input, u.output, u.total),
+            (Some(25), Some(20), Some(120)),
+            "100 less the cache"
+        );
         let c = t.counts();
         assert_eq!(
             (c.tool_calls, c.llm_calls, c.tokens),
@@ -1840,11 +1865,15 @@ mod tests {
         .unwrap_or(span_name);
         let n = |k: &str| crate::formats::lenient_u64(attrs.get(k));
         let usage = (kind == EventKind::LlmCall)
-            .then(|| Usage {
-                input: n("gen_ai.usage.input_tokens").or(n("gen_ai.usage.prompt_tokens")),
-                output: n("gen_ai.usage.output_tokens").or(n("gen_ai.usage.completion_tokens")),
-                total: n("gen_ai.usage.total_tokens"),
-                ..Default::default()
+            .then(|| {
+                crate::formats::usage_input_with_cache(Usage {
+                    input: n("gen_ai.usage.input_tokens").or(n("gen_ai.usage.prompt_tokens")),
+                    output: n("gen_ai.usage.output_tokens").or(n("gen_ai.usage.completion_tokens")),
+                    total: n("gen_ai.usage.total_tokens"),
+                    cache_read: n("gen_ai.usage.cache_read.input_tokens"),
+                    cache_write: n("gen_ai.usage.cache_creation.input_tokens"),
+                    ..Default::default()
+                })
             })
             .filter(|u| !u.is_empty());
         let id = span_id.unwrap_or("").to_string();

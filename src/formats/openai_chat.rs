@@ -15,6 +15,8 @@
 //! payload stays on disk (a message's own bytes, a call's own bytes and its output's) and is
 //! decoded when shown. Whole documents are read by the streaming reader of
 //! [`super::document`], not into memory.
+//!
+//! Tokens: these datasets hold the messages only, no `usage`: no token counts or costs.
 
 use super::document::{DocSink, Document, Top};
 use super::engine::{self, Records};

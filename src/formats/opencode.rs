@@ -10,6 +10,9 @@
 //! trace of its own (its task call names it). A message holds parts: an assistant message is
 //! one or more steps (`step-start` … `step-finish`), each ONE LLM call (the finish carries the
 //! tokens and OpenCode's own `cost`), with its text, reasoning and tool parts as children. A
+//! step's `tokens` are already the normalized kinds (`input` without the cache, which OpenCode
+//! takes out itself, `output`, `reasoning`, `cache.read`, `cache.write`); its `cost` (dollars,
+//! when not 0) is the call's recorded cost. A
 //! tool call is one `tool` part whose `state.status` moves `pending` → `running` →
 //! `completed` | `error`, with `state.time.start`/`end` in epoch ms.
 //!
@@ -878,9 +881,14 @@ fn usage_of(tokens: Option<&Value>) -> Option<Usage> {
         .iter()
         .flatten()
         .fold(None, |a: Option<u64>, x| Some(a.unwrap_or(0).saturating_add(*x)));
+    // OpenCode already writes the normalized kinds: it takes the cache out of the provider's
+    // input itself, and reasoning is apart from output.
     let u = Usage {
         input: parts[0],
         output: parts[1],
+        reasoning: parts[2],
+        cache_read: parts[3],
+        cache_write: parts[4],
         total: n(&["total"]).or(sum),
         ..Default::default()
     };
@@ -1192,8 +1200,11 @@ fn close_step(b: &mut Builder, s: &Step, end: Option<i64>, status: Status) {
 fn finish_step(b: &mut Builder, s: &Step, p: &mut PartRec, end: Option<i64>) {
     close_step(b, s, end, Status::Ok);
     let d = &p.data;
+    // OpenCode's own cost of the step (dollars); 0 is what it writes for a model it cannot
+    // price, so it is left unknown.
+    let cost = d.get("cost").and_then(crate::cost::micros_of_json).filter(|&c| c > 0);
     if let Some(u) = usage_of(d.get("tokens")) {
-        b.t.event_mut(s.event).usage = Some(Box::new(u));
+        b.t.event_mut(s.event).usage = Some(Box::new(Usage { cost, ..u }));
     }
     if let Some(c) = d.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite()) {
         b.cost += c;
@@ -1467,7 +1478,7 @@ mod tests {
         st.part(
             "msg_2",
             "prt_2e",
-            json!({"type": "step-finish", "reason": "tool-calls", "cost": 0.25, "tokens": tokens(100, 10)}),
+            json!({"type": "step-finish", "reason": "tool-calls", "cost": 0.25, "tokens": {"total": 110, "input": 100, "output": 10, "reasoning": 5, "cache": {"read": 1000, "write": 50}}}),
         );
         st.part("msg_2", "prt_2f", json!({"type": "step-start"}));
         st.part(
@@ -1575,6 +1586,12 @@ mod tests {
                 (Some(1_200_000_000), Some(700_000_000))
             );
             assert_eq!(llm.usage.as_deref().unwrap().total, Some(110));
+            // OpenCode's kinds as written, its cost of the step recorded.
+            let u = llm.usage.as_deref().unwrap();
+            assert_eq!(
+                (u.input, u.output, u.reasoning, u.cache_read, u.cache_write, u.cost),
+                (Some(100), Some(10), Some(5), Some(1000), Some(50), Some(250_000))
+            );
             let p = crate::formats::payload(t, llm);
             assert!(p.extra.contains(&("cost".into(), json!(0.25))));
             assert!(p.extra.contains(&("reason".into(), json!("tool-calls"))));

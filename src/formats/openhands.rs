@@ -14,10 +14,15 @@
 //!   `think` included), `ObservationEvent` / `AgentErrorEvent` / `UserRejectObservation`
 //!   (joined to the action by `tool_call_id`), and state events. The SDK's
 //!   `.eventlog.lock` and `.eventlog-len-N.marker` files beside the events are not events.
+//!
+//! Tokens: both generations count as LiteLLM does (OpenAI's way): `prompt_tokens` include the
+//! cache read (`prompt_tokens_details.cached_tokens` / `cache_read_input_tokens`, V1
+//! `cache_read_tokens`) and the cache write (`cache_creation_input_tokens`, V1
+//! `cache_write_tokens`), `completion_tokens` include the reasoning
+//! (`completion_tokens_details.reasoning_tokens`, V1 `reasoning_tokens`): taken out. V1's
+//! `costs` entries name no response, so they are not matched to calls: costs are computed.
 
-use super::{
-    Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, lenient_u64, read_json_file, stem, str_of,
-};
+use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, read_json_file, stem, str_of};
 use crate::model::*;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -120,14 +125,9 @@ fn ts_of(v: &Value) -> Option<i64> {
     v.get("timestamp").and_then(parse_timestamp)
 }
 
-/// Usage of an OpenAI-style `usage` object.
+/// Usage of a LiteLLM `usage` object (V0) or an SDK `token_usages` entry (V1), normalized.
 fn usage_of(u: &Value) -> Option<Usage> {
-    let u = Usage {
-        input: lenient_u64(u.get("prompt_tokens")),
-        output: lenient_u64(u.get("completion_tokens")),
-        total: lenient_u64(u.get("total_tokens")),
-        ..Default::default()
-    };
+    let u = super::usage_of_openai(u);
     (!u.is_empty()).then_some(u)
 }
 
@@ -928,6 +928,22 @@ mod tests {
         assert_eq!(t.counts().tool_calls, 3);
         assert_eq!(t.counts().llm_calls, 2);
         assert_eq!(t.counts().tokens, 120 + 60);
+        // LiteLLM's prompt_tokens 100 include 60 read from and 10 written to the cache; the
+        // 20 completion tokens include 5 of reasoning. The recorded total stays.
+        let r1 = t
+            .events
+            .iter()
+            .find_map(|e| e.usage.as_deref().filter(|u| u.reasoning.is_some()));
+        let want = Usage {
+            input: Some(30),
+            cache_read: Some(60),
+            cache_write: Some(10),
+            output: Some(15),
+            reasoning: Some(5),
+            total: Some(120),
+            ..Default::default()
+        };
+        assert_eq!(r1, Some(&want));
         let run = t.find("3").unwrap();
         assert_eq!(t.event(run).status, Status::Error); // success: false
         assert_eq!(t.event(run).duration, Some(500_000_000));
@@ -963,6 +979,21 @@ mod tests {
         assert_eq!(t.counts().tool_calls, 3);
         assert_eq!(t.counts().llm_calls, 2);
         assert_eq!(t.counts().tokens, 330 + 440);
+        // r1: 300 prompt of which 100 read and 50 written to the cache, 30 completion of
+        // which 10 reasoning.
+        let r1 = t
+            .events
+            .iter()
+            .find_map(|e| e.usage.as_deref().filter(|u| u.reasoning.is_some()));
+        let want = Usage {
+            input: Some(150),
+            cache_read: Some(100),
+            cache_write: Some(50),
+            output: Some(20),
+            reasoning: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(r1, Some(&want));
         let bad = t.find("call_2").unwrap();
         assert_eq!(t.event(bad).status, Status::Error);
         let p = crate::formats::payload(&t, t.event(bad));

@@ -12,6 +12,16 @@
 //! `gen_ai.completion`), the OpenInference aliases (`openinference.span.kind`, `llm.*`,
 //! `tool.name`, `input.value`, `output.value`) and MCP (`mcp.method.name = tools/call`).
 //!
+//! Tokens: GenAI (`gen_ai.usage.input_tokens`, `.output_tokens`, `.cache_read.input_tokens`,
+//! `.cache_creation.input_tokens`) and OpenInference (`llm.token_count.prompt`, `.completion`,
+//! `.prompt_details.cache_read|cache_write`, `.completion_details.reasoning`) count as OpenAI
+//! does: the cache inside the input, reasoning inside the output; both are taken out. A
+//! recorded cost (`gen_ai.usage.cost`, `llm.cost.total`, dollars) is the call's cost. Claude
+//! Code's spans and `api_request` log events count as Anthropic does (`input_tokens` without
+//! `cache_read_tokens` / `cache_creation_tokens`) and carry `cost_usd`; Codex's `sse_event`
+//! logs count `input_token_count` with `cached_token_count` and `output_token_count` with
+//! `reasoning_token_count` inside. A recorded total (`llm.token_count.total`) is kept as is.
+//!
 //! Loading at scale (DESIGN §4) goes through the shared engine: a batch line (or, in a whole
 //! document, one `resourceSpans` entry read by the streaming [`super::document`] reader) is
 //! skimmed into one typed record per span (ids, name, times, status and the few attributes
@@ -414,7 +424,7 @@ const MAPPED: [&str; 26] = [
 ];
 
 /// The attributes the index reads, by position in [`Attrs`].
-const INDEX_KEYS: [&str; 23] = [
+const INDEX_KEYS: [&str; 31] = [
     "gen_ai.operation.name",
     "openinference.span.kind",
     "mcp.method.name",
@@ -439,6 +449,16 @@ const INDEX_KEYS: [&str; 23] = [
     "output_tokens",
     "cache_read_tokens",
     "cache_creation_tokens",
+    // Cache and reasoning parts (counted inside the input and output above), recorded costs.
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_creation.input_tokens",
+    "llm.token_count.prompt_details.cache_read",
+    "llm.token_count.prompt_details.cache_write",
+    "llm.token_count.completion_details.reasoning",
+    "llm.cost.total",
+    "gen_ai.usage.cost",
+    // Claude Code's spans.
+    "cost_usd",
 ];
 const K_OP: usize = 0;
 const K_OI: usize = 1;
@@ -455,11 +475,17 @@ const K_CC_MODEL: usize = 17;
 const K_CC_TOOL: usize = 18;
 const K_CC_INPUT: usize = 19;
 const K_CC_OUTPUT: usize = 20;
-const K_CC_CACHE: [usize; 2] = [21, 22];
+const K_CC_CACHE_READ: usize = 21;
+const K_CC_CACHE_WRITE: usize = 22;
+const K_CACHE_READ: [usize; 2] = [23, 25];
+const K_CACHE_WRITE: [usize; 2] = [24, 26];
+const K_REASONING: [usize; 1] = [27];
+const K_COST: [usize; 2] = [28, 29];
+const K_CC_COST: usize = 30;
 
 fn index_key(k: &[u8]) -> Option<usize> {
     // Most attributes are not among them: a cheap first test on the length and first byte.
-    if !(5..=30).contains(&k.len()) || !matches!(k[0], b'g' | b'o' | b'm' | b'l' | b't' | b'i' | b'c') {
+    if !(5..=44).contains(&k.len()) || !matches!(k[0], b'g' | b'o' | b'm' | b'l' | b't' | b'i' | b'c') {
         return None;
     }
     INDEX_KEYS.iter().position(|x| x.as_bytes() == k)
@@ -497,7 +523,7 @@ impl Av<'_> {
 
 /// The first value of each index attribute (a repeated key: the first counts, as `get` reads).
 #[derive(Clone, Debug, Default, PartialEq)]
-struct Attrs<'a>([Option<Av<'a>>; 23]);
+struct Attrs<'a>([Option<Av<'a>>; 31]);
 
 impl<'a> Attrs<'a> {
     fn from_pairs(pairs: &[(String, Value)]) -> Attrs<'a> {
@@ -526,6 +552,14 @@ impl<'a> Attrs<'a> {
     }
     fn u64(&self, keys: &[usize]) -> Option<u64> {
         keys.iter().find_map(|&k| self.get(k)?.as_u64())
+    }
+    /// A recorded cost in dollars → microdollars, exactly as written.
+    fn micros(&self, keys: &[usize]) -> Option<u64> {
+        keys.iter().find_map(|&k| match self.get(k)? {
+            Av::Str(s) => crate::cost::micros_of_decimal(s),
+            Av::Int(n) => u64::try_from(*n).ok()?.checked_mul(1_000_000),
+            Av::V(v) => crate::cost::micros_of_json(v),
+        })
     }
 
     /// What a span is, by the conventions it follows.
@@ -649,23 +683,27 @@ impl<'a> SpanRec<'a> {
         if kind == EventKind::Step && error && name == "exception" {
             kind = EventKind::Error;
         }
-        let mut usage = Usage {
+        // GenAI and OpenInference count the cache inside the input and reasoning inside the
+        // output, as OpenAI does.
+        let mut usage = super::usage_openai(Usage {
             input: a.u64(&K_INPUT),
             output: a.u64(&K_OUTPUT),
             total: a.u64(&K_TOTAL),
-            ..Default::default()
-        };
+            cache_read: a.u64(&K_CACHE_READ),
+            cache_write: a.u64(&K_CACHE_WRITE),
+            reasoning: a.u64(&K_REASONING),
+            cost: a.micros(&K_COST),
+        });
         if cc == Some(EventKind::LlmCall) && usage.is_empty() {
-            // As the transcripts count them: input includes the prompt cache read and written.
-            let cache = K_CC_CACHE
-                .iter()
-                .filter_map(|&k| a.u64(&[k]))
-                .fold(None, |acc: Option<u64>, n| Some(acc.unwrap_or(0).saturating_add(n)));
-            usage.input = match (a.u64(&[K_CC_INPUT]), cache) {
-                (None, None) => None,
-                (i, c) => Some(i.unwrap_or(0).saturating_add(c.unwrap_or(0))),
+            // Claude Code counts as Anthropic does: input without the cache.
+            usage = Usage {
+                input: a.u64(&[K_CC_INPUT]),
+                output: a.u64(&[K_CC_OUTPUT]),
+                cache_read: a.u64(&[K_CC_CACHE_READ]),
+                cache_write: a.u64(&[K_CC_CACHE_WRITE]),
+                cost: a.micros(&[K_CC_COST]),
+                ..Default::default()
             };
-            usage.output = a.u64(&[K_CC_OUTPUT]);
         }
         SpanRec {
             bytes,
@@ -940,12 +978,13 @@ fn log_rec(bytes: &[u8], resource: u32) -> LogRec<'_> {
         ("gen_ai.client.inference.operation.details", _) => {
             r.kind = EventKind::LlmCall;
             r.model = model(&["gen_ai.response.model", "gen_ai.request.model"]);
-            r.usage = Some(Usage {
+            r.usage = Some(super::usage_openai(Usage {
                 input: attr_u64(&attrs, "gen_ai.usage.input_tokens"),
                 output: attr_u64(&attrs, "gen_ai.usage.output_tokens"),
-                total: None,
+                cache_read: attr_u64(&attrs, "gen_ai.usage.cache_read.input_tokens"),
+                cache_write: attr_u64(&attrs, "gen_ai.usage.cache_creation.input_tokens"),
                 ..Default::default()
-            });
+            }));
         }
         (_, "sse_event") if codex => {
             let input = attr_u64(&attrs, "input_token_count");
@@ -955,24 +994,27 @@ fn log_rec(bytes: &[u8], resource: u32) -> LogRec<'_> {
             } else {
                 r.kind = EventKind::LlmCall;
                 r.model = model(&["model", "slug"]);
-                r.usage = Some(Usage {
+                // Codex's counts: cached inside input, reasoning inside output.
+                r.usage = Some(super::usage_openai(Usage {
                     input,
                     output,
-                    total: None,
+                    cache_read: attr_u64(&attrs, "cached_token_count"),
+                    reasoning: attr_u64(&attrs, "reasoning_token_count"),
                     ..Default::default()
-                });
+                }));
             }
         }
         (_, "api_request") if !codex => {
-            // Claude Code: the request's usage, its cache read and written counted as input
-            // (as its transcripts count them).
+            // Claude Code: the request's usage as Anthropic counts it (input without the
+            // cache) and the cost it computed.
             r.kind = EventKind::LlmCall;
             r.model = model(&["model", "gen_ai.request.model"]);
-            let parts = ["input_tokens", "cache_read_tokens", "cache_creation_tokens"].map(|k| attr_u64(&attrs, k));
             r.usage = Some(Usage {
-                input: parts.iter().flatten().copied().reduce(u64::saturating_add),
+                input: attr_u64(&attrs, "input_tokens"),
                 output: attr_u64(&attrs, "output_tokens"),
-                total: None,
+                cache_read: attr_u64(&attrs, "cache_read_tokens"),
+                cache_write: attr_u64(&attrs, "cache_creation_tokens"),
+                cost: get(&attrs, "cost_usd").and_then(crate::cost::micros_of_json),
                 ..Default::default()
             });
         }
@@ -1947,6 +1989,74 @@ mod tests {
     }
 
     #[test]
+    fn span_usage_takes_cache_and_reasoning_out_and_keeps_a_recorded_cost() {
+        let attr = |k: &str, v: &str| format!(r#"{{"key":"{k}","value":{v}}}"#);
+        let span = |id: &str, attrs: Vec<String>| {
+            format!(
+                r#"{{"traceId":"{t}","spanId":"{id}","name":"chat","startTimeUnixNano":"1767000000000000000","endTimeUnixNano":"1767000001000000000","attributes":[{}]}}"#,
+                attrs.join(","),
+                t = "ab".repeat(16)
+            )
+        };
+        let genai = span(
+            &"01".repeat(8),
+            vec![
+                attr("gen_ai.operation.name", r#"{"stringValue":"chat"}"#),
+                attr("gen_ai.request.model", r#"{"stringValue":"gpt-4o"}"#),
+                attr("gen_ai.usage.input_tokens", r#"{"intValue":"1000"}"#),
+                attr("gen_ai.usage.cache_read.input_tokens", r#"{"intValue":"600"}"#),
+                attr("gen_ai.usage.cache_creation.input_tokens", r#"{"intValue":"100"}"#),
+                attr("gen_ai.usage.output_tokens", r#"{"intValue":"300"}"#),
+                attr("gen_ai.usage.cost", r#"{"doubleValue":0.00425}"#),
+            ],
+        );
+        let oi = span(
+            &"02".repeat(8),
+            vec![
+                attr("openinference.span.kind", r#"{"stringValue":"LLM"}"#),
+                attr("llm.model_name", r#"{"stringValue":"o3-mini"}"#),
+                attr("llm.token_count.prompt", r#"{"intValue":"500"}"#),
+                attr("llm.token_count.prompt_details.cache_read", r#"{"intValue":"200"}"#),
+                attr("llm.token_count.completion", r#"{"intValue":"900"}"#),
+                attr("llm.token_count.completion_details.reasoning", r#"{"intValue":"700"}"#),
+                attr("llm.token_count.total", r#"{"intValue":"1400"}"#),
+                attr("llm.cost.total", r#"{"stringValue":"0.0042"}"#),
+            ],
+        );
+        let line = format!(r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{genai},{oi}]}}]}}]}}"#);
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("u.jsonl");
+        std::fs::write(&path, line + "\n").unwrap();
+        let l = Otlp.load(&path).unwrap();
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let u = |id: &str| *t.event(t.find(&id.repeat(8)).unwrap()).usage.as_deref().unwrap();
+        assert_eq!(
+            u("01"),
+            Usage {
+                input: Some(300),
+                cache_read: Some(600),
+                cache_write: Some(100),
+                output: Some(300),
+                cost: Some(4_250),
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            u("02"),
+            Usage {
+                input: Some(300),
+                cache_read: Some(200),
+                output: Some(200),
+                reasoning: Some(700),
+                total: Some(1400),
+                cost: Some(4_200),
+                ..Default::default()
+            }
+        );
+    }
+
+    #[test]
     fn log_records_of_genai_events_load_grouped_into_runs() {
         let l = Otlp.load(&fixture("genai-logs.jsonl")).unwrap();
         let ids: Vec<&str> = l.traces.iter().map(|t| t.meta.id.as_str()).collect();
@@ -1955,8 +2065,8 @@ mod tests {
         for t in &l.traces {
             assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         }
-        // Claude Code's events: prompt, requests with their tokens (cache counted as input),
-        // tool results (a failed one is an error), an API error.
+        // Claude Code's events: prompt, requests with their tokens (cache apart from input, the
+        // cost it computed), tool results (a failed one is an error), an API error.
         let a = &l.traces[0];
         assert_eq!(
             tree(a),
@@ -1973,6 +2083,11 @@ mod tests {
         let c = a.counts();
         assert_eq!((c.llm_calls, c.tool_calls, c.errors), (2, 2, 2));
         assert_eq!(c.tokens, (12 + 1000 + 200 + 40) + (30 + 8));
+        let u = a.event(a.roots[1]).usage.as_deref().unwrap();
+        assert_eq!(
+            (u.input, u.cache_read, u.cache_write, u.output, u.cost),
+            (Some(12), Some(1000), Some(200), Some(40), Some(10_000))
+        );
         assert_eq!(a.meta.status, RunStatus::Unknown, "log records say nothing of the end");
         let bash = a.find("toolu_a1").unwrap();
         assert_eq!(a.event(bash).duration, Some(1_500_000_000));
@@ -1993,6 +2108,13 @@ mod tests {
             ]
         );
         assert_eq!(codex.counts().tokens, 325);
+        // Codex's counts include the cached input and the reasoning: taken out.
+        let llm = codex.events.iter().find(|e| e.kind == EventKind::LlmCall).unwrap();
+        let u = llm.usage.as_deref().unwrap();
+        assert_eq!(
+            (u.input, u.cache_read, u.output, u.reasoning),
+            (Some(200), Some(100), Some(15), Some(10))
+        );
         let shell = super::super::payload(codex, codex.event(codex.find("call_9").unwrap()));
         assert_eq!(shell.output, Some(Value::String("make: *** [all] Error 2".into())));
         // GenAI events with a trace id join its spans, under their span; the inference

@@ -7,6 +7,9 @@
 //!   chat as sent to the model (1.x function calling adds `tool_calls` / `tool` messages): it
 //!   repeats the steps, so only its first user message (the task) is taken. `info` holds
 //!   `exit_status`, `submission` and run totals in `model_stats` (no per-call tokens).
+//!   Tokens: only those run totals, on the run event: `tokens_sent` (the prompts as SWE-agent
+//!   counted them, cache not told apart) as input, `tokens_received` as output, and
+//!   `instance_cost` (dollars) as the run's recorded cost.
 //!   No timestamps: steps keep file order; `execution_time` (seconds) is the action's duration.
 //! - mini-swe-agent 1.x (old form): a JSON list of `{role, content}` messages; each assistant
 //!   turn holds one ```` ```mswea_bash_command ```` block (older configs: ```` ```bash ````),
@@ -14,7 +17,9 @@
 //! - mini-swe-agent 1.x/2.x: `{info, messages, trajectory_format}`; an assistant message may
 //!   carry `extra.actions` (several in one turn), `tool_calls` joined to `role:"tool"` results
 //!   by `tool_call_id`, `extra.response` (the provider's response with `usage` and `model`),
-//!   `extra.timestamp` (epoch seconds); an `exit` message closes the run.
+//!   `extra.timestamp` (epoch seconds); an `exit` message closes the run. Tokens: the
+//!   response's LiteLLM `usage` (OpenAI's way: cache inside `prompt_tokens`, reasoning inside
+//!   `completion_tokens`; taken out) and `extra.cost` (dollars) as the call's recorded cost.
 
 use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, read_json_file, str_of};
 use crate::model::*;
@@ -287,9 +292,24 @@ fn from_swe(path: &Path, mut v: Value) -> Trace {
         })
         .and_then(|m| m.get("content"))
         .and_then(text_of);
+    // Only run totals: `model_stats` (`tokens_sent`, `tokens_received`, `instance_cost` in
+    // dollars), on the run event; all zero when the model was not a paid one.
+    let stats = info.get("model_stats");
+    let stat = |k: &str| super::lenient_u64(stats.and_then(|s| s.get(k))).filter(|&n| n > 0);
+    let cost = stats
+        .and_then(|s| s.get("instance_cost"))
+        .and_then(crate::cost::micros_of_json)
+        .filter(|&c| c > 0);
+    let usage = Usage {
+        input: stat("tokens_sent"),
+        output: stat("tokens_received"),
+        cost,
+        ..Default::default()
+    };
     let run = t.add(NewEvent {
         status: status.event_status(),
         model: model.as_deref(),
+        usage: (!usage.is_empty()).then_some(usage),
         origin,
         payload: PayloadRef::inline(Payload {
             input: task.map(Value::String),
@@ -484,12 +504,21 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                 // Calls left waiting for a positional result got none.
                 by_position.clear();
                 let response = extra.and_then(|e| e.get("response"));
-                let usage = response.and_then(|r| r.get("usage")).map(|u| Usage {
-                    input: super::lenient_u64(u.get("prompt_tokens")),
-                    output: super::lenient_u64(u.get("completion_tokens")),
-                    total: super::lenient_u64(u.get("total_tokens")),
-                    ..Default::default()
-                });
+                // LiteLLM's usage (OpenAI's way of counting), and the cost LiteLLM computed for
+                // the call (`extra.cost`, dollars).
+                // A cost of 0 is what it writes when LiteLLM could not price the model: unknown.
+                let cost = extra
+                    .and_then(|e| e.get("cost"))
+                    .and_then(crate::cost::micros_of_json)
+                    .filter(|&c| c > 0);
+                let usage = match (response.and_then(|r| r.get("usage")).map(super::usage_of_openai), cost) {
+                    (Some(u), c) => Some(Usage { cost: c, ..u }),
+                    (None, Some(c)) => Some(Usage {
+                        cost: Some(c),
+                        ..Default::default()
+                    }),
+                    (None, None) => None,
+                };
                 let call_model = response
                     .and_then(|r| str_of(r, "model"))
                     .filter(|s| !s.is_empty())
@@ -763,6 +792,11 @@ mod tests {
         assert_eq!(run.input, Some(json!("Fix the typo in calc.py")));
         assert!(run.output.unwrap().as_str().unwrap().starts_with("diff --git"));
         assert!(t.diagnostics.is_empty());
+        // Run totals only (`model_stats`): the run's tokens and its recorded $0.02.
+        assert_eq!(t.counts().tokens, 1200 + 90);
+        let rc = crate::cost::usage::run_cost(&t, crate::cost::Prices::builtin());
+        assert_eq!((rc.total.tokens.input, rc.total.tokens.output), (1200, 90));
+        assert_eq!((rc.total.micros, rc.total.unknown, rc.total.calls), (20_000, 0, 3));
     }
 
     #[test]
@@ -805,6 +839,20 @@ mod tests {
         assert_eq!(t.counts().tool_calls, 3);
         assert_eq!(t.counts().llm_calls, 2);
         assert_eq!(t.counts().tokens, 430 + 530);
+        // r2: 500 prompt of which 200 cached, 30 completion of which 10 reasoning, and the
+        // cost LiteLLM computed; r1's recorded cost of 0 means unpriced, not free.
+        let u: Vec<Usage> = t.events.iter().filter_map(|e| e.usage.as_deref().copied()).collect();
+        assert_eq!(u[0].cost, None);
+        let want = Usage {
+            input: Some(300),
+            cache_read: Some(200),
+            output: Some(20),
+            reasoning: Some(10),
+            total: Some(530),
+            cost: Some(1_230),
+            ..Default::default()
+        };
+        assert_eq!(u[1], want);
         let p = crate::formats::payload(&t, t.event(t.find("call_a").unwrap()));
         assert_eq!(p.input, Some(json!({"command": "echo hi > notes.txt"})));
         let a = t.find("call_b").unwrap();

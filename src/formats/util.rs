@@ -160,6 +160,58 @@ pub fn nested_too_deep(json: &[u8]) -> bool {
     false
 }
 
+/// Token counts as OpenAI's APIs write them (chat completions, Responses, Codex, OTel GenAI,
+/// LiteLLM): the prompt count includes the tokens read from (and, where counted, written to)
+/// the cache, and the output count includes the reasoning tokens. Put in `Usage` as written,
+/// this makes them the normalized kinds: input without the cache, output without reasoning
+/// (saturating: inconsistent counts in a trace never wrap).
+pub fn usage_openai(u: crate::model::Usage) -> crate::model::Usage {
+    usage_input_with_cache(usage_output_with_reasoning(u))
+}
+
+/// Only the prompt count includes the cache (Gemini: `promptTokenCount` includes
+/// `cachedContentTokenCount`, while `thoughtsTokenCount` is apart from the output).
+pub fn usage_input_with_cache(mut u: crate::model::Usage) -> crate::model::Usage {
+    if let Some(i) = u.input.as_mut() {
+        *i = i
+            .saturating_sub(u.cache_read.unwrap_or(0))
+            .saturating_sub(u.cache_write.unwrap_or(0));
+    }
+    u
+}
+
+/// Only the output count includes the reasoning tokens.
+pub fn usage_output_with_reasoning(mut u: crate::model::Usage) -> crate::model::Usage {
+    if let Some(o) = u.output.as_mut() {
+        *o = o.saturating_sub(u.reasoning.unwrap_or(0));
+    }
+    u
+}
+
+/// An OpenAI-style `usage` object as the chat completions and Responses APIs, LiteLLM and
+/// OpenRouter write it, normalized: `prompt_tokens` / `input_tokens` include the cache read
+/// (`prompt_tokens_details.cached_tokens`, `input_tokens_details.cached_tokens`, LiteLLM's
+/// `cache_read_input_tokens`) and the cache write (LiteLLM's `cache_creation_input_tokens`);
+/// `completion_tokens` / `output_tokens` include `*_tokens_details.reasoning_tokens`. A `cost`
+/// (OpenRouter, dollars) is the recorded cost.
+pub fn usage_of_openai(u: &Value) -> crate::model::Usage {
+    let n = |keys: &[&str]| keys.iter().find_map(|k| lenient_u64(u.get(*k)));
+    let nested = |outer: &str, k: &str| lenient_u64(u.get(outer).and_then(|d| d.get(k)));
+    usage_openai(crate::model::Usage {
+        input: n(&["prompt_tokens", "input_tokens"]),
+        output: n(&["completion_tokens", "output_tokens"]),
+        total: n(&["total_tokens"]),
+        cache_read: n(&["cache_read_input_tokens", "cache_read_tokens"])
+            .or_else(|| nested("prompt_tokens_details", "cached_tokens"))
+            .or_else(|| nested("input_tokens_details", "cached_tokens")),
+        cache_write: n(&["cache_creation_input_tokens", "cache_write_tokens"]),
+        reasoning: n(&["reasoning_tokens"])
+            .or_else(|| nested("completion_tokens_details", "reasoning_tokens"))
+            .or_else(|| nested("output_tokens_details", "reasoning_tokens")),
+        cost: u.get("cost").and_then(crate::cost::micros_of_json),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -798,8 +798,15 @@ impl Trace {
         out
     }
 
+    /// Counts of the run's events. Tokens: the sum over its LLM calls, or the totals the
+    /// recorder wrote on the run event when the calls add up to fewer (as `cost::usage`).
     pub fn counts(&self) -> Counts {
-        counts_of(&self.events)
+        let mut c = counts_of(&self.events);
+        let run = self.events.iter().filter(|e| e.kind == EventKind::Run);
+        if let Some(n) = run.filter_map(|e| e.usage.as_ref()?.sum()).next() {
+            c.tokens = c.tokens.max(n);
+        }
+        c
     }
 
     /// Start and end of the run: metadata where it has them, else the events' extent.

@@ -55,6 +55,9 @@ pub fn trace_json(t: &Trace) -> Value {
         "tokens": c.tokens,
         "diagnostics": t.diagnostics.iter().map(diag_json).collect::<Vec<_>>(),
     });
+    for (k, x) in super::usage::json(&super::usage::of(t)) {
+        v[k] = x;
+    }
     crate::json::put_path(&mut v, "path", &t.meta.source);
     v
 }
@@ -147,6 +150,9 @@ fn write_text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
         t.meta.status.as_str()
     );
     writeln!(out, "{}", crate::sanitize::line(&line))?;
+    if let Some(u) = super::usage::text(&super::usage::of(t)) {
+        writeln!(out, "  {}", crate::sanitize::line(&u))?;
+    }
     let shown = 50;
     for d in t.diagnostics.iter().take(shown) {
         writeln!(out, "  {}", crate::sanitize::line(&d.to_string()))?;

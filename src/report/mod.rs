@@ -7,8 +7,9 @@ pub mod ls;
 pub mod prices;
 pub mod show;
 pub mod sources;
-pub mod transcript;
 pub mod stats;
+pub mod transcript;
+pub mod usage;
 
 use crate::model::{format_duration, format_ts};
 use serde_json::Value;

@@ -51,6 +51,9 @@ fn text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
         t.meta.source.display()
     );
     writeln!(out, "{}", crate::sanitize::line(&header))?;
+    if let Some(u) = super::usage::text(&super::usage::of(t)) {
+        writeln!(out, "  {}", crate::sanitize::line(&u))?;
+    }
     // Tree glyphs need to know whether each ancestor was the last of its siblings.
     let walk = t.walk();
     let mut last_at_depth: Vec<bool> = Vec::new();
@@ -158,6 +161,9 @@ pub fn write_json(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
         "model": t.meta.model,
         "attributes": t.meta.all_attributes().cloned().collect::<serde_json::Map<_, _>>(),
     });
+    for (k, x) in super::usage::json(&super::usage::of(t)) {
+        head[k] = x;
+    }
     crate::json::put_path(&mut head, "source", &t.meta.source);
     out.write_all(b"{\"trace\":")?;
     write(out, &head)?;

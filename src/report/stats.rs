@@ -118,6 +118,19 @@ impl RunStats {
             };
             add_to(&mut by_day, &day, u, c);
         });
+        // Run totals the recorder wrote where its calls add up to less: the same rule as
+        // `run_cost` (priced at the run's model, on the run's day).
+        if let Some(u) = crate::cost::usage::run_totals(t).filter(|u| u.sum().unwrap_or(0) > total.total_tokens) {
+            let model = t.meta.model.as_deref();
+            let c = crate::cost::usage::call_cost(prices, model, Some(&u));
+            let mut rt = Total::default();
+            rt.add_usage(Some(&u), &c);
+            rt.calls = total.calls;
+            let day = run_start.map(day_of).unwrap_or_default();
+            by_model = vec![(model.unwrap_or("").to_string(), rt.clone())];
+            by_day = vec![(day, rt.clone())];
+            total = rt;
+        }
         // The same definition as Summary::of (run_cost over the same calls), at these prices.
         summary.cost = Some(total);
         let mut tools: std::collections::HashMap<crate::model::StrRef, ToolAgg> = Default::default();

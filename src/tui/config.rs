@@ -91,6 +91,23 @@ pub fn load(path: Option<&Path>) -> Result<Config, String> {
     Ok(c)
 }
 
+/// The prices costs are computed with: the embedded list with the user's `[prices]` over it,
+/// read once. A config that cannot be read gives the embedded list (the explorer and `prices`
+/// say what was wrong with it).
+pub fn prices() -> &'static crate::cost::Prices {
+    static P: std::sync::OnceLock<Option<crate::cost::Prices>> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        let path = path()?;
+        let c = load(Some(&path)).ok()?;
+        if c.prices.is_empty() {
+            return None;
+        }
+        crate::cost::Prices::with_overrides(&c.prices, &path).ok()
+    })
+    .as_ref()
+    .unwrap_or_else(|| crate::cost::Prices::builtin())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -448,13 +448,8 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     if !l.spans.is_empty() {
         d.line(l);
     }
-    if let Some(u) = &e.usage {
-        let mut l = Line::default();
-        l.push(Tok::Dim, "tokens");
-        let n = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "?".into());
-        l.push(Tok::Dim, "  in ").push(Tok::Num, n(u.input));
-        l.push(Tok::Dim, "  out ").push(Tok::Num, n(u.output));
-        l.push(Tok::Dim, "  total ").push(Tok::Num, n(u.sum()));
+    // Tokens by kind and the cost with the price used (the run's totals on the run event).
+    for l in super::usage_view::lines(t, e, super::config::prices()) {
         d.line(l);
     }
     let mut l = Line::default();

@@ -19,6 +19,7 @@ pub mod stats;
 mod terminal;
 pub mod theme;
 pub mod update;
+pub mod usage_view;
 
 pub use app::{DiffRequest, Options, load_one, run, theme_and_keys};
 pub use live::{LiveOptions, entries};

@@ -406,6 +406,8 @@ pub struct RunView {
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
     pub counts: Counts,
+    /// Tokens by kind and cost (`cost::usage`), made with the counts.
+    pub cost: crate::cost::usage::RunCost,
     pub span: (Option<i64>, Option<i64>),
     /// Whether any event has a start time (else the timeline shows order).
     pub timed: bool,
@@ -430,6 +432,7 @@ impl RunView {
     pub fn new(trace: SharedTrace, entry: Option<usize>) -> RunView {
         let mut v = RunView {
             counts: Counts::default(),
+            cost: Default::default(),
             span: (None, None),
             timed: false,
             model: None,
@@ -499,10 +502,13 @@ impl RunView {
     /// completes): a full pass every so often and at the end of a load catches that up.
     fn summarize(&mut self, trace: &Trace, from: usize) {
         let new = &trace.events[from.min(trace.len())..];
+        let prices = super::config::prices();
         if from == 0 {
             self.counts = trace.counts();
+            self.cost = crate::cost::usage::run_cost(trace, prices);
             self.extent = (None, None);
         } else {
+            crate::cost::usage::add_calls(&mut self.cost, trace, from, prices);
             let c = crate::model::counts_of(new);
             self.counts.events = trace.len();
             self.counts.tool_calls += c.tool_calls;

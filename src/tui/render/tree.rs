@@ -95,6 +95,10 @@ pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
         x = put(buf, x, y, v, th.style(*role), right.saturating_sub(x));
         x = put(buf, x + 1, y, k, th.style(Role::Dim), right.saturating_sub(x + 1));
     }
+    if let Some(cost) = crate::tui::usage_view::header_text(&r.cost) {
+        x = put(buf, x, y, " · ", th.style(Role::Dim), right.saturating_sub(x));
+        x = put(buf, x, y, &cost, th.style(Role::Text), right.saturating_sub(x));
+    }
     for b in t.meta.badges() {
         let b = format!(" · ⚠ {}", crate::sanitize::line(&b));
         x = put(buf, x, y, &b, th.style(Role::Warning), right.saturating_sub(x));

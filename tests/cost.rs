@@ -1,0 +1,149 @@
+//! The shipped samples' costs, checked by hand against the makers' published prices (dollars
+//! per million tokens, as the embedded list has them):
+//! - Claude Sonnet 4.5 / Sonnet 4.6: $3 in, $15 out, $0.30 cache read, $3.75 cache write
+//!   (Anthropic's pricing page; 4.6 through GitHub Copilot is listed at the same prices);
+//! - Claude Haiku 4.5: $1 in, $5 out, $0.10 cache read, $1.25 cache write;
+//! - GPT-5-Codex (as GPT-5): $1.25 in, $10 out, $0.125 cached input; reasoning is output;
+//! - Gemini 2.5 Pro (prompts up to 200k): $1.25 in, $10 out (thinking included), $0.125 cached;
+//! - GPT-4.1 mini: $0.40 in, $1.60 out; GPT-4o: $2.50 in, $10 out.
+//!
+//! A token at $P per million costs P microdollars, so each figure below is tokens x P; a
+//! call's cost is rounded to the microdollar (half up) before the run adds its calls.
+
+use std::path::{Path, PathBuf};
+use tracetui::cost::Prices;
+use tracetui::cost::usage::{RunCost, run_cost};
+
+fn sample(rel: &str) -> Vec<(String, RunCost)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces").join(rel);
+    let d = tracetui::source::discover(&[PathBuf::from(&path)], None);
+    assert!(d.errors.is_empty(), "{rel}: {:?}", d.errors);
+    let mut out = Vec::new();
+    for (_, res) in tracetui::source::load_all(&d.runs) {
+        for t in res.unwrap_or_else(|e| panic!("{rel}: {e}")).traces {
+            out.push((t.meta.id.clone(), run_cost(&t, Prices::builtin())));
+        }
+    }
+    assert!(!out.is_empty(), "{rel}: no run");
+    out
+}
+
+fn one(rel: &str) -> RunCost {
+    let mut v = sample(rel);
+    assert_eq!(v.len(), 1, "{rel}: one run");
+    v.remove(0).1
+}
+
+#[test]
+fn claude_code_two_models() {
+    let rc = one("claude-code");
+    // Sonnet 4.5, seven calls: 18,432 in x 3 = 55,296; 7,200 cache read x 0.30 = 2,160;
+    // 838 out x 15 = 12,570; = 70,026. Haiku 4.5, two calls: 720 in x 1 = 720; 2,400 cache
+    // read x 0.10 = 240; 95 out x 5 = 475; = 1,435. Run: 71,461 = $0.071461.
+    assert_eq!((rc.total.micros, rc.total.unknown), (71_461, 0));
+    let by: Vec<(&str, u64)> = rc.by_model.iter().map(|(m, t)| (m.as_str(), t.micros)).collect();
+    assert_eq!(by, [("claude-sonnet-4-5", 70_026), ("claude-haiku-4-5", 1_435)]);
+}
+
+#[test]
+fn codex_cached_input_and_reasoning() {
+    let rc = one("codex");
+    // Seven calls, input (cache taken out) = cache read: 2,600 / 2,800 / 2,950 / 3,150 /
+    // 3,350 / 3,475 / 3,550; output+reasoning 160 / 210 / 120 / 60 / 190 / 70 / 40 (all at $10).
+    // Call by call, x1.25 + x0.125 + x10: 5,175; 5,950; 5,256.25 → 5,256; 4,931.25 → 4,931;
+    // 6,506.25 → 6,506; 5,478.125 → 5,478; 5,281.25 → 5,281. Sum 38,577 = $0.038577.
+    assert_eq!((rc.total.micros, rc.total.unknown), (38_577, 0));
+    assert_eq!((rc.total.tokens.input, rc.total.tokens.cache_read), (21_875, 21_875));
+    assert_eq!((rc.total.tokens.output, rc.total.tokens.reasoning), (568, 282));
+}
+
+#[test]
+fn gemini_cli_cache_and_thoughts() {
+    let rc = one("gemini-cli/chats/session-2026-06-10T08-30-9c1d2e3f.jsonl");
+    // 6,120 in x 1.25 + (48 out + 96 thoughts) x 10 = 7,650 + 1,440 = 9,090;
+    // 890 x 1.25 + 6,000 cached x 0.125 + 131 x 10 = 1,112.5 + 750 + 1,310 = 3,172.5 → 3,173;
+    // 500 x 1.25 + 6,800 x 0.125 + 40 x 10 = 625 + 850 + 400 = 1,875;
+    // 420 x 1.25 + 7,000 x 0.125 + 33 x 10 = 525 + 875 + 330 = 1,730. Sum 15,868.
+    assert_eq!((rc.total.micros, rc.total.unknown), (15_868, 0));
+}
+
+#[test]
+fn openhands_litellm_usage() {
+    let rc = one("openhands");
+    // Sonnet 4.5: (2,100 + 2,300 + 2,500) in x 3 = 20,700; (40 + 95 + 30) out x 15 = 2,475.
+    assert_eq!((rc.total.micros, rc.total.unknown), (23_175, 0));
+}
+
+#[test]
+fn otlp_genai_spans() {
+    let rc = one("otlp/genai-trace.json");
+    // GPT-4.1 mini (one span names the dated model, the list has it too):
+    // 412 x 0.4 + 38 x 1.6 = 164.8 + 60.8 = 225.6 → 226; 503 x 0.4 + 29 x 1.6 = 247.6 → 248;
+    // 560 x 0.4 + 61 x 1.6 = 321.6 → 322. Sum 796.
+    assert_eq!((rc.total.micros, rc.total.unknown), (796, 0));
+}
+
+#[test]
+fn agentdbg_gpt_4o() {
+    let rc = one("runs/agentdbg-refund-ok");
+    // 412 x 2.5 + 38 x 10 = 1,410; 530 x 2.5 + 41 x 10 = 1,735. Sum 3,145.
+    assert_eq!((rc.total.micros, rc.total.unknown), (3_145, 0));
+}
+
+#[test]
+fn copilot_cli_session_totals() {
+    let rc = one("copilot-cli");
+    // The replies carry output tokens only; the shutdown's totals (11,100 new input, 30,100
+    // cache read, 175 out) at Sonnet 4.6's prices: 33,300 + 9,030 + 2,625 = 44,955.
+    assert_eq!((rc.total.micros, rc.total.unknown), (44_955, 0));
+    assert_eq!(rc.total.total_tokens, 11_100 + 30_100 + 175);
+}
+
+#[test]
+fn recorded_costs_win() {
+    // SWE-agent's model_stats.instance_cost: $0.031.
+    assert_eq!(one("swe-agent/stats-mean-empty.traj").total.micros, 31_000);
+    // Cline's api_req_started costs, as written.
+    let cline = one("cline");
+    assert_eq!((cline.total.micros, cline.total.unknown), (30_100, 0));
+}
+
+#[test]
+fn unknown_models_are_unknown_not_free() {
+    // Inspect's mock model is in no price list: its calls are unknown, the cost is `?`.
+    for (_, rc) in sample("inspect-ai/agentic.json") {
+        assert_eq!((rc.total.micros, rc.total.unknown), (0, 3));
+        assert_eq!(rc.total.cost_text(), "?");
+    }
+}
+
+/// `check` and `show` print the same tokens by kind and cost as `cost::usage` computes.
+#[test]
+fn check_and_show_json_carry_tokens_by_kind_and_cost() {
+    let cfg = tempfile::tempdir().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/claude-code");
+    let run = |args: &[&str]| -> serde_json::Value {
+        let out = assert_cmd::Command::cargo_bin("tracetui")
+            .unwrap()
+            .env("XDG_CONFIG_HOME", cfg.path())
+            .env("HOME", cfg.path())
+            .args(args)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    };
+    let want_kinds = serde_json::json!({"input": 19_152, "cache_read": 9_600, "cache_write": 0,
+        "output": 933, "reasoning": 0, "total": 29_685});
+    let check = run(&["check", "--format", "json"]);
+    assert_eq!(check["tokens_by_kind"], want_kinds);
+    assert_eq!(check["tokens"], 29_685, "the run's total agrees with its kinds");
+    assert_eq!(check["cost_usd_micros"], 71_461);
+    assert_eq!(check["cost_unknown_calls"], 0);
+    assert_eq!(check["cost_by_model"][0]["model"], "claude-sonnet-4-5");
+    assert_eq!(check["cost_by_model"][0]["cost_usd_micros"], 70_026);
+    let show = run(&["show", "--format", "json"]);
+    assert_eq!(show["trace"]["tokens_by_kind"], want_kinds);
+    assert_eq!(show["trace"]["cost_usd_micros"], 71_461);
+}
