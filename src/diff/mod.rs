@@ -8,6 +8,7 @@
 //! `PASSED`.
 
 mod align;
+pub mod compare;
 mod ignore;
 mod json;
 mod metrics;

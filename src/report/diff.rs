@@ -60,7 +60,11 @@ pub fn open(spec: &Path, forced: Option<&'static dyn Format>) -> Result<Side, St
     if total == 0 {
         return Err(format!("{}: holds no trace", path.display()));
     }
-    let trace = traces.swap_remove(idx);
+    let mut trace = traces.swap_remove(idx);
+    if path == Path::new("-") {
+        // Not the temporary copy's name: where the user's data came from.
+        trace.meta.source = PathBuf::from("-");
+    }
     warnings.extend(trace.diagnostics.iter().map(|d| d.to_string()));
     Ok(Side { trace, warnings })
 }
@@ -225,7 +229,7 @@ impl Paint {
             s.to_string()
         }
     }
-    fn verdict(&self, v: Verdict) -> String {
+    pub(crate) fn verdict(&self, v: Verdict) -> String {
         let code = match v {
             Verdict::Passed => "1;32",
             Verdict::OutputDrift | Verdict::ToolsReordered => "1;33",
