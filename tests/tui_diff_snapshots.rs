@@ -26,6 +26,7 @@ fn finish(s: &mut State) {
         baseline,
         current,
         opts,
+        ..
     }) = s.effects.pop()
     else {
         panic!("no diff effect")
@@ -145,10 +146,32 @@ fn hostile_strings_render_escaped_in_every_layout() {
         screens[0]
     );
     assert!(screens[1].contains("/\\x9b2J"), "{}", screens[1]);
-    assert!(screens[2].contains("override changed\\x1b[2J"), "{}", screens[2]);
+    // The result's word diff: `after` deleted, `changed\x1b[2J` inserted (told apart by colour).
+    assert!(screens[2].contains("override afterchanged\\x1b[2J"), "{}", screens[2]);
     assert!(
         screens[3].contains("name\\x1b]0;NAME-TITLE\\x07<U+202E>eman"),
         "{}",
         screens[3]
     );
+}
+
+/// A string change shows as its word diff: inline on its row, and in the pair detail; with
+/// `[-…-]{+…+}` marks when the theme has no colours.
+#[test]
+fn diff_word_changes_inline_and_in_the_pair_detail() {
+    let (a, b) = ("sample-traces/compare/baseline", "sample-traces/compare/rerun-prompt");
+    let mut s = diffed(a, b, (150, 20));
+    press(&mut s, &["s"]);
+    insta::assert_snapshot!("diff_word_changes_inline", screen(&s));
+    let mut s = State::new(Keymap::default(), (110, 24));
+    s.words.marks = true;
+    s.words.context = 4;
+    let src = |p: &str| Source::Path {
+        path: path(p),
+        forced: None,
+    };
+    tracetui::tui::diffview::update::start(&mut s, ["baseline".into(), "current".into()], src(a), src(b));
+    finish(&mut s);
+    press(&mut s, &["enter"]);
+    insta::assert_snapshot!("diff_word_changes_pair_plain", screen(&s));
 }

@@ -871,6 +871,8 @@ pub enum Effect {
         baseline: super::diffview::Source,
         current: super::diffview::Source,
         opts: crate::diff::Options,
+        /// Set when the view is left (esc) before the diff arrives: the work stops.
+        cancel: Arc<AtomicBool>,
     },
     /// Put text on the clipboard (OSC 52).
     Copy(String),
@@ -889,6 +891,8 @@ pub struct State {
     pub diff_gen: u64,
     /// `--ignore` / `--strict` of `tracetui diff`.
     pub diff_opts: crate::diff::Options,
+    /// How word-level changes show in the diff view (config `[diff] context`, NO_COLOR).
+    pub words: super::diffview::WordStyle,
     /// Help overlay open, with its scroll offset.
     pub help: Option<usize>,
     /// The overlay lists the open run's load problems instead of the keys.
@@ -929,6 +933,7 @@ impl State {
             diff: None,
             diff_gen: 0,
             diff_opts: Default::default(),
+            words: Default::default(),
             help: None,
             problems_open: false,
             stale_after: STALE,
