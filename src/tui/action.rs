@@ -53,10 +53,12 @@ pub enum Command {
     ScrollRight,
     LineStart,
     LineEnd,
+    Select,
+    Visual,
 }
 
 impl Command {
-    pub const ALL: [Command; 44] = [
+    pub const ALL: [Command; 46] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -101,6 +103,8 @@ impl Command {
         Command::ScrollRight,
         Command::LineStart,
         Command::LineEnd,
+        Command::Select,
+        Command::Visual,
     ];
 
     /// The name used in the keymap TOML.
@@ -141,6 +145,8 @@ impl Command {
             Command::Problems => "problems",
             Command::Mark => "mark",
             Command::Diff => "diff",
+            Command::Select => "select",
+            Command::Visual => "visual",
             Command::NextChange => "next_change",
             Command::PrevChange => "prev_change",
             Command::Inline => "inline",
@@ -194,6 +200,12 @@ pub enum Action {
     RunLoaded {
         generation: u64,
         result: Result<Box<Trace>, String>,
+    },
+    /// One run of the compare table compared with the baseline (or why it could not be).
+    CompareRow {
+        generation: u64,
+        row: usize,
+        result: Result<crate::diff::compare::RunDelta, String>,
     },
     /// A diff computed in the background (or why it could not be).
     DiffReady {

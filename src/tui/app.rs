@@ -354,6 +354,30 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
                 let _ = tx.send(Action::DiffReady { generation, result });
             });
         }
+        Effect::Compare {
+            generation,
+            baseline,
+            runs,
+            opts,
+            cancel,
+        } => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let send = |row: usize, result| {
+                    let _ = tx.send(Action::CompareRow {
+                        generation,
+                        row,
+                        result,
+                    });
+                };
+                let ok = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    super::compare::compute(&baseline, &runs, &opts, &cancel, &send)
+                }));
+                if ok.is_err() {
+                    let _ = tx.send(Action::Problem("tracetui failed while comparing runs (a bug)".into()));
+                }
+            });
+        }
         Effect::Page(text) => {
             #[cfg(unix)]
             let shown = terminal::page(&text);

@@ -20,10 +20,12 @@ pub enum Context {
     Diff,
     /// The detail of one pair of the diff.
     Pair,
+    /// The compare table (several runs against a baseline).
+    Compare,
 }
 
 impl Context {
-    pub const ALL: [Context; 7] = [
+    pub const ALL: [Context; 8] = [
         Context::Global,
         Context::Runs,
         Context::Tree,
@@ -31,6 +33,7 @@ impl Context {
         Context::Help,
         Context::Diff,
         Context::Pair,
+        Context::Compare,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -41,6 +44,7 @@ impl Context {
             Context::Help => "help",
             Context::Diff => "diff",
             Context::Pair => "pair",
+            Context::Compare => "compare",
         }
     }
     fn from_name(s: &str) -> Option<Context> {

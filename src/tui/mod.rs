@@ -5,6 +5,7 @@
 pub mod action;
 mod app;
 pub mod commands;
+pub mod compare;
 pub mod config;
 pub mod detail;
 pub mod diffview;

@@ -140,6 +140,11 @@ pub fn update(s: &mut State, a: Action) {
             }
         }
         Action::DiffReady { generation, result } => diffview::ready(s, generation, result),
+        Action::CompareRow {
+            generation,
+            row,
+            result,
+        } => super::compare::row_ready(s, generation, row, result),
         Action::RunUpdate {
             generation,
             trace,
@@ -332,6 +337,7 @@ fn settle(s: &mut State) {
         }
     }
     diffview::settle(s);
+    super::compare::settle(s);
 }
 
 /// The offset that keeps `sel` inside a window of `h` rows.
@@ -369,7 +375,7 @@ fn set_filter(s: &mut State, text: String) {
                 s.effects.push(e);
             }
         }
-        View::Diff => {}
+        View::Diff | View::Compare => {}
     }
 }
 
@@ -600,6 +606,7 @@ fn command(s: &mut State, c: Command) {
         Context::Detail => detail_command(s, c),
         Context::Diff => diffview::diff_command(s, c),
         Context::Pair => diffview::pair_command(s, c),
+        Context::Compare => super::compare::command(s, c),
         Context::Help | Context::Global => {}
     }
 }
@@ -673,7 +680,10 @@ fn runs_command(s: &mut State, c: Command) {
         }
         Command::NextPane | Command::PrevPane if s.run.is_some() => s.view = View::Run,
         Command::Mark => diffview::toggle_mark(s),
+        Command::Diff if super::compare::wanted(s) => super::compare::open(s),
         Command::Diff => diffview::diff_selected(s),
+        Command::Select => super::compare::toggle_select(s),
+        Command::Visual => super::compare::toggle_visual(s),
         _ => {}
     }
 }
@@ -968,6 +978,7 @@ fn click(s: &mut State, x: u16, y: u16) {
     }
     match s.view {
         View::Diff => diffview::click(s, x, y),
+        View::Compare => super::compare::click(s, y),
         View::Runs => {
             let table = layout::runs(area(s)).table;
             // The title carries "N unreadable" / "N dirs not searched": a click there lists
@@ -1042,6 +1053,7 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
     }
     match s.view {
         View::Diff => diffview::scroll(s, down),
+        View::Compare => super::compare::scroll(s, down),
         View::Runs => {
             s.runs.selected = step(s.runs.selected, s.runs.order.len());
             off_header(s, !down);

@@ -56,6 +56,11 @@ fn load(src: &Source, side: &str) -> Result<(Trace, Vec<String>), String> {
     Ok((trace, warnings))
 }
 
+/// Load one run (for the compare table: no side to name).
+pub fn load_source(src: &Source) -> Result<Trace, String> {
+    load(src, "run").map(|(t, _)| t)
+}
+
 /// Load both sides and diff them; the error names the side that failed.
 pub fn compute(baseline: &Source, current: &Source, opts: &crate::diff::Options) -> Result<Box<DiffData>, String> {
     compute_until(baseline, current, opts, &AtomicBool::new(false))

@@ -146,7 +146,10 @@ pub fn diff_command(s: &mut State, c: Command) {
             // The background diff stops: nobody waits for it any more.
             v.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
             s.diff = None;
-            s.view = View::Runs;
+            // Opened from the compare table: back to it.
+            if !crate::tui::compare::back_to_table(s) {
+                s.view = View::Runs;
+            }
             if cancelled {
                 say(s, "diff cancelled", false);
             }
