@@ -1,3 +1,6 @@
+//! Also issue 21's budgets: the compare table of 10 runs of 10k events, and the word diff of a
+//! 50,000-word prompt pair (see the functions below).
+//!
 //! Diff of two generated AgentDbg traces of 10k events (budget 100 ms) and of 100k events
 //! (budget 2 s). `unrelated`: two seeds, so the runs differ everywhere (the worst case: a long
 //! alignment and every paired payload decoded); `identical`: the same seed generated twice into
@@ -85,5 +88,128 @@ fn bench_diff(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_diff);
+/// The run directories of `runs` generated runs of `events` events each (one seed, one dir).
+fn generated_many(runs: usize, events: usize, seed: u32) -> Result<Vec<PathBuf>, String> {
+    let out = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/bench-data")
+        .join(format!("many{runs}-e{events}-s{seed}"));
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|r| {
+                r.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.join("events.jsonl").is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let have = list(&out);
+    if have.len() == runs {
+        return Ok(have);
+    }
+    let gen_py = generator();
+    if !gen_py.is_file() {
+        return Err(format!("generator {} not found", gen_py.display()));
+    }
+    let status = Command::new("python3")
+        .arg(&gen_py)
+        .arg(&out)
+        .args([
+            "--runs",
+            &runs.to_string(),
+            "--events",
+            &events.to_string(),
+            "--seed",
+            &seed.to_string(),
+        ])
+        .status()
+        .map_err(|e| format!("python3: {e}"))?;
+    if !status.success() {
+        return Err(format!("{} failed: {status}", gen_py.display()));
+    }
+    Ok(list(&out))
+}
+
+/// Issue 21's budget: 10 runs of 10,000 events against a baseline, the compare table complete
+/// (each run loaded, diffed and summarized, as `tracetui diff BASE R1..R10` and the explorer's
+/// compare table do) within 1 s. `unrelated`: ten other seeds' runs (every pair differs);
+/// `reruns`: the baseline itself ten times over (a rerun that changed nothing).
+fn bench_compare_table(c: &mut Criterion) {
+    use rayon::prelude::*;
+    let (base, others) = match (generated(10_000, 1, ""), generated_many(10, 10_000, 7)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            println!("skipping compare-table bench: {e}");
+            return;
+        }
+    };
+    let baseline = load(&base);
+    let prices = tracetui::cost::Prices::builtin();
+    let reruns: Vec<PathBuf> = std::iter::repeat_n(base.clone(), 10).collect();
+    let mut g = c.benchmark_group("compare");
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    for (label, runs) in [("unrelated", &others), ("reruns", &reruns)] {
+        g.bench_function(format!("table_10_runs_of_10000_events_{label}"), |bch| {
+            bch.iter(|| {
+                runs.par_iter()
+                    .map(|p| {
+                        let t = load(p);
+                        let d = diff(&baseline, &t, &Options::default());
+                        tracetui::diff::compare::RunDelta::new(&d, &baseline, &t, prices)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        });
+    }
+    g.finish();
+}
+
+/// Issue 21's budget: a 50,000-word prompt pair with one changed sentence, word-diffed (and
+/// elided for display) within 50 ms.
+fn bench_word_diff(c: &mut Criterion) {
+    let words = [
+        "the",
+        "agent",
+        "reads",
+        "a",
+        "file",
+        "and",
+        "calls",
+        "tool",
+        "with",
+        "arguments",
+        "then",
+        "reports",
+    ];
+    let mut a = String::new();
+    for i in 0..50_000usize {
+        if i > 0 {
+            a.push(if i % 17 == 0 { '\n' } else { ' ' });
+        }
+        a.push_str(words[(i * 7 + i / 13) % words.len()]);
+        if i % 29 == 0 {
+            a.push_str(&i.to_string());
+        }
+    }
+    let at = a.len() / 2;
+    let at = at + a[at..].find(' ').unwrap();
+    let b = format!(
+        "{} Never retry a failed refund without asking the user first.{}",
+        &a[..at],
+        &a[at..]
+    );
+    let mut g = c.benchmark_group("words");
+    g.sample_size(20).measurement_time(Duration::from_secs(10));
+    g.bench_function("prompt_50000_words_one_sentence_changed", |bch| {
+        bch.iter(|| {
+            let segs = tracetui::diff::words::segments(&a, &b);
+            tracetui::diff::words::Shown::new(&segs, tracetui::diff::words::DEFAULT_CONTEXT)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_diff, bench_compare_table, bench_word_diff);
 criterion_main!(benches);

@@ -107,7 +107,14 @@ pub enum Command {
     /// REGRESSION. Exit 1 when the verdict is in --fail-on, 0 when not, 2 on unreadable input.
     #[command(
         after_help = "BASELINE and CURRENT are trace files or run directories; PATH#N (1-based) or PATH#ID picks \
-one trace of a source that holds several (default: the first, with a note on stderr).\n\n\
+one trace of a source that holds several (default: the first, with a note on stderr); `-` reads the baseline \
+from standard input.\n\n\
+Several CURRENT runs: each is compared with the baseline; a table of verdicts, metric deltas and first \
+divergences, and a summary line (JSON: one object per run, then {\"summary\": ...}); exit 1 when any verdict \
+is in --fail-on.\n\n\
+--format text|json|markdown|html: markdown is a pull-request comment, html a self-contained side-by-side \
+report (one pair of runs; use -o FILE). A string that differs is shown as a word diff ([-deleted-]{+inserted+} \
+without colour), unchanged words elided past --context N.\n\n\
 Ignored by default: ids, timestamps, durations, token usage, stack traces and agentsnap's fingerprint \
 outside call arguments. --ignore takes globs over JSON paths: `*` matches anything, e.g. \
 '*.request_id' or 'tools[*].args.ts'."
@@ -115,8 +122,9 @@ outside call arguments. --ignore takes globs over JSON paths: `*` matches anythi
     Diff {
         /// The reference run: a trace file or run directory (PATH#N or PATH#ID picks one trace).
         baseline: PathBuf,
-        /// The run to judge against it.
-        current: PathBuf,
+        /// The run to judge against it; several: each compared with the baseline (a table).
+        #[arg(required = true, value_name = "CURRENT")]
+        current: Vec<PathBuf>,
         #[command(flatten)]
         fmt: FormatArgs,
         /// Leave out a JSON path (glob); repeatable.
@@ -128,6 +136,13 @@ outside call arguments. --ignore takes globs over JSON paths: `*` matches anythi
         /// Verdicts that exit 1, comma-separated, or `none` [default: every verdict but PASSED].
         #[arg(long = "fail-on", value_name = "VERDICTS", value_delimiter = ',')]
         fail_on: Vec<String>,
+        /// Words of unchanged text kept around each word-level change of a string
+        /// [default: `[diff] context` of config.toml, else 8].
+        #[arg(long, value_name = "N")]
+        context: Option<usize>,
+        /// Write the report to FILE instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Print the model prices used for costs, and where each comes from (the embedded list or
     /// config.toml); with MODEL, the price that model name resolves to and how it was matched.

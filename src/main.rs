@@ -204,16 +204,26 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             ignore,
             strict,
             fail_on,
+            context,
+            output,
         }) => {
-            let (o, forced) = formats(&fmt)?;
+            let (report_fmt, rest) = report::compare::split_report(&fmt);
+            let (_, forced) = formats(&rest)?;
             let fail_on = report::diff::fail_on(&fail_on).map_err(usage)?;
             let opts = tracetui::diff::Options {
                 strict,
                 ignore: ignore.iter().map(|g| tracetui::diff::Glob::new(g)).collect(),
             };
-            // On a terminal without an output format, the diff opens in the explorer.
-            let output_given = fmt.format.iter().any(|f| f == "text" || f == "json");
-            if !output_given && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            // On a terminal without an output format, a pair of runs opens in the explorer
+            // (standard input cannot be both the baseline and the keyboard).
+            let stdin_used = baseline == std::path::Path::new("-");
+            if report_fmt.is_none()
+                && output.is_none()
+                && current.len() == 1
+                && !stdin_used
+                && std::io::IsTerminal::is_terminal(&std::io::stdout())
+            {
+                let current = current.into_iter().next().expect("one");
                 let mut paths = Vec::new();
                 for spec in [&baseline, &current] {
                     let (p, _) = report::diff::split_selector(spec);
@@ -239,19 +249,50 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 })?;
                 return Ok(0);
             }
-            let open = |p: &std::path::Path| -> anyhow::Result<report::diff::Side> {
-                let side = report::diff::open(p, forced).map_err(usage)?;
-                for w in &side.warnings {
-                    eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {w}")));
+            let context = match context {
+                Some(n) => n,
+                None => {
+                    let config =
+                        tracetui::tui::config::load(tracetui::tui::config::path().as_deref()).map_err(usage)?;
+                    config.diff_context.unwrap_or(tracetui::diff::words::DEFAULT_CONTEXT)
                 }
-                Ok(side)
             };
-            let (a, b) = (open(&baseline)?, open(&current)?);
-            let d = tracetui::diff::diff(&a.trace, &b.trace, &opts);
-            let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
+            let to_file = output.is_some();
+            let color = !to_file
+                && std::io::IsTerminal::is_terminal(&std::io::stdout())
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-            report::diff::write(&d, &a.trace, &b.trace, &mut out, o, color)?;
-            u8::from(fail_on.contains(&d.verdict))
+            let req = report::compare::Request {
+                baseline: &baseline,
+                current: &current,
+                forced,
+                opts,
+                fail_on,
+                report: report_fmt.unwrap_or(report::compare::Report::Text),
+                context,
+                color,
+            };
+            let mut file_out;
+            let sink: &mut dyn Write = match &output {
+                Some(p) => {
+                    let f = std::fs::File::create(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
+                    file_out = std::io::BufWriter::new(f);
+                    &mut file_out
+                }
+                None => &mut out,
+            };
+            let code = match report::compare::run(&req, sink) {
+                Ok(c) => c,
+                Err(report::compare::RunError::Usage(m)) => return Err(usage(m)),
+                Err(report::compare::RunError::Io(e)) => return Err(e.into()),
+            };
+            sink.flush()?;
+            if let Some(p) = &output {
+                eprintln!(
+                    "{}",
+                    tracetui::sanitize::line(&format!("tracetui: wrote {}", p.display()))
+                );
+            }
+            code
         }
         Some(Command::Sources { format }) => {
             let places = source::places::resolve_env();

@@ -97,7 +97,8 @@ impl Harness {
                     },
                 ),
                 // these tests compare no runs and copy nothing
-                Effect::Copy(_) | Effect::Page(_) | Effect::Diff { .. } | Effect::Stats(_) => {}
+                Effect::Copy(_) | Effect::Page(_) | Effect::Diff { .. } | Effect::Stats(_) | Effect::Compare { .. } => {
+                }
             }
         }
     }

@@ -279,7 +279,8 @@ fn ctrl_c_quits_cleanly_even_in_the_filter_prompt() {
 #[test]
 fn diff_two_runs_marked_in_the_runs_list() {
     need_tmux!();
-    let t = Tmux::start_sized(130, 40);
+    // Tall enough for every run of sample-traces/ (booking sorts late among them).
+    let t = Tmux::start_sized(130, 60);
     t.launch("sample-traces/");
     t.wait_for("the runs list", |s| s.contains("booking (booking.baseline)"));
     t.keys(&["d"]);

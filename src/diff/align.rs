@@ -6,6 +6,8 @@ use crate::model::{EventKind, Trace};
 use similar::algorithms::{Capture, Compact, DiffHook, Replace, diff_deadline};
 use similar::{Algorithm, DiffOp};
 use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// One call of a trace, in display order.
@@ -70,6 +72,18 @@ pub fn align_with<'t>(
     b: &[Call],
     early: impl FnMut(usize, usize, usize),
 ) -> Vec<Step> {
+    align_until(ta, a, tb, b, early, None).expect("not cancellable")
+}
+
+/// [`align_with`], given up (`None`) soon after `cancel` is set.
+pub(crate) fn align_until<'t>(
+    ta: &'t Trace,
+    a: &[Call],
+    tb: &'t Trace,
+    b: &[Call],
+    early: impl FnMut(usize, usize, usize),
+    cancel: Option<&AtomicBool>,
+) -> Option<Vec<Step>> {
     let mut ids: HashMap<(bool, &'t str), u32> = HashMap::new();
     let mut key = |t: &'t Trace, c: &Call| -> u32 {
         let k = (c.kind == EventKind::ToolCall, t.name(c.event));
@@ -78,7 +92,7 @@ pub fn align_with<'t>(
     };
     let ka: Vec<u32> = a.iter().map(|c| key(ta, c)).collect();
     let kb: Vec<u32> = b.iter().map(|c| key(tb, c)).collect();
-    let ops = script(&ka, &kb, early);
+    let ops = script(&ka, &kb, early, cancel)?;
     let mut steps = Vec::with_capacity(a.len().max(b.len()));
     for op in ops {
         match op {
@@ -104,44 +118,75 @@ pub fn align_with<'t>(
             }
         }
     }
-    pair_moves(&ka, &kb, steps)
+    Some(pair_moves(&ka, &kb, steps))
 }
 
 /// Myers' edit script of two key sequences: what `similar::capture_diff_slices_deadline` does,
 /// with a tap under the compaction.
-fn script(ka: &[u32], kb: &[u32], early: impl FnMut(usize, usize, usize)) -> Vec<DiffOp> {
+fn script(
+    ka: &[u32],
+    kb: &[u32],
+    early: impl FnMut(usize, usize, usize),
+    cancel: Option<&AtomicBool>,
+) -> Option<Vec<DiffOp>> {
     let mut hook = Tap {
         inner: Compact::new(Replace::new(Capture::new()), ka, kb),
         early,
+        cancel,
     };
     let deadline = Some(Instant::now() + DEADLINE);
-    let Ok(()) = diff_deadline(Algorithm::Myers, &mut hook, ka, 0..ka.len(), kb, 0..kb.len(), deadline);
-    hook.inner.into_inner().into_inner().into_ops()
+    diff_deadline(Algorithm::Myers, &mut hook, ka, 0..ka.len(), kb, 0..kb.len(), deadline).ok()?;
+    Some(hook.inner.into_inner().into_inner().into_ops())
 }
 
-/// Passes Myers' ops on unchanged, telling `early` of the matches on the way.
-struct Tap<D, F> {
+/// The alignment was given up: its cancel flag was set.
+struct Cancelled;
+
+/// Passes Myers' ops on unchanged, telling `early` of the matches on the way; stops Myers
+/// (an error out of a hook ends it) once `cancel` is set.
+struct Tap<'c, D, F> {
     inner: D,
     early: F,
+    cancel: Option<&'c AtomicBool>,
 }
 
-impl<D: DiffHook, F: FnMut(usize, usize, usize)> DiffHook for Tap<D, F> {
-    type Error = D::Error;
-    fn equal(&mut self, old_index: usize, new_index: usize, len: usize) -> Result<(), D::Error> {
+impl<D, F> Tap<'_, D, F> {
+    fn go(&self) -> Result<(), Cancelled> {
+        match self.cancel {
+            Some(c) if c.load(Ordering::Relaxed) => Err(Cancelled),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn never(e: Infallible) -> Cancelled {
+    match e {}
+}
+
+impl<D: DiffHook<Error = Infallible>, F: FnMut(usize, usize, usize)> DiffHook for Tap<'_, D, F> {
+    type Error = Cancelled;
+    fn equal(&mut self, old_index: usize, new_index: usize, len: usize) -> Result<(), Cancelled> {
+        self.go()?;
         (self.early)(old_index, new_index, len);
-        self.inner.equal(old_index, new_index, len)
+        self.inner.equal(old_index, new_index, len).map_err(never)
     }
-    fn delete(&mut self, old_index: usize, old_len: usize, new_index: usize) -> Result<(), D::Error> {
-        self.inner.delete(old_index, old_len, new_index)
+    fn delete(&mut self, old_index: usize, old_len: usize, new_index: usize) -> Result<(), Cancelled> {
+        self.go()?;
+        self.inner.delete(old_index, old_len, new_index).map_err(never)
     }
-    fn insert(&mut self, old_index: usize, new_index: usize, new_len: usize) -> Result<(), D::Error> {
-        self.inner.insert(old_index, new_index, new_len)
+    fn insert(&mut self, old_index: usize, new_index: usize, new_len: usize) -> Result<(), Cancelled> {
+        self.go()?;
+        self.inner.insert(old_index, new_index, new_len).map_err(never)
     }
-    fn replace(&mut self, old_index: usize, old_len: usize, new_index: usize, new_len: usize) -> Result<(), D::Error> {
-        self.inner.replace(old_index, old_len, new_index, new_len)
+    fn replace(&mut self, old_index: usize, old_len: usize, new_index: usize, new_len: usize) -> Result<(), Cancelled> {
+        self.go()?;
+        self.inner
+            .replace(old_index, old_len, new_index, new_len)
+            .map_err(never)
     }
-    fn finish(&mut self) -> Result<(), D::Error> {
-        self.inner.finish()
+    fn finish(&mut self) -> Result<(), Cancelled> {
+        self.go()?;
+        self.inner.finish().map_err(never)
     }
 }
 
@@ -254,7 +299,7 @@ mod tests {
             kb in proptest::collection::vec(0u32..6, 0..120),
         ) {
             let mut early = Vec::new();
-            let ops = script(&ka, &kb, |i, j, n| early.push((i, j, n)));
+            let ops = script(&ka, &kb, |i, j, n| early.push((i, j, n)), None).unwrap();
             let reference = similar::capture_diff_slices_deadline(Algorithm::Myers, &ka, &kb, None);
             proptest::prop_assert_eq!(ops, reference);
             let mut seen_a = vec![false; ka.len()];
@@ -281,7 +326,7 @@ mod tests {
         };
         let (ka, kb) = (keys(1, 3000), keys(2, 3000));
         let mut early = std::collections::HashSet::new();
-        let ops = script(&ka, &kb, |i, j, n| early.extend((0..n).map(|k| (i + k, j + k))));
+        let ops = script(&ka, &kb, |i, j, n| early.extend((0..n).map(|k| (i + k, j + k))), None).unwrap();
         let fin: Vec<(usize, usize)> = ops
             .iter()
             .filter_map(|op| match *op {

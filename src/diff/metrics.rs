@@ -27,6 +27,7 @@ impl Metric {
         match x {
             None => "-".to_string(),
             Some(x) if self.name == "duration" => crate::model::format_duration(x),
+            Some(x) if self.name == "cost" => crate::cost::dollars(x.unsigned_abs()),
             Some(x) => x.to_string(),
         }
     }

@@ -8,10 +8,12 @@
 //! `PASSED`.
 
 mod align;
+pub mod compare;
 mod ignore;
 mod json;
 mod metrics;
 mod payloads;
+pub mod words;
 
 pub use align::{Call, Step, align, align_with, calls};
 pub use ignore::{Glob, VOLATILE_KEYS};
@@ -199,6 +201,12 @@ pub fn diff(a: &Trace, b: &Trace, opts: &Options) -> Diff {
     diff_overlapping(a, b, opts, Overlap::UntilAligned)
 }
 
+/// [`diff`] that gives up (`None`) soon after `cancel` is set: the alignment stops at its next
+/// step, and pairs not yet compared are not.
+pub fn try_diff(a: &Trace, b: &Trace, opts: &Options, cancel: &AtomicBool) -> Option<Diff> {
+    diff_until(a, b, opts, Overlap::UntilAligned, Some(cancel))
+}
+
 /// How much pair comparing a helper thread does while the calls are aligned. Only the speed
 /// differs: the diff is the same.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -212,12 +220,23 @@ enum Overlap {
 }
 
 fn diff_overlapping(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap) -> Diff {
+    diff_until(a, b, opts, overlap, None).expect("not cancellable")
+}
+
+fn diff_until(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap, cancel: Option<&AtomicBool>) -> Option<Diff> {
+    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     // Across formats only tool calls are shared vocabulary (agentsnap has no LLM calls).
     let cross = a.meta.format != b.meta.format;
     let ca = calls(a, cross);
     let cb = calls(b, cross);
-    let ctx = Ctx { a, b, opts, cross };
-    let (steps, mut early) = ctx.align_comparing(&ca, &cb, overlap);
+    let ctx = Ctx {
+        a,
+        b,
+        opts,
+        cross,
+        cancel,
+    };
+    let (steps, mut early) = ctx.align_comparing(&ca, &cb, overlap)?;
 
     let mut rows = Vec::with_capacity(steps.len());
     let mut work = Vec::new();
@@ -262,6 +281,9 @@ fn diff_overlapping(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap) -> D
     let late: Vec<Compared> = todo
         .par_chunks(CHUNK)
         .flat_map_iter(|chunk| {
+            if cancelled() {
+                return Vec::new();
+            }
             let mut ra = PayloadReader::new(a);
             let mut rb = PayloadReader::new(b);
             chunk
@@ -270,6 +292,9 @@ fn diff_overlapping(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap) -> D
                 .collect::<Vec<_>>()
         })
         .collect();
+    if cancelled() {
+        return None;
+    }
     for (k, c) in todo.into_iter().zip(late) {
         compared[k] = Some(c);
     }
@@ -330,7 +355,7 @@ fn diff_overlapping(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap) -> D
         ));
     }
 
-    Diff {
+    Some(Diff {
         verdict,
         metrics: metrics::compute(a, b),
         rows,
@@ -338,7 +363,7 @@ fn diff_overlapping(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap) -> D
         regressions,
         notes,
         cross_format: cross,
-    }
+    })
 }
 
 fn classify(rows: &[Row], run: &[PathChange], regression: bool) -> Verdict {
@@ -430,6 +455,7 @@ struct Ctx<'a> {
     b: &'a Trace,
     opts: &'a Options,
     cross: bool,
+    cancel: Option<&'a AtomicBool>,
 }
 
 fn is_hash(v: &Option<Value>) -> bool {
@@ -445,11 +471,12 @@ impl Ctx<'_> {
     /// Align the calls. Aligning two long runs that differ throughout keeps one core busy for
     /// a while (similar's Myers is sequential), so meanwhile a helper thread compares the pairs
     /// Myers has matched so far; most survive into the final alignment.
-    fn align_comparing(&self, ca: &[Call], cb: &[Call], overlap: Overlap) -> (Vec<Step>, Early) {
+    fn align_comparing(&self, ca: &[Call], cb: &[Call], overlap: Overlap) -> Option<(Vec<Step>, Early)> {
         let mut early: Early = Vec::new();
         early.resize_with(ca.len(), || None);
         if overlap == Overlap::Off || (overlap == Overlap::UntilAligned && rayon::current_num_threads() < 2) {
-            return (align(self.a, ca, self.b, cb), early);
+            let steps = align::align_until(self.a, ca, self.b, cb, |_, _, _| {}, self.cancel)?;
+            return Some((steps, early));
         }
         let (tx, rx) = mpsc::channel::<(usize, usize, usize)>();
         let done = AtomicBool::new(false);
@@ -462,7 +489,7 @@ impl Ctx<'_> {
                 // Stop as soon as the alignment is done: what is left is shared out in parallel.
                 'runs: while let Ok((i, j, n)) = rx.recv() {
                     for k in 0..n {
-                        if done.load(Ordering::Relaxed) {
+                        if done.load(Ordering::Relaxed) || self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                             break 'runs;
                         }
                         let (x, y) = (call_ref(ca, i + k), call_ref(cb, j + k));
@@ -471,9 +498,16 @@ impl Ctx<'_> {
                 }
                 out
             });
-            let steps = align_with(self.a, ca, self.b, cb, |i, j, n| {
-                let _ = tx.send((i, j, n));
-            });
+            let steps = align::align_until(
+                self.a,
+                ca,
+                self.b,
+                cb,
+                |i, j, n| {
+                    let _ = tx.send((i, j, n));
+                },
+                self.cancel,
+            );
             done.store(overlap == Overlap::UntilAligned, Ordering::Relaxed);
             drop(tx);
             let out = helper.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
@@ -481,8 +515,8 @@ impl Ctx<'_> {
                 early[i] = Some((j, c));
             }
             steps
-        });
-        (steps, early)
+        })?;
+        Some((steps, early))
     }
 
     fn skip(&self, volatile: bool) -> Skip<'_> {

@@ -320,9 +320,10 @@ fn pairs_compared_while_aligning_are_compared_as_afterwards() {
         b: &b,
         opts: &opts,
         cross: false,
+        cancel: None,
     };
     let (ca, cb) = (calls(&a, false), calls(&b, false));
-    let (_, early) = ctx.align_comparing(&ca, &cb, Overlap::All);
+    let (_, early) = ctx.align_comparing(&ca, &cb, Overlap::All).unwrap();
     let mut ra = PayloadReader::new(&a);
     let mut rb = PayloadReader::new(&b);
     let mut checked = 0;
@@ -359,5 +360,40 @@ fn overlapping_comparison_with_the_alignment_changes_nothing() {
                 opts.strict
             );
         }
+    }
+}
+
+#[test]
+fn a_cancelled_diff_gives_up_and_an_uncancelled_one_is_the_plain_diff() {
+    let (_dir, a, b) = generated_pair(1500);
+    let opts = Options::default();
+    let flag = std::sync::atomic::AtomicBool::new(false);
+    let d = try_diff(&a, &b, &opts, &flag).expect("not cancelled");
+    assert_eq!(format!("{d:?}"), format!("{:?}", diff(&a, &b, &opts)));
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(try_diff(&a, &b, &opts, &flag).is_none());
+    for overlap in [Overlap::Off, Overlap::UntilAligned, Overlap::All] {
+        assert!(diff_until(&a, &b, &opts, overlap, Some(&flag)).is_none(), "{overlap:?}");
+    }
+}
+
+#[test]
+fn cancelling_from_another_thread_stops_a_long_diff() {
+    let (_dir, a, b) = generated_pair(1500);
+    let opts = Options::default();
+    let flag = std::sync::atomic::AtomicBool::new(false);
+    let t0 = std::time::Instant::now();
+    let full = diff(&a, &b, &opts);
+    let whole = t0.elapsed();
+    assert!(!full.rows.is_empty());
+    // Set while the diff runs: it returns None, or a complete diff when it beat the flag.
+    let got = std::thread::scope(|s| {
+        let h = s.spawn(|| try_diff(&a, &b, &opts, &flag));
+        std::thread::sleep(whole / 4);
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        h.join().unwrap()
+    });
+    if let Some(d) = got {
+        assert_eq!(format!("{d:?}"), format!("{full:?}"));
     }
 }

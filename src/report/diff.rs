@@ -5,6 +5,7 @@
 //! the first trace is used and stderr says so.
 
 use crate::cli::Output;
+use crate::diff::words::{Mark, Shown};
 use crate::diff::{Diff, Op, PathChange, Row, Verdict};
 use crate::formats::Format;
 use crate::model::Trace;
@@ -59,7 +60,11 @@ pub fn open(spec: &Path, forced: Option<&'static dyn Format>) -> Result<Side, St
     if total == 0 {
         return Err(format!("{}: holds no trace", path.display()));
     }
-    let trace = traces.swap_remove(idx);
+    let mut trace = traces.swap_remove(idx);
+    if path == Path::new("-") {
+        // Not the temporary copy's name: where the user's data came from.
+        trace.meta.source = PathBuf::from("-");
+    }
     warnings.extend(trace.diagnostics.iter().map(|d| d.to_string()));
     Ok(Side { trace, warnings })
 }
@@ -95,9 +100,22 @@ pub fn fail_on(list: &[String]) -> Result<Vec<Verdict>, String> {
 }
 
 pub fn write(d: &Diff, a: &Trace, b: &Trace, out: &mut dyn Write, fmt: Output, color: bool) -> std::io::Result<()> {
+    write_with(d, a, b, out, fmt, color, crate::diff::words::DEFAULT_CONTEXT)
+}
+
+/// [`write`] with `context` words of unchanged text kept around each word-level change.
+pub fn write_with(
+    d: &Diff,
+    a: &Trace,
+    b: &Trace,
+    out: &mut dyn Write,
+    fmt: Output,
+    color: bool,
+    context: usize,
+) -> std::io::Result<()> {
     match fmt {
         Output::Json => crate::json::write_line(out, &to_json(d, a, b)),
-        Output::Text => text(d, a, b, out, &Paint(color)),
+        Output::Text => text(d, a, b, out, &Paint(color), context),
     }
 }
 
@@ -184,19 +202,24 @@ fn path_json(p: &PathChange) -> Value {
         (_, None) => "removed",
         _ => "changed",
     };
-    json!({
+    let mut v = json!({
         "path": p.path,
         "from": p.from,
         "to": p.to,
         "change": change,
         "section": p.section,
-    })
+    });
+    // A string changed into another string: its word-level changes too.
+    if let Some((x, y)) = crate::diff::words::strings(p.from.as_ref(), p.to.as_ref()) {
+        v["segments"] = json!(crate::diff::words::segments(x, y));
+    }
+    v
 }
 
 // ---- text ----
 
 /// ANSI colour when writing to a terminal without NO_COLOR; plain otherwise.
-struct Paint(bool);
+pub(crate) struct Paint(pub(crate) bool);
 
 impl Paint {
     fn wrap(&self, code: &str, s: &str) -> String {
@@ -206,13 +229,30 @@ impl Paint {
             s.to_string()
         }
     }
-    fn verdict(&self, v: Verdict) -> String {
+    pub(crate) fn verdict(&self, v: Verdict) -> String {
         let code = match v {
             Verdict::Passed => "1;32",
             Verdict::OutputDrift | Verdict::ToolsReordered => "1;33",
             Verdict::ToolsChanged | Verdict::Regression => "1;31",
         };
         self.wrap(code, v.as_str())
+    }
+    /// One line of a word diff: deleted words red, inserted green, by `[-…-]{+…+}` without
+    /// colour; elisions dim. Each piece sanitized and cut to [`WORD_PIECE_MAX`] characters.
+    fn words(&self, line: &[(Mark, String)]) -> String {
+        let mut s = String::new();
+        for (m, t) in line {
+            let t = crate::report::cut(&sanitize::line(t), WORD_PIECE_MAX);
+            s.push_str(&match (m, self.0) {
+                (Mark::Equal, _) => t,
+                (Mark::Elided, _) => self.wrap("2", &t),
+                (Mark::Delete, true) => self.wrap("1;31", &t),
+                (Mark::Insert, true) => self.wrap("1;32", &t),
+                (Mark::Delete, false) => format!("[-{t}-]"),
+                (Mark::Insert, false) => format!("{{+{t}+}}"),
+            });
+        }
+        s
     }
     fn op(&self, op: Op, s: &str) -> String {
         match op {
@@ -227,10 +267,12 @@ impl Paint {
 
 /// Path changes printed under one call; the rest are counted.
 const MAX_PATHS_SHOWN: usize = 20;
+/// Characters of one piece of a word diff (a long inserted text, an unbroken token).
+pub const WORD_PIECE_MAX: usize = 2000;
 /// Width of a value in a path line.
 const VALUE_WIDTH: usize = 80;
 
-fn text(d: &Diff, a: &Trace, b: &Trace, out: &mut dyn Write, paint: &Paint) -> std::io::Result<()> {
+fn text(d: &Diff, a: &Trace, b: &Trace, out: &mut dyn Write, paint: &Paint, context: usize) -> std::io::Result<()> {
     let side = |t: &Trace| {
         sanitize::line(&format!(
             "{} · {} · {}",
@@ -255,7 +297,7 @@ fn text(d: &Diff, a: &Trace, b: &Trace, out: &mut dyn Write, paint: &Paint) -> s
     if !d.run.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", paint.op(Op::Changed, "~ run"))?;
-        paths(&d.run, out, paint)?;
+        paths(&d.run, out, paint, context)?;
     }
     writeln!(out)?;
     if d.rows.is_empty() {
@@ -263,7 +305,7 @@ fn text(d: &Diff, a: &Trace, b: &Trace, out: &mut dyn Write, paint: &Paint) -> s
     }
     for r in &d.rows {
         writeln!(out, "{}", paint.op(r.op, &row_line(r)))?;
-        paths(&r.paths, out, paint)?;
+        paths(&r.paths, out, paint, context)?;
     }
     Ok(())
 }
@@ -284,8 +326,25 @@ fn label_of(r: &Row, n: usize) -> String {
     }
 }
 
-fn paths(list: &[PathChange], out: &mut dyn Write, paint: &Paint) -> std::io::Result<()> {
+fn paths(list: &[PathChange], out: &mut dyn Write, paint: &Paint, context: usize) -> std::io::Result<()> {
     for p in list.iter().take(MAX_PATHS_SHOWN) {
+        if let Some((x, y)) = crate::diff::words::strings(p.from.as_ref(), p.to.as_ref())
+            && let segs = crate::diff::words::segments(x, y)
+            && crate::diff::words::worth_showing(&segs)
+        {
+            let shown = Shown::new(&segs, context);
+            let lines: Vec<String> = shown.lines.iter().map(|l| paint.words(l)).collect();
+            let path = paint.wrap("1", &sanitize::line(&p.path));
+            if lines.len() == 1 {
+                writeln!(out, "      {path}: {}", lines[0])?;
+            } else {
+                writeln!(out, "      {path}:")?;
+                for l in lines {
+                    writeln!(out, "        {l}")?;
+                }
+            }
+            continue;
+        }
         let v = |x: &Option<Value>| x.as_ref().map_or("(absent)".to_string(), |v| short(v, VALUE_WIDTH));
         writeln!(
             out,

@@ -2,7 +2,10 @@
 //! sanitizer: stdout may be a terminal.
 
 pub mod check;
+pub mod compare;
 pub mod diff;
+pub mod diff_html;
+pub mod diff_md;
 pub mod ls;
 pub mod prices;
 pub mod show;

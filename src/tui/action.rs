@@ -58,10 +58,12 @@ pub enum Command {
     Transcript,
     Reverse,
     Stats,
+    Select,
+    Visual,
 }
 
 impl Command {
-    pub const ALL: [Command; 49] = [
+    pub const ALL: [Command; 51] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -111,6 +113,8 @@ impl Command {
         Command::Transcript,
         Command::Reverse,
         Command::Stats,
+        Command::Select,
+        Command::Visual,
     ];
 
     /// The name used in the keymap TOML.
@@ -151,6 +155,8 @@ impl Command {
             Command::Problems => "problems",
             Command::Mark => "mark",
             Command::Diff => "diff",
+            Command::Select => "select",
+            Command::Visual => "visual",
             Command::NextChange => "next_change",
             Command::PrevChange => "prev_change",
             Command::Inline => "inline",
@@ -209,6 +215,12 @@ pub enum Action {
     RunLoaded {
         generation: u64,
         result: Result<Box<Trace>, String>,
+    },
+    /// One run of the compare table compared with the baseline (or why it could not be).
+    CompareRow {
+        generation: u64,
+        row: usize,
+        result: Result<crate::diff::compare::RunDelta, String>,
     },
     /// A diff computed in the background (or why it could not be).
     DiffReady {

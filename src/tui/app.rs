@@ -92,6 +92,13 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     let mut guard = terminal::enter()?;
     let size = guard.term.size()?;
     let mut state = State::new(keys, (size.width, size.height));
+    state.words = super::diffview::WordStyle {
+        context: config::load(config::path().as_deref())
+            .ok()
+            .and_then(|c| c.diff_context)
+            .unwrap_or(crate::diff::words::DEFAULT_CONTEXT),
+        marks: theme.plain,
+    };
     state.runs.places = places;
     state.runs.all_places = opts.places;
     if let Some(d) = opts.diff {
@@ -337,17 +344,42 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
             baseline,
             current,
             opts,
+            cancel,
         } => {
             let tx = tx.clone();
             std::thread::spawn(move || {
                 let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    super::diffview::task::compute(&baseline, &current, &opts)
+                    super::diffview::task::compute_until(&baseline, &current, &opts, &cancel)
                 }))
                 .unwrap_or_else(|_| Err("tracetui failed while diffing (a bug)".into()));
                 let _ = tx.send(Action::DiffReady { generation, result });
             });
         }
         Effect::Stats(job) => super::stats::spawn(job, tx.clone()),
+        Effect::Compare {
+            generation,
+            baseline,
+            runs,
+            opts,
+            cancel,
+        } => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let send = |row: usize, result| {
+                    let _ = tx.send(Action::CompareRow {
+                        generation,
+                        row,
+                        result,
+                    });
+                };
+                let ok = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    super::compare::compute(&baseline, &runs, &opts, &cancel, &send)
+                }));
+                if ok.is_err() {
+                    let _ = tx.send(Action::Problem("tracetui failed while comparing runs (a bug)".into()));
+                }
+            });
+        }
         Effect::Page(text) => {
             #[cfg(unix)]
             let shown = terminal::page(&text);

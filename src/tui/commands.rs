@@ -58,8 +58,18 @@ const RUNS: &[Entry] = &[
     ),
     e(
         Command::Diff,
-        "diff the marked run (baseline) against the selected one",
+        "diff the baseline with this run (runs selected: compare table)",
         Some("diff"),
+    ),
+    e(
+        Command::Select,
+        "select the run for the compare table (again: unselect)",
+        None,
+    ),
+    e(
+        Command::Visual,
+        "visual range: start here, move to extend, again to select it",
+        None,
     ),
     MOVE[0],
     MOVE[1],
@@ -247,6 +257,26 @@ const STATS: &[Entry] = &[
     PAGE[1],
 ];
 
+const COMPARE: &[Entry] = &[
+    e(Command::Open, "the selected run's side-by-side diff", Some("diff")),
+    e(
+        Command::Sort,
+        "sort: as chosen, by verdict, by each column's change",
+        Some("sort"),
+    ),
+    MOVE[0],
+    MOVE[1],
+    MOVE[2],
+    MOVE[3],
+    PAGE[0],
+    PAGE[1],
+    e(
+        Command::Back,
+        "back to the runs (stops what is still comparing)",
+        Some("back"),
+    ),
+];
+
 const GLOBAL: &[Entry] = &[
     e(Command::Help, "help: the keys of this view", Some("help")),
     e(Command::NextPane, "next pane", None),
@@ -264,11 +294,12 @@ pub fn for_context(ctx: Context) -> impl Iterator<Item = &'static Entry> {
         Context::Diff => DIFF,
         Context::Pair => PAIR,
         Context::Stats => STATS,
+        Context::Compare => COMPARE,
         Context::Global => &[],
     };
     let global: &'static [Entry] = if ctx == Context::Help { &[] } else { GLOBAL };
     // The diff views have one pane: Tab does nothing there, so it is not offered.
-    let one_pane = matches!(ctx, Context::Diff | Context::Pair);
+    let one_pane = matches!(ctx, Context::Diff | Context::Pair | Context::Compare);
     // A view's own entry for a command replaces the global one.
     own.iter().chain(global.iter().filter(move |g| {
         let pane_key = matches!(g.cmd, Command::NextPane | Command::PrevPane);

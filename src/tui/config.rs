@@ -5,6 +5,8 @@
 //! theme = "light"            # a built-in name, a file in themes/ next to this file, or a path
 //! [keys.tree]                # sections: global, runs, tree, detail, help
 //! next_error = ["e", "ctrl-e"]
+//! [diff]
+//! context = 8                # words of unchanged text kept around a word-level change
 //! [prices."my-model"]        # dollars per million tokens; overrides the embedded list
 //! input = 0.5
 //! output = 1.5
@@ -36,6 +38,8 @@ pub struct Config {
     pub keys: toml::Table,
     /// `[prices."MODEL"]` tables (checked when read: see [`crate::cost::Prices::with_overrides`]).
     pub prices: toml::Table,
+    /// `[diff] context = N`: words kept around a word-level change.
+    pub diff_context: Option<usize>,
     /// A config that could not be read (its directory or file unreadable): the explorer
     /// starts with the defaults and says so.
     pub warning: Option<String>,
@@ -80,9 +84,31 @@ pub fn load(path: Option<&Path>) -> Result<Config, String> {
                 crate::cost::Prices::with_overrides(&t, path)?;
                 c.prices = t;
             }
+            "diff" => {
+                let t = v
+                    .as_table()
+                    .ok_or_else(|| format!("{}: [diff] must be a table", path.display()))?;
+                for (k, v) in t {
+                    match (k.as_str(), v.as_integer()) {
+                        ("context", Some(n)) if n >= 0 => c.diff_context = Some(n as usize),
+                        ("context", _) => {
+                            return Err(format!(
+                                "{}: [diff] context must be a whole number of words",
+                                path.display()
+                            ));
+                        }
+                        (other, _) => {
+                            return Err(format!(
+                                "{}: unknown setting [diff] {other:?} (known: context)",
+                                path.display()
+                            ));
+                        }
+                    }
+                }
+            }
             other => {
                 return Err(format!(
-                    "{}: unknown setting {other:?} (known: theme, keys, prices)",
+                    "{}: unknown setting {other:?} (known: theme, keys, prices, diff)",
                     path.display()
                 ));
             }

@@ -22,10 +22,12 @@ pub enum Context {
     Pair,
     /// Tokens, cost and tool latency over the listed runs.
     Stats,
+    /// The compare table (several runs against a baseline).
+    Compare,
 }
 
 impl Context {
-    pub const ALL: [Context; 8] = [
+    pub const ALL: [Context; 9] = [
         Context::Global,
         Context::Runs,
         Context::Tree,
@@ -34,6 +36,7 @@ impl Context {
         Context::Diff,
         Context::Pair,
         Context::Stats,
+        Context::Compare,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -45,6 +48,7 @@ impl Context {
             Context::Diff => "diff",
             Context::Pair => "pair",
             Context::Stats => "stats",
+            Context::Compare => "compare",
         }
     }
     fn from_name(s: &str) -> Option<Context> {

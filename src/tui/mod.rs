@@ -6,6 +6,7 @@ pub mod action;
 mod app;
 pub mod chat;
 pub mod commands;
+pub mod compare;
 pub mod config;
 pub mod detail;
 pub mod diffview;

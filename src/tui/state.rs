@@ -158,6 +158,8 @@ pub enum View {
     Diff,
     /// Tokens, cost and tool latency over the listed runs (`State::stats`).
     Stats,
+    /// Several runs against a baseline (`State::compare`).
+    Compare,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -896,6 +898,16 @@ pub enum Effect {
         baseline: super::diffview::Source,
         current: super::diffview::Source,
         opts: crate::diff::Options,
+        /// Set when the view is left (esc) before the diff arrives: the work stops.
+        cancel: Arc<AtomicBool>,
+    },
+    /// Compare several runs with a baseline, a row at a time (`Action::CompareRow`).
+    Compare {
+        generation: u64,
+        baseline: super::diffview::Source,
+        runs: Vec<super::diffview::Source>,
+        opts: crate::diff::Options,
+        cancel: Arc<AtomicBool>,
     },
     /// Put text on the clipboard (OSC 52).
     Copy(String),
@@ -916,6 +928,14 @@ pub struct State {
     pub diff_gen: u64,
     /// `--ignore` / `--strict` of `tracetui diff`.
     pub diff_opts: crate::diff::Options,
+    /// How word-level changes show in the diff view (config `[diff] context`, NO_COLOR).
+    pub words: super::diffview::WordStyle,
+    /// The compare table, while it is open (its pair diffs open over it).
+    pub compare: Option<super::compare::CompareView>,
+    /// Runs-list entries selected (`x`, `v`) for the compare table.
+    pub runs_selection: std::collections::BTreeSet<usize>,
+    /// The runs-list row where a visual range started (`v`).
+    pub runs_visual: Option<usize>,
     /// Help overlay open, with its scroll offset.
     pub help: Option<usize>,
     /// The overlay lists the open run's load problems instead of the keys.
@@ -958,6 +978,10 @@ impl State {
             diff: None,
             diff_gen: 0,
             diff_opts: Default::default(),
+            words: Default::default(),
+            compare: None,
+            runs_selection: Default::default(),
+            runs_visual: None,
             help: None,
             problems_open: false,
             stale_after: STALE,
@@ -992,6 +1016,7 @@ impl State {
             (View::Diff, _, Some(d)) if d.pair.is_some() => Context::Pair,
             (View::Diff, _, Some(_)) => Context::Diff,
             (View::Stats, _, _) if self.stats.is_some() => Context::Stats,
+            (View::Compare, _, _) if self.compare.is_some() => Context::Compare,
             (View::Run, Some(r), _) if r.focus == Pane::Detail => Context::Detail,
             (View::Run, Some(_), _) => Context::Tree,
             _ => Context::Runs,

@@ -142,6 +142,11 @@ pub fn update(s: &mut State, a: Action) {
             }
         }
         Action::DiffReady { generation, result } => diffview::ready(s, generation, result),
+        Action::CompareRow {
+            generation,
+            row,
+            result,
+        } => super::compare::row_ready(s, generation, row, result),
         Action::RunUpdate {
             generation,
             trace,
@@ -341,6 +346,7 @@ fn settle(s: &mut State) {
         }
     }
     diffview::settle(s);
+    super::compare::settle(s);
 }
 
 /// The offset that keeps `sel` inside a window of `h` rows.
@@ -378,7 +384,7 @@ fn set_filter(s: &mut State, text: String) {
                 s.effects.push(e);
             }
         }
-        View::Diff | View::Stats => {}
+        View::Diff | View::Stats | View::Compare => {}
     }
 }
 
@@ -642,6 +648,7 @@ fn command(s: &mut State, c: Command) {
         Context::Diff => diffview::diff_command(s, c),
         Context::Pair => diffview::pair_command(s, c),
         Context::Stats => super::stats::command(s, c),
+        Context::Compare => super::compare::command(s, c),
         Context::Help | Context::Global => {}
     }
 }
@@ -722,7 +729,10 @@ fn runs_command(s: &mut State, c: Command) {
         }
         Command::NextPane | Command::PrevPane if s.run.is_some() => s.view = View::Run,
         Command::Mark => diffview::toggle_mark(s),
+        Command::Diff if super::compare::wanted(s) => super::compare::open(s),
         Command::Diff => diffview::diff_selected(s),
+        Command::Select => super::compare::toggle_select(s),
+        Command::Visual => super::compare::toggle_visual(s),
         _ => {}
     }
 }
@@ -1024,6 +1034,7 @@ fn click(s: &mut State, x: u16, y: u16) {
     match s.view {
         View::Stats => {}
         View::Diff => diffview::click(s, x, y),
+        View::Compare => super::compare::click(s, y),
         View::Runs => {
             let table = layout::runs(area(s)).table;
             // The title carries "N unreadable" / "N dirs not searched": a click there lists
@@ -1103,6 +1114,7 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
             }
         }
         View::Diff => diffview::scroll(s, down),
+        View::Compare => super::compare::scroll(s, down),
         View::Runs => {
             s.runs.selected = step(s.runs.selected, s.runs.order.len());
             off_header(s, !down);

@@ -10,6 +10,7 @@ pub use task::Source;
 
 use super::detail::{self, Doc, Line, Tok};
 use super::theme::Role;
+use crate::diff::words::Mark;
 use crate::diff::{Diff, Op, PathChange, Row, Verdict};
 use crate::model::{EventKind, Trace};
 use crate::report::short;
@@ -58,6 +59,70 @@ pub struct DiffData {
     pub inline: Vec<InlineLine>,
     /// Per item: its `Head` line in `inline`.
     pub inline_pos: Vec<u32>,
+    /// How word-level changes are shown: words of context, bracket marks (no colour).
+    pub words: WordStyle,
+}
+
+/// How word-level changes of strings are shown in the view and the pair detail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WordStyle {
+    pub context: usize,
+    /// `[-…-]{+…+}` around changes: the theme has no colours (NO_COLOR).
+    pub marks: bool,
+}
+
+impl Default for WordStyle {
+    fn default() -> Self {
+        WordStyle {
+            context: crate::diff::words::DEFAULT_CONTEXT,
+            marks: false,
+        }
+    }
+}
+
+/// Strings this long (both sides together) are word-diffed while a frame is drawn; longer
+/// ones show `from → to` in the list and their word diff in the pair detail (Enter).
+pub const INLINE_WORDS_MAX: usize = 4_000;
+
+/// The word diff of a string change as display lines of (mark, sanitized text); `None` when
+/// the change is not string to string or has no word in common.
+pub fn word_lines(p: &PathChange, context: usize) -> Option<Vec<Vec<(Mark, String)>>> {
+    let (x, y) = crate::diff::words::strings(p.from.as_ref(), p.to.as_ref())?;
+    let segs = crate::diff::words::segments(x, y);
+    if !crate::diff::words::worth_showing(&segs) {
+        return None;
+    }
+    let shown = crate::diff::words::Shown::new(&segs, context);
+    Some(
+        shown
+            .lines
+            .into_iter()
+            .map(|l| {
+                l.into_iter()
+                    .map(|(m, t)| {
+                        (
+                            m,
+                            crate::report::cut(&sanitize::line(&t), crate::report::diff::WORD_PIECE_MAX),
+                        )
+                    })
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// One word-diff line as pieces with their marks spelled out when `marks`.
+pub fn marked_pieces(line: &[(Mark, String)], marks: bool) -> Vec<(Mark, String)> {
+    line.iter()
+        .map(|(m, t)| {
+            let t = match (m, marks) {
+                (Mark::Delete, true) => format!("[-{t}-]"),
+                (Mark::Insert, true) => format!("{{+{t}+}}"),
+                _ => t.clone(),
+            };
+            (*m, t)
+        })
+        .collect()
 }
 
 impl DiffData {
@@ -69,6 +134,7 @@ impl DiffData {
             warnings,
             inline: Vec::new(),
             inline_pos: Vec::new(),
+            words: WordStyle::default(),
         };
         let n = d.len();
         let mut inline = Vec::with_capacity(n);
@@ -260,6 +326,30 @@ impl DiffData {
             d.lines.push(text_line(Tok::Dim, why));
         }
         for p in paths {
+            if let Some(lines) = word_lines(p, self.words.context) {
+                let mut l = Line::default();
+                l.spans.push((Tok::Key, sanitize::line(&p.path).into_owned()));
+                l.spans.push((Tok::Punct, ":".into()));
+                d.lines.push(l);
+                for wl in lines {
+                    let mut l = Line {
+                        hang: 2,
+                        ..Line::default()
+                    };
+                    l.spans.push((Tok::Text, "  ".into()));
+                    for (m, t) in marked_pieces(&wl, self.words.marks) {
+                        let tok = match m {
+                            Mark::Equal => Tok::Text,
+                            Mark::Delete => Tok::Error,
+                            Mark::Insert => Tok::Ok,
+                            Mark::Elided => Tok::Dim,
+                        };
+                        l.spans.push((tok, t));
+                    }
+                    d.lines.push(l);
+                }
+                continue;
+            }
             let v = |x: &Option<serde_json::Value>| x.as_ref().map_or("(absent)".to_string(), |v| short(v, 400));
             let mut l = Line::default();
             l.spans.push((Tok::Key, sanitize::line(&p.path).into_owned()));
@@ -351,6 +441,8 @@ pub struct DiffView {
     pub offset: usize,
     pub pair: Option<PairDetail>,
     pub wrap: bool,
+    /// Shared with the background diff: set when the view is left, so the work stops.
+    pub cancel: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[derive(Debug)]
@@ -373,6 +465,7 @@ impl DiffView {
             offset: 0,
             pair: None,
             wrap: true,
+            cancel: Arc::default(),
         }
     }
 

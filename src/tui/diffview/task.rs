@@ -6,6 +6,10 @@ use crate::model::Trace;
 use crate::source::RunRef;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The error of a diff given up because its view was left.
+pub const CANCELLED: &str = "diff cancelled";
 
 /// Where one side of a diff comes from.
 #[derive(Clone)]
@@ -52,11 +56,31 @@ fn load(src: &Source, side: &str) -> Result<(Trace, Vec<String>), String> {
     Ok((trace, warnings))
 }
 
+/// Load one run (for the compare table: no side to name).
+pub fn load_source(src: &Source) -> Result<Trace, String> {
+    load(src, "run").map(|(t, _)| t)
+}
+
 /// Load both sides and diff them; the error names the side that failed.
 pub fn compute(baseline: &Source, current: &Source, opts: &crate::diff::Options) -> Result<Box<DiffData>, String> {
+    compute_until(baseline, current, opts, &AtomicBool::new(false))
+}
+
+/// [`compute`], given up soon after `cancel` is set (between the loads and the diff, and
+/// inside the diff: see [`crate::diff::try_diff`]).
+pub fn compute_until(
+    baseline: &Source,
+    current: &Source,
+    opts: &crate::diff::Options,
+    cancel: &AtomicBool,
+) -> Result<Box<DiffData>, String> {
     let (a, b) = rayon::join(|| load(baseline, "baseline"), || load(current, "current run"));
     let ((a, mut wa), (b, wb)) = (a?, b?);
-    let diff = crate::diff::diff(&a, &b, opts);
+    let gone = || CANCELLED.to_string();
+    if cancel.load(Ordering::Relaxed) {
+        return Err(gone());
+    }
+    let diff = crate::diff::try_diff(&a, &b, opts, cancel).ok_or_else(gone)?;
     wa.extend(wb);
     Ok(Box::new(DiffData::new(Arc::new(a), Arc::new(b), diff, wa)))
 }

@@ -54,6 +54,7 @@ fn finish(s: &mut State) {
         baseline,
         current,
         opts,
+        ..
     }) = s.effects.pop()
     else {
         panic!("no diff effect")
@@ -155,15 +156,20 @@ fn results_of_a_cancelled_or_older_diff_are_dropped() {
         baseline,
         current,
         opts,
+        cancel,
     }) = s.effects.pop()
     else {
         panic!()
     };
+    assert!(!cancel.load(std::sync::atomic::Ordering::Relaxed));
     press(&mut s, &["esc"]);
     assert_eq!(s.view, View::Runs);
     assert!(s.diff.is_none());
     assert!(message(&s).contains("cancelled"));
-    let result = super::task::compute(&baseline, &current, &opts);
+    // Esc told the background work to stop: it gives up instead of diffing.
+    assert!(cancel.load(std::sync::atomic::Ordering::Relaxed));
+    let result = super::task::compute_until(&baseline, &current, &opts, &cancel);
+    assert_eq!(result.as_ref().err().map(String::as_str), Some(super::task::CANCELLED));
     update(&mut s, Action::DiffReady { generation, result });
     assert!(s.diff.is_none() && s.view == View::Runs);
 
@@ -421,4 +427,82 @@ fn clicks_select_rows_and_the_wheel_scrolls() {
         },
     );
     assert_eq!(view(&s).pair.as_ref().unwrap().cursor, 1);
+}
+
+#[test]
+fn a_diff_replaced_by_another_is_cancelled() {
+    let mut s = runs();
+    select(&mut s, "trip");
+    press(&mut s, &["space"]);
+    select(&mut s, "drift");
+    press(&mut s, &["d"]);
+    let Some(Effect::Diff { cancel: first, .. }) = s.effects.pop() else {
+        panic!()
+    };
+    super::update::start(
+        &mut s,
+        ["a".into(), "b".into()],
+        Source::Path {
+            path: fixture("agentsnap/trip.snap.json"),
+            forced: None,
+        },
+        Source::Path {
+            path: fixture("agentsnap/drift.current.json"),
+            forced: None,
+        },
+    );
+    assert!(first.load(std::sync::atomic::Ordering::Relaxed));
+    let Some(Effect::Diff { cancel: second, .. }) = s.effects.last() else {
+        panic!()
+    };
+    assert!(!second.load(std::sync::atomic::Ordering::Relaxed));
+}
+
+#[test]
+fn the_pair_detail_shows_a_string_change_as_its_word_diff() {
+    let mut s = State::new(Keymap::default(), (120, 40));
+    s.words.context = 3;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/compare");
+    let src = |n: &str| Source::Path {
+        path: root.join(n),
+        forced: None,
+    };
+    super::update::start(&mut s, ["a".into(), "b".into()], src("baseline"), src("rerun-wording"));
+    finish(&mut s);
+    let text = |s: &State| {
+        let p = view(s).pair.as_ref().unwrap();
+        p.doc
+            .lines
+            .iter()
+            .map(|l| l.spans.iter().map(|(_, t)| t.as_str()).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    press(&mut s, &["enter"]);
+    let t = text(&s);
+    assert!(
+        t.contains("llm[1].response:\n  …6 unchanged words… been issued; it reachesshould reach your card"),
+        "{t}"
+    );
+    let p = view(&s).pair.as_ref().unwrap();
+    let toks: Vec<_> = p
+        .doc
+        .lines
+        .iter()
+        .flat_map(|l| l.spans.iter())
+        .filter(|(_, t)| t == "reaches" || t == "should reach")
+        .map(|(k, _)| *k)
+        .collect();
+    assert_eq!(toks, [crate::tui::detail::Tok::Error, crate::tui::detail::Tok::Ok]);
+    // Without colours the marks are spelled out.
+    press(&mut s, &["esc", "esc"]);
+    s.words.marks = true;
+    super::update::start(&mut s, ["a".into(), "b".into()], src("baseline"), src("rerun-wording"));
+    finish(&mut s);
+    press(&mut s, &["enter"]);
+    assert!(
+        text(&s).contains("it [-reaches-]{+should reach+} your card"),
+        "{}",
+        text(&s)
+    );
 }

@@ -82,7 +82,13 @@ pub fn diff_selected(s: &mut State) {
 /// Open the diff view and ask for the diff in the background.
 pub fn start(s: &mut State, names: [String; 2], baseline: Source, current: Source) {
     s.diff_gen += 1;
-    s.diff = Some(DiffView::new(s.diff_gen, names));
+    if let Some(old) = &s.diff {
+        // A diff still computing for a view being replaced is not wanted any more.
+        old.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let v = DiffView::new(s.diff_gen, names);
+    let cancel = v.cancel.clone();
+    s.diff = Some(v);
     s.message = None;
     s.view = View::Diff;
     s.effects.push(Effect::Diff {
@@ -90,6 +96,7 @@ pub fn start(s: &mut State, names: [String; 2], baseline: Source, current: Sourc
         baseline,
         current,
         opts: s.diff_opts.clone(),
+        cancel,
     });
 }
 
@@ -109,7 +116,8 @@ pub fn ready(s: &mut State, generation: u64, result: Result<Box<DiffData>, Strin
         return;
     };
     match result {
-        Ok(d) => {
+        Ok(mut d) => {
+            d.words = s.words;
             v.names = [run_label(&d.a), run_label(&d.b)];
             v.selected = d.first_divergence().unwrap_or(0);
             v.data = Some(d);
@@ -135,8 +143,13 @@ pub fn diff_command(s: &mut State, c: Command) {
     match c {
         Command::Back => {
             let cancelled = v.computing();
+            // The background diff stops: nobody waits for it any more.
+            v.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
             s.diff = None;
-            s.view = View::Runs;
+            // Opened from the compare table: back to it.
+            if !crate::tui::compare::back_to_table(s) {
+                s.view = View::Runs;
+            }
             if cancelled {
                 say(s, "diff cancelled", false);
             }

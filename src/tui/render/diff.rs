@@ -291,6 +291,36 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
             InlineLine::Path(_, k) => {
                 let Some(p) = d.paths(i).get(k as usize) else { continue };
                 let path = crate::sanitize::line(&p.path).into_owned();
+                let short_strings = match (&p.from, &p.to) {
+                    (Some(serde_json::Value::String(x)), Some(serde_json::Value::String(y))) => {
+                        x.len() + y.len() <= super::super::diffview::INLINE_WORDS_MAX
+                    }
+                    _ => false,
+                };
+                // A short string change as its word diff on one line (` ⏎ ` between its lines).
+                if short_strings && let Some(lines) = super::super::diffview::word_lines(p, d.words.context) {
+                    let mut spans = vec![
+                        Span::styled("      ", Style::default()),
+                        Span::styled(path, th.style(Role::JsonKey)),
+                        Span::styled(": ", th.style(Role::JsonPunct)),
+                    ];
+                    for (n, wl) in lines.iter().enumerate() {
+                        if n > 0 {
+                            spans.push(Span::styled(" ⏎ ", th.style(Role::Dim)));
+                        }
+                        for (m, t) in super::super::diffview::marked_pieces(wl, d.words.marks) {
+                            let role = match m {
+                                crate::diff::words::Mark::Equal => Role::Text,
+                                crate::diff::words::Mark::Delete => Role::DiffRemoved,
+                                crate::diff::words::Mark::Insert => Role::DiffAdded,
+                                crate::diff::words::Mark::Elided => Role::Dim,
+                            };
+                            spans.push(Span::styled(t, th.style(role)));
+                        }
+                    }
+                    buf.set_line(body.x, y, &Line::from(spans), body.width);
+                    continue;
+                }
                 // Both values share the room left, so that the arrow and the new value show.
                 let room = (body.width as usize).saturating_sub(6 + path.chars().count() + 5);
                 let max = (room / 2).max(12);

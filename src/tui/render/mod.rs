@@ -44,6 +44,17 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
             stats::render(buf, l.table, s, v, th);
             footer(buf, l.footer, s, th);
         }
+        (View::Compare, _) if s.compare.is_some() => {
+            let l = layout::diff(area, 0);
+            title(buf, l.title, s, th, Some("compare"), None);
+            let body = Rect {
+                y: l.title.y + 1,
+                height: area.height.saturating_sub(2),
+                ..area
+            };
+            super::compare::render(buf, body, s, th);
+            footer(buf, l.footer, s, th);
+        }
         (View::Run, Some(r)) => {
             let l = layout::run(area);
             {

@@ -266,8 +266,15 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             STATUS_W,
         );
         // The diff baseline (space) carries a badge before its name.
-        let badge = if r.mark == Some(ei) { "BASELINE " } else { "" };
-        let bw = (badge.len() as u16).min(name_w / 2);
+        // Runs selected for the compare table (x, v) carry one too.
+        let badge = if r.mark == Some(ei) {
+            "BASELINE "
+        } else if crate::tui::compare::is_selected(s, ei) {
+            "✓ "
+        } else {
+            ""
+        };
+        let bw = (unicode_width::UnicodeWidthStr::width(badge) as u16).min(name_w / 2);
         x = put(buf, x, y, badge, base.patch(th.style(Role::Mark)), bw);
         let name_w = name_w - bw;
         // A run that loaded with problems (damaged lines) says so before its name.
