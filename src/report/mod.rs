@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod diff;
+pub mod grep;
 pub mod ls;
 pub mod prices;
 pub mod show;
