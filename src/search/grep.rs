@@ -519,7 +519,7 @@ mod tests {
     #[test]
     fn the_prefilter_is_the_longest_piece_no_encoder_escapes() {
         assert_eq!(
-            pre(&Pattern::new("line one\nline two", false, false).unwrap()),
+            pre(&Pattern::new("line one\nline 2", false, false).unwrap()),
             "line one"
         );
         assert_eq!(pre(&Pattern::new("café au lait", false, false).unwrap()), " au lait");
