@@ -143,7 +143,10 @@ fn opaque(head: &[u8]) -> bool {
 pub fn scan_file(path: &Path, pre: &BytesRegex) -> std::io::Result<Option<Candidates>> {
     const CHUNK: usize = 8 << 20;
     let mut f = formats::open_regular(path)?;
-    let mut buf = vec![0u8; CHUNK];
+    // Sized to the file (a run has many small files; zeroing 8 MiB for each cost more than
+    // reading them), grown below for a line longer than the buffer.
+    let size = f.metadata().map_or(CHUNK as u64, |m| m.len());
+    let mut buf = vec![0u8; (size as usize).saturating_add(1).clamp(4096, CHUNK)];
     let mut have = 0usize;
     let mut base = 0u64;
     let mut first = true;
