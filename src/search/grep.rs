@@ -349,6 +349,8 @@ pub struct Options {
 /// A trace's matches.
 #[derive(Debug)]
 pub struct TraceHits {
+    /// Position of the trace in its source.
+    pub index: usize,
     pub trace: Trace,
     pub hits: Vec<Hit>,
 }
@@ -417,10 +419,10 @@ pub fn search_source(run: &RunRef, o: &Options) -> Result<SourceResult, formats:
         loaded: true,
         ..Default::default()
     };
-    for t in loaded.traces {
+    for (index, t) in loaded.traces.into_iter().enumerate() {
         let hits = search_trace(&t, o, &mut scanned);
         if !hits.is_empty() {
-            out.traces.push(TraceHits { trace: t, hits });
+            out.traces.push(TraceHits { index, trace: t, hits });
         }
     }
     Ok(out)

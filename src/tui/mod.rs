@@ -12,6 +12,7 @@ pub mod keymap;
 pub mod layout;
 pub mod live;
 pub mod render;
+pub mod runsearch;
 pub mod state;
 mod terminal;
 pub mod theme;

@@ -224,6 +224,8 @@ pub struct RunsState {
     pub groups: Vec<std::sync::Arc<std::path::Path>>,
     /// Directories the scan left out (its depth or entry limit): the title says so.
     pub skipped: crate::source::Skipped,
+    /// The filter's free text and `tool:` searched in the runs' events.
+    pub payload: super::runsearch::PayloadSearch,
 }
 
 /// The runs list's filter: `format:` (or `agent:`), `status:`, `project:` terms, `!` before a
@@ -236,6 +238,8 @@ pub struct RunFilter {
 
 #[derive(Debug)]
 enum RunTerm {
+    /// Runs that called the tool (found by the payload search).
+    Tool,
     Format(String),
     Status(String),
     Project(String),
@@ -251,6 +255,7 @@ impl RunFilter {
                 _ => (false, w),
             };
             let term = match t.split_once(':') {
+                Some(("tool", _)) => RunTerm::Tool,
                 Some(("format" | "agent", v)) => RunTerm::Format(v.to_lowercase()),
                 Some(("status", v)) => RunTerm::Status(v.to_lowercase()),
                 Some(("project", v)) => RunTerm::Project(v.to_lowercase()),
@@ -288,13 +293,15 @@ impl RunFilter {
                     st.starts_with(v)
                 }
                 RunTerm::Project(v) => runs.project(i).to_lowercase().contains(v.as_str()),
+                RunTerm::Tool => runs.payload.count(i) > 0,
             };
             hit != *neg
         });
         terms
             && (self.text.is_empty()
                 || fz.score(e.name(), &self.text).is_some()
-                || fz.score(&e.summary.id, &self.text).is_some())
+                || fz.score(&e.summary.id, &self.text).is_some()
+                || (runs.payload.key.0 == self.text && runs.payload.count(i) > 0))
     }
 }
 
@@ -876,6 +883,13 @@ pub enum Effect {
     Copy(String),
     /// Show text in the user's pager, the explorer stepping aside meanwhile.
     Page(String),
+    /// Search the runs' events for the runs list's filter.
+    RunsSearch {
+        generation: u64,
+        jobs: Vec<super::runsearch::Job>,
+        key: (String, String),
+        cancel: Arc<AtomicBool>,
+    },
 }
 
 #[derive(Debug)]

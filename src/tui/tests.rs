@@ -860,3 +860,38 @@ fn the_selected_row_is_readable_in_every_theme_and_shows_focus() {
         assert_ne!(look(&focused), look(&unfocused), "{name}: focus shows on the selection");
     }
 }
+
+/// Issue 18: free text in the runs filter searches the runs' events in the background; the
+/// run with matches shows up with its count, and opening it filters its view on the text.
+#[test]
+fn runs_filter_searches_payloads_and_opens_on_the_first_match() {
+    let mut s = runs_state();
+    press(&mut s, &["/"]);
+    typed(&mut s, "Lisbon");
+    let effect = s
+        .effects
+        .drain(..)
+        .rfind(|e| matches!(e, Effect::RunsSearch { .. }))
+        .expect("a payload search starts");
+    let Effect::RunsSearch {
+        generation,
+        jobs,
+        key,
+        cancel,
+    } = effect
+    else {
+        unreachable!()
+    };
+    assert_eq!(key, ("Lisbon".to_string(), String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    super::runsearch::run(jobs, key, generation, cancel, tx);
+    for a in rx.try_iter() {
+        update(&mut s, a);
+    }
+    assert!(!s.runs.payload.running());
+    assert_eq!(names(&s), ["book-trip"], "found by its prompt, not its name");
+    let e = s.runs.entry_at(0).unwrap();
+    assert_eq!(s.runs.payload.count(e), 1);
+    press(&mut s, &["enter", "enter"]);
+    assert_eq!(s.runs.payload.open_with.as_deref(), Some("Lisbon"));
+}

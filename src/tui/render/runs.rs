@@ -58,6 +58,14 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     if !r.filter.is_empty() {
         title.push_str(&format!("· filter {} ", crate::sanitize::line(&r.filter)));
     }
+    if r.payload.active() {
+        // The payload search's progress, then how many runs it found.
+        let found = r.payload.counts.iter().filter(|&&n| n > 0).count();
+        if r.payload.running() {
+            title.push_str(&format!("· searching events {}/{} ", r.payload.done, r.payload.total));
+        }
+        title.push_str(&format!("· {} with matches ", crate::report::count(found, "run")));
+    }
     if !r.problems.is_empty() && !r.entries.is_empty() {
         title.push_str(&format!("· {} unreadable (!) ", r.problems.len()));
     }
@@ -223,7 +231,15 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         };
         let dw = (damaged.chars().count() as u16).min(name_w / 2);
         x = put(buf, x, y, damaged, base.patch(th.style(Role::Warning)), dw);
-        let mut name_w = name_w - dw;
+        let name_w = name_w - dw;
+        // The payload search's matches in this run, before its name.
+        let hits = match r.payload.count(ei) {
+            0 => String::new(),
+            n => format!("[{n}] "),
+        };
+        let hw = (hits.len() as u16).min(name_w / 2);
+        x = put(buf, x, y, &hits, base.patch(th.style(Role::Match)), hw);
+        let mut name_w = name_w - hw;
         // A badge (what is wrong with the run as a whole) ends the name column.
         // It leaves the name what it needs, up to 12 columns.
         let label = crate::sanitize::line(&r.label(ei)).into_owned();
