@@ -62,9 +62,10 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         // The payload search's progress, then how many runs it found.
         let found = r.payload.counts.iter().filter(|&&n| n > 0).count();
         if r.payload.running() {
-            title.push_str(&format!("· searching events {}/{} ", r.payload.done, r.payload.total));
+            title.push_str(&format!("· searching {}/{} · {found} found ", r.payload.done, r.payload.total));
+        } else {
+            title.push_str(&format!("· {} with matches ", crate::report::count(found, "run")));
         }
-        title.push_str(&format!("· {} with matches ", crate::report::count(found, "run")));
     }
     if !r.problems.is_empty() && !r.entries.is_empty() {
         title.push_str(&format!("· {} unreadable (!) ", r.problems.len()));
