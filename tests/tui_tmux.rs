@@ -685,7 +685,7 @@ fn runs_list_search_finds_a_word_in_a_tool_result_and_opens_the_run_on_it() {
     t.keys(&["/"]);
     t.type_text("zanzibar");
     let s = t.wait_for("the payload search's result", |s| s.contains("1 run with matches"));
-    assert!(s.contains("[1] alpha"), "the count before the name\n{s}");
+    assert!(s.contains("alpha [1]"), "the count after the name\n{s}");
     assert!(!s.contains("beta"), "the run without the word is filtered out\n{s}");
     t.keys(&["Enter", "Enter"]);
     let s = t.wait_for("the run opened on the match", |s| s.contains("TIMELINE"));

@@ -123,14 +123,27 @@ pub fn batch(s: &mut State, generation: u64, hits: Vec<(usize, usize)>, done: us
             *c = n;
         }
     }
+    // Results stream in under the user's cursor: it stays on the run it was on.
+    let keep = s.runs.entry_at(s.runs.selected);
     super::update::refresh_runs(s);
+    if let Some(k) = keep
+        && let Some(row) = (0..s.runs.order.len()).find(|&r| s.runs.entry_at(r) == Some(k))
+    {
+        s.runs.selected = row;
+    }
 }
 
 /// A run is being opened from the list: when the payload search found matches in it, the run
 /// view will filter on the same text (its first match selected, `n`/`N` to the others).
+/// A run listed for its name (the filter's words match it) opens as before.
 pub fn opening(s: &mut State, entry: usize) {
+    let by_name = s.runs.entries.get(entry).is_some_and(|e| {
+        let fz = crate::search::fuzzy::Fuzzy::default();
+        let text = &s.runs.payload.key.0;
+        !text.is_empty() && (fz.score(e.name(), text).is_some() || fz.score(&e.summary.id, text).is_some())
+    });
     let p = &mut s.runs.payload;
-    p.open_with = (p.active() && p.count(entry) > 0).then(|| {
+    p.open_with = (p.active() && p.count(entry) > 0 && !by_name).then(|| {
         let (text, tool) = &p.key;
         match (text.is_empty(), tool.is_empty()) {
             (false, true) => text.clone(),

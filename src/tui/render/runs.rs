@@ -62,7 +62,10 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         // The payload search's progress, then how many runs it found.
         let found = r.payload.counts.iter().filter(|&&n| n > 0).count();
         if r.payload.running() {
-            title.push_str(&format!("· searching {}/{} · {found} found ", r.payload.done, r.payload.total));
+            title.push_str(&format!(
+                "· searching {}/{} · {found} found ",
+                r.payload.done, r.payload.total
+            ));
         } else {
             title.push_str(&format!("· {} with matches ", crate::report::count(found, "run")));
         }
@@ -232,18 +235,14 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         };
         let dw = (damaged.chars().count() as u16).min(name_w / 2);
         x = put(buf, x, y, damaged, base.patch(th.style(Role::Warning)), dw);
-        let name_w = name_w - dw;
-        // The payload search's matches in this run, before its name.
-        let hits = match r.payload.count(ei) {
-            0 => String::new(),
-            n => format!("[{n}] "),
-        };
-        let hw = (hits.len() as u16).min(name_w / 2);
-        x = put(buf, x, y, &hits, base.patch(th.style(Role::Match)), hw);
-        let mut name_w = name_w - hw;
+        let mut name_w = name_w - dw;
         // A badge (what is wrong with the run as a whole) ends the name column.
         // It leaves the name what it needs, up to 12 columns.
-        let label = crate::sanitize::line(&r.label(ei)).into_owned();
+        let mut label = crate::sanitize::line(&r.label(ei)).into_owned();
+        // The payload search's matches in this run, after its name.
+        if r.payload.count(ei) > 0 {
+            label.push_str(&format!(" [{}]", r.payload.count(ei)));
+        }
         let badge = (!sm.badges.is_empty()).then(|| format!("  {}", crate::sanitize::line(&sm.badges.join(" · "))));
         let bw = badge.as_deref().map_or(0, |b| {
             let need = (unicode_width::UnicodeWidthStr::width(label.as_str()) as u16).min(12);
