@@ -126,6 +126,7 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         "man",
         "sources",
         "prices",
+        "grep",
         "help",
     ];
     for c in subcommands() {
@@ -140,6 +141,7 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         assert!(out.contains("agentdbg") && out.contains("maida"), "{out}");
         run(&["ls", "--format", fmt, "sample-traces"]);
         run(&["ls", "--format", fmt, "sample-traces/runs"]);
+        run(&["grep", "--format", fmt, "-i", "the", "sample-traces"]);
     }
     // Each run on its own, by the path `ls` reports (run directories and trace files).
     let listed = run(&["ls", "--format", "json", "sample-traces"]);
