@@ -179,7 +179,11 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>,
         buf,
         x,
         area.y,
-        &fit_left(&crumb, room as usize),
+        &(if trace.is_some() {
+            fit_left(&crumb, room as usize)
+        } else {
+            crumb
+        }),
         th.style(Role::Text),
         room,
     );
