@@ -144,6 +144,31 @@ outside call arguments. --ignore takes globs over JSON paths: `*` matches anythi
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Search every run's events for PATTERN: names, arguments, results, prompts, responses,
+    /// errors (exit 0 found, 1 none, 2 trouble). Without PATH: the standard places, else `.`.
+    #[command(
+        after_help = "Matches the decoded text (JSON escapes in files neither hide nor make a match). Each match \
+prints run:line, event kind and name, the event's path in the tree, the field and a snippet with the match marked. \
+--filter takes the explorer's filter language (`tool:bash status:error`); --max-count is per trace."
+    )]
+    Grep {
+        pattern: String,
+        paths: Vec<std::path::PathBuf>,
+        /// Only events this filter selects (`tool:NAME kind:llm status:error model:X`, `!` inverts).
+        #[arg(long, value_name = "EXPR")]
+        filter: Option<String>,
+        /// Case-insensitive.
+        #[arg(short = 'i', long)]
+        ignore_case: bool,
+        /// PATTERN is a regular expression (Rust regex syntax), not a literal.
+        #[arg(long)]
+        regex: bool,
+        /// At most N matches per trace.
+        #[arg(long, short = 'm', value_name = "N")]
+        max_count: Option<usize>,
+        #[command(flatten)]
+        fmt: FormatArgs,
+    },
     /// Print the model prices used for costs, and where each comes from (the embedded list or
     /// config.toml); with MODEL, the price that model name resolves to and how it was matched.
     #[command(

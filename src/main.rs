@@ -294,6 +294,38 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             code
         }
+        Some(Command::Grep {
+            pattern,
+            paths,
+            filter,
+            ignore_case,
+            regex,
+            max_count,
+            fmt,
+        }) => {
+            let (o, forced) = formats(&fmt)?;
+            let opts = tracetui::search::grep::Options {
+                pattern: tracetui::search::grep::Pattern::new(&pattern, ignore_case, regex).map_err(usage)?,
+                filter: filter
+                    .as_deref()
+                    .map(tracetui::search::parse)
+                    .transpose()
+                    .map_err(usage)?,
+                max_count,
+            };
+            // No PATH: the standard places that exist, else the current directory.
+            let d = if paths.is_empty() && source::places::resolve_env().iter().any(|p| p.exists()) {
+                discover_or_places(&paths, forced)
+            } else if paths.is_empty() {
+                source::discover(&[std::path::PathBuf::from(".")], forced)
+            } else {
+                source::discover(&paths, forced)
+            };
+            let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let outcome = report::grep::run(&d, &opts, &mut out, &mut std::io::stderr(), o, color)?;
+            outcome.exit_code()
+        }
         Some(Command::Sources { format }) => {
             let places = source::places::resolve_env();
             let rows = report::sources::scan(&places, None);

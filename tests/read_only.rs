@@ -127,6 +127,7 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         "sources",
         "prices",
         "stats",
+        "grep",
         "help",
     ];
     for c in subcommands() {
@@ -146,6 +147,7 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
             let out = run(&["stats", "--by", by, "--format", fmt, "sample-traces"]);
             assert!(out.contains("run") && out.contains("bash"), "{out}");
         }
+        run(&["grep", "--format", fmt, "-i", "the", "sample-traces"]);
     }
     // Each run on its own, by the path `ls` reports (run directories and trace files).
     let listed = run(&["ls", "--format", "json", "sample-traces"]);

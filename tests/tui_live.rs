@@ -97,8 +97,12 @@ impl Harness {
                     },
                 ),
                 // these tests compare no runs and copy nothing
-                Effect::Copy(_) | Effect::Page(_) | Effect::Diff { .. } | Effect::Stats(_) | Effect::Compare { .. } => {
-                }
+                Effect::Copy(_)
+                | Effect::Page(_)
+                | Effect::Diff { .. }
+                | Effect::Stats(_)
+                | Effect::Compare { .. }
+                | Effect::RunsSearch { .. } => {}
             }
         }
     }

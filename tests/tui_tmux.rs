@@ -647,3 +647,54 @@ fn the_end_of_a_huge_one_line_result_is_reachable() {
     t.keys(&["q"]);
     t.assert_restored();
 }
+
+/// Issue 18: a word in one run's tool result, typed in the runs list's filter, is searched in
+/// the runs' events; the run that has it shows its match count, and opening it lands on the
+/// matching event (the top bar's breadcrumb names it).
+#[test]
+fn runs_list_search_finds_a_word_in_a_tool_result_and_opens_the_run_on_it() {
+    need_tmux!();
+    let d = tempfile::tempdir().unwrap();
+    for (run, result) in [
+        ("alpha", "order shipped to Zanzibar harbour"),
+        ("beta", "order shipped to Oslo"),
+    ] {
+        let dir = d.path().join(run);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("run.json"),
+            format!(r#"{{"spec_version": "0.1", "run_id": "live1", "run_name": "{run}", "started_at": "2026-02-15T20:31:00Z", "status": "ok"}}"#),
+        )
+        .unwrap();
+        let lines = [
+            adbg_line(&format!("{run}-1"), None, "RUN_START", run, 0),
+            adbg_line(&format!("{run}-2"), None, "LLM_CALL", "gpt-4o", 1),
+            format!(
+                r#"{{"spec_version": "0.1", "event_id": "{run}-3", "run_id": "live1", "parent_id": "{run}-2", "event_type": "TOOL_CALL", "ts": "2026-02-15T20:31:03.000Z", "duration_ms": 5, "name": "lookup_order", "payload": {{"tool_name": "lookup_order", "args": {{"id": 7}}, "result": "{result}"}}, "meta": {{}}}}"#
+            ),
+            adbg_line(&format!("{run}-4"), None, "LLM_CALL", "gpt-4o", 4),
+        ];
+        std::fs::write(
+            dir.join("events.jsonl"),
+            lines.map(|l| l.trim_end().to_string()).join("\n") + "\n",
+        )
+        .unwrap();
+    }
+    let t = Tmux::start();
+    t.launch(d.path().to_str().unwrap());
+    t.wait_for("the runs list", |s| s.contains("alpha") && s.contains("beta"));
+    t.keys(&["/"]);
+    t.type_text("zanzibar");
+    let s = t.wait_for("the payload search's result", |s| s.contains("1 run with matches"));
+    assert!(s.contains("alpha [1]"), "the count after the name\n{s}");
+    assert!(!s.contains("beta"), "the run without the word is filtered out\n{s}");
+    t.keys(&["Enter", "Enter"]);
+    let s = t.wait_for("the run opened on the match", |s| s.contains("TIMELINE"));
+    assert!(
+        s.contains("runs › alpha › gpt-4o › lookup_order"),
+        "the tool call with the word is selected\n{s}"
+    );
+    assert!(s.contains("Zanzibar"), "its result is in the detail\n{s}");
+    t.keys(&["q"]);
+    t.assert_restored();
+}

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod diff;
 pub mod diff_html;
 pub mod diff_md;
+pub mod grep;
 pub mod ls;
 pub mod prices;
 pub mod show;

@@ -11,6 +11,7 @@
 //! caller can run it on a background thread and show results as they stream in.
 
 pub mod fuzzy;
+pub mod grep;
 
 use crate::model::{EventKind, Payload, PayloadRef, Status, StrRef, Trace};
 use fuzzy::{Fuzzy, contains_ci};

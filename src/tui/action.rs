@@ -247,4 +247,11 @@ pub enum Action {
         from: usize,
         batch: Batch,
     },
+    /// The runs list's payload search searched one more source: (entry, matches).
+    RunsSearchBatch {
+        generation: u64,
+        hits: Vec<(usize, usize)>,
+        done: usize,
+        total: usize,
+    },
 }

@@ -339,6 +339,15 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
                 }));
             });
         }
+        Effect::RunsSearch {
+            generation,
+            jobs,
+            key,
+            cancel,
+        } => {
+            let tx = tx.clone();
+            std::thread::spawn(move || super::runsearch::run(jobs, key, generation, cancel, tx));
+        }
         Effect::Diff {
             generation,
             baseline,

@@ -15,6 +15,7 @@ pub mod layout;
 pub mod live;
 pub mod markdown;
 pub mod render;
+pub mod runsearch;
 pub mod state;
 pub mod stats;
 mod terminal;

@@ -238,6 +238,8 @@ pub struct RunsState {
     pub groups: Vec<std::sync::Arc<std::path::Path>>,
     /// Directories the scan left out (its depth or entry limit): the title says so.
     pub skipped: crate::source::Skipped,
+    /// The filter's free text and `tool:` searched in the runs' events.
+    pub payload: super::runsearch::PayloadSearch,
 }
 
 /// The runs list's filter: `format:` (or `agent:`), `status:`, `project:` terms, `!` before a
@@ -250,6 +252,8 @@ pub struct RunFilter {
 
 #[derive(Debug)]
 enum RunTerm {
+    /// Runs that called the tool (found by the payload search).
+    Tool,
     Format(String),
     Status(String),
     Project(String),
@@ -265,6 +269,7 @@ impl RunFilter {
                 _ => (false, w),
             };
             let term = match t.split_once(':') {
+                Some(("tool", _)) => RunTerm::Tool,
                 Some(("format" | "agent", v)) => RunTerm::Format(v.to_lowercase()),
                 Some(("status", v)) => RunTerm::Status(v.to_lowercase()),
                 Some(("project", v)) => RunTerm::Project(v.to_lowercase()),
@@ -302,13 +307,15 @@ impl RunFilter {
                     st.starts_with(v)
                 }
                 RunTerm::Project(v) => runs.project(i).to_lowercase().contains(v.as_str()),
+                RunTerm::Tool => runs.payload.count(i) > 0,
             };
             hit != *neg
         });
         terms
             && (self.text.is_empty()
                 || fz.score(e.name(), &self.text).is_some()
-                || fz.score(&e.summary.id, &self.text).is_some())
+                || fz.score(&e.summary.id, &self.text).is_some()
+                || (runs.payload.key.0 == self.text && runs.payload.count(i) > 0))
     }
 }
 
@@ -915,6 +922,13 @@ pub enum Effect {
     Page(String),
     /// Load runs in the background for the stats view.
     Stats(super::stats::Job),
+    /// Search the runs' events for the runs list's filter.
+    RunsSearch {
+        generation: u64,
+        jobs: Vec<super::runsearch::Job>,
+        key: (String, String),
+        cancel: Arc<AtomicBool>,
+    },
 }
 
 #[derive(Debug)]

@@ -928,3 +928,38 @@ fn stats_view_loads_the_listed_runs_and_their_rows_get_loaded_counts() {
     assert_eq!(s.view, View::Runs);
     assert!(s.stats.is_none());
 }
+
+/// Issue 18: free text in the runs filter searches the runs' events in the background; the
+/// run with matches shows up with its count, and opening it filters its view on the text.
+#[test]
+fn runs_filter_searches_payloads_and_opens_on_the_first_match() {
+    let mut s = runs_state();
+    press(&mut s, &["/"]);
+    typed(&mut s, "Lisbon");
+    let effect = s
+        .effects
+        .drain(..)
+        .rfind(|e| matches!(e, Effect::RunsSearch { .. }))
+        .expect("a payload search starts");
+    let Effect::RunsSearch {
+        generation,
+        jobs,
+        key,
+        cancel,
+    } = effect
+    else {
+        unreachable!()
+    };
+    assert_eq!(key, ("Lisbon".to_string(), String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    super::runsearch::run(jobs, key, generation, cancel, tx);
+    for a in rx.try_iter() {
+        update(&mut s, a);
+    }
+    assert!(!s.runs.payload.running());
+    assert_eq!(names(&s), ["book-trip"], "found by its prompt, not its name");
+    let e = s.runs.entry_at(0).unwrap();
+    assert_eq!(s.runs.payload.count(e), 1);
+    press(&mut s, &["enter", "enter"]);
+    assert_eq!(s.runs.payload.open_with.as_deref(), Some("Lisbon"));
+}

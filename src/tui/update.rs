@@ -120,6 +120,8 @@ pub fn update(s: &mut State, a: Action) {
         Action::Problem(p) => say(s, p, true),
         Action::RunsDone => {
             s.runs.scanning = false;
+            // Runs found after the payload search began are searched too.
+            super::runsearch::restart(s, true);
             if s.auto_open && s.runs.entries.len() == 1 && s.run.is_none() && s.loading.is_none() {
                 open_entry(s, 0);
             }
@@ -137,6 +139,7 @@ pub fn update(s: &mut State, a: Action) {
                     let entry = s.pending_entry.take();
                     s.run = Some(RunView::new(shared(*trace), entry));
                     s.view = View::Run;
+                    super::runsearch::land(s);
                 }
                 Err(e) => say(s, e, true),
             }
@@ -164,6 +167,12 @@ pub fn update(s: &mut State, a: Action) {
                 apply_batch(r, from, batch);
             }
         }
+        Action::RunsSearchBatch {
+            generation,
+            hits,
+            done,
+            total,
+        } => super::runsearch::batch(s, generation, hits, done, total),
         Action::Input(c) => edit_prompt(s, |t| t.push(c)),
         Action::InputBackspace => edit_prompt(s, |t| {
             t.pop();
@@ -260,6 +269,7 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
         }
         s.run = Some(r);
         s.view = View::Run;
+        super::runsearch::land(s);
     } else if let Some(r) = s.run.as_mut() {
         let finished = r.live.loading.is_some() && loading.is_none();
         r.live.loading = loading;
@@ -373,6 +383,7 @@ fn set_filter(s: &mut State, text: String) {
     match s.view {
         View::Runs => {
             s.runs.filter = text;
+            super::runsearch::restart(s, false);
             refresh_runs(s);
             s.runs.selected = 0;
         }
@@ -613,6 +624,7 @@ fn open_entry(s: &mut State, idx: usize) {
         index: e.index,
         id: e.summary.id.clone(),
     });
+    super::runsearch::opening(s, idx);
 }
 
 fn command(s: &mut State, c: Command) {

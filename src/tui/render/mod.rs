@@ -62,7 +62,14 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
                 // and no part takes the lock again (a second read guard on one thread
                 // deadlocks with a waiting loader). Dropped before the footer, which reads it.
                 let t = super::state::read(&r.trace);
-                let name = t.meta.name.clone().unwrap_or_else(|| t.meta.id.clone());
+                let mut name = t.meta.name.clone().unwrap_or_else(|| t.meta.id.clone());
+                // The selected event's place in the tree: `runs › run › turn 3 › Task › Read`.
+                if let Some(ev) = r.selected_event().filter(|&e| (e as usize) < t.len()) {
+                    for c in crate::search::grep::breadcrumb(&t, ev) {
+                        name.push_str(" › ");
+                        name.push_str(&fit(&c, 40));
+                    }
+                }
                 title(buf, l.title, s, th, Some(&name), Some(&t));
                 tree::header(buf, l.header, r, &t, th);
                 tree::render(buf, l.tree, r, &t, th);
@@ -125,6 +132,24 @@ pub(super) fn put_right(buf: &mut Buffer, right: u16, y: u16, text: &str, style:
     put(buf, right.saturating_sub(w), y, &text, style, w);
 }
 
+/// Cut to a display width from the left (a breadcrumb keeps its end: the selected event).
+fn fit_left(s: &str, width: usize) -> String {
+    if s.width() <= width || width < 2 {
+        return s.to_string();
+    }
+    let mut tail = Vec::new();
+    let mut w = 0;
+    for c in s.chars().rev() {
+        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if w + cw + 2 > width {
+            break;
+        }
+        tail.push(c);
+        w += cw;
+    }
+    format!(" …{}", tail.into_iter().rev().collect::<String>())
+}
+
 /// Cut to a display width with an ellipsis.
 pub(super) fn fit(s: &str, width: usize) -> String {
     if s.width() <= width {
@@ -167,13 +192,18 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>,
     let bw = badge.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
     let right = status_text(s);
     let rw = right.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
+    let room = (area.x + area.width).saturating_sub(x + rw + bw);
     x = put(
         buf,
         x,
         area.y,
-        &crumb,
+        &(if trace.is_some() {
+            fit_left(&crumb, room as usize)
+        } else {
+            crumb
+        }),
         th.style(Role::Text),
-        (area.x + area.width).saturating_sub(x + rw + bw),
+        room,
     );
     let _ = x;
     let end = area.x + area.width - 1;

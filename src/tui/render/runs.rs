@@ -100,6 +100,18 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     if !r.filter.is_empty() {
         title.push_str(&format!("· filter {} ", crate::sanitize::line(&r.filter)));
     }
+    if r.payload.active() {
+        // The payload search's progress, then how many runs it found.
+        let found = r.payload.counts.iter().filter(|&&n| n > 0).count();
+        if r.payload.running() {
+            title.push_str(&format!(
+                "· searching {}/{} · {found} found ",
+                r.payload.done, r.payload.total
+            ));
+        } else {
+            title.push_str(&format!("· {} with matches ", crate::report::count(found, "run")));
+        }
+    }
     if !r.problems.is_empty() && !r.entries.is_empty() {
         title.push_str(&format!("· {} unreadable (!) ", r.problems.len()));
     }
@@ -288,7 +300,11 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         let mut name_w = name_w - dw;
         // A badge (what is wrong with the run as a whole) ends the name column.
         // It leaves the name what it needs, up to 12 columns.
-        let label = crate::sanitize::line(&r.label(ei)).into_owned();
+        let mut label = crate::sanitize::line(&r.label(ei)).into_owned();
+        // The payload search's matches in this run, after its name.
+        if r.payload.count(ei) > 0 {
+            label.push_str(&format!(" [{}]", r.payload.count(ei)));
+        }
         let badge = (!sm.badges.is_empty()).then(|| format!("  {}", crate::sanitize::line(&sm.badges.join(" · "))));
         let bw = badge.as_deref().map_or(0, |b| {
             let need = (unicode_width::UnicodeWidthStr::width(label.as_str()) as u16).min(12);

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""`tracetui grep` against `rg -c` on the same files, in one run (issue 18's budget: at most 2x).
+
+Usage (from the repository root, after `cargo build --release`; ripgrep on PATH, e.g.
+`apt-get install ripgrep`, or `cargo install ripgrep --root /tmp/rg` and `--rg /tmp/rg/bin/rg`):
+    python3 bench/grep.py [--repeat 5] [--rg rg] [--runs DIR] [--big DIR]
+
+Data (read-only, shared): --runs, a directory of 2,000 AgentDbg runs x 200 events (763 MB), and
+--big, the directory of the 1M-event AgentDbg run (1.99 GB). Patterns: a rare one (a handful of
+lines) and one on about 1% of lines, per data set; the script prints how many lines rg counts.
+
+Warm cache: every command runs once first, then the commands take turns, round by round (the
+load of a shared machine drifts). Medians of wall time and of CPU time (user + sys, from
+wait4): on a machine shared with other jobs the CPU time is the steadier figure.
+"""
+import argparse, os, statistics, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_once(cmd):
+    """(seconds, CPU seconds, exit code, stdout)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    return time.perf_counter() - t0, ru.ru_utime + ru.ru_stime, os.waitstatus_to_exitcode(status), out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--rg", default="rg")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "tracetui"))
+    ap.add_argument("--runs", default="/work/bench-shared/runs-2000x200")
+    ap.add_argument("--big", default="/work/main/target/bench-data/formats/agentdbg-1000000/data")
+    ap.add_argument("--rare-runs", default="incident-triage-0136")
+    ap.add_argument("--rare-big", default="7ade0b6f-6910-4b41-9bc7-ae3e3f7e8c6b")
+    ap.add_argument("--common", default="calendar_lookup")
+    a = ap.parse_args()
+
+    cases = []
+    for label, path, rare in [("runs-2000x200", a.runs, a.rare_runs), ("agentdbg-1M", a.big, a.rare_big)]:
+        if not os.path.isdir(path):
+            print(f"skipping {label}: {path} is missing", file=sys.stderr)
+            continue
+        for kind, pat in [("rare", rare), ("1%", a.common)]:
+            cases.append((label, kind, pat, path))
+
+    rows = []
+    for label, kind, pat, path in cases:
+        cmds = [("rg", [a.rg, "-c", "--no-messages", pat, path]), ("tracetui", [a.bin, "grep", pat, path])]
+        for _, c in cmds:
+            run_once(c)  # warm the cache
+        res = {n: [] for n, _ in cmds}
+        counts = {}
+        for _ in range(a.repeat):
+            for n, c in cmds:
+                t, cpu, code, out = run_once(c)
+                res[n].append((t, cpu))
+                if n == "rg":
+                    counts["lines"] = sum(int(l.rsplit(b":", 1)[-1]) for l in out.splitlines() if l)
+                else:
+                    counts["matches"] = len(out.splitlines())
+                    counts["code"] = code
+        med = {n: (statistics.median(t for t, _ in r), statistics.median(c for _, c in r)) for n, r in res.items()}
+        rows.append((label, kind, pat, counts, med))
+        print(f"{label:14} {kind:5} {pat!r}: rg {counts.get('lines')} lines, tracetui {counts.get('matches')} matches "
+              f"(exit {counts.get('code')}); wall rg {med['rg'][0]:.2f}s tracetui {med['tracetui'][0]:.2f}s "
+              f"= {med['tracetui'][0] / med['rg'][0]:.2f}x; cpu rg {med['rg'][1]:.2f}s tracetui {med['tracetui'][1]:.2f}s "
+              f"= {med['tracetui'][1] / max(med['rg'][1], 1e-3):.2f}x", flush=True)
+
+    print()
+    print("| data | pattern | rg lines | tracetui matches | rg wall | tracetui wall | ratio | rg cpu | tracetui cpu | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for label, kind, pat, counts, med in rows:
+        (rw, rc), (tw, tc) = med["rg"], med["tracetui"]
+        print(f"| {label} | {kind} `{pat}` | {counts.get('lines')} | {counts.get('matches')} | {rw:.2f} s | {tw:.2f} s | "
+              f"{tw / rw:.2f}x | {rc:.2f} s | {tc:.2f} s | {tc / max(rc, 1e-3):.2f}x |")
+    print(f"\nmedians of {a.repeat} interleaved runs, warm cache; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores (shared machine)")
+
+
+if __name__ == "__main__":
+    main()
