@@ -97,7 +97,7 @@ impl Harness {
                     },
                 ),
                 // these tests compare no runs and copy nothing
-                Effect::Copy(_) | Effect::Page(_) | Effect::Diff { .. } => {}
+                Effect::Copy(_) | Effect::Page(_) | Effect::Edit(_) | Effect::Diff { .. } => {}
             }
         }
     }

@@ -53,10 +53,13 @@ pub enum Command {
     ScrollRight,
     LineStart,
     LineEnd,
+    ToggleFold,
+    Zoom,
+    Editor,
 }
 
 impl Command {
-    pub const ALL: [Command; 44] = [
+    pub const ALL: [Command; 47] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -101,6 +104,9 @@ impl Command {
         Command::ScrollRight,
         Command::LineStart,
         Command::LineEnd,
+        Command::ToggleFold,
+        Command::Zoom,
+        Command::Editor,
     ];
 
     /// The name used in the keymap TOML.
@@ -150,6 +156,9 @@ impl Command {
             Command::ScrollRight => "scroll_right",
             Command::LineStart => "line_start",
             Command::LineEnd => "line_end",
+            Command::ToggleFold => "toggle_fold",
+            Command::Zoom => "zoom",
+            Command::Editor => "editor",
         }
     }
 

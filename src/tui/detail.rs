@@ -70,7 +70,28 @@ pub struct Doc {
     pub truncated: bool,
     /// Lines left out past the cut.
     pub dropped: usize,
+    /// The JSON objects and arrays of more than one line, in the order they open (so by
+    /// `open`): what can be folded.
+    pub nodes: Vec<Node>,
+    /// Per node: folded (shown as its opening line and a size, `{…} 12 keys`).
+    pub folded: Vec<bool>,
 }
+
+/// A JSON object or array spread over lines `open..=close`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub open: u32,
+    pub close: u32,
+    /// Nesting below its section's root (the root is 0).
+    pub depth: u16,
+    pub object: bool,
+    /// Keys or items.
+    pub len: u32,
+    /// The enclosing node, or `NO_NODE`.
+    pub parent: u32,
+}
+
+pub const NO_NODE: u32 = u32::MAX;
 
 /// Lines kept per document (each costs about a hundred bytes; rendering is lazy, so the
 /// bound is memory, not speed). A cut says so on screen; `y` still copies whole values.
@@ -95,6 +116,26 @@ impl Doc {
         l.push(Tok::Section, format!("── {title} "));
         self.line(l);
     }
+    /// A node opening on the next line (which the caller pushes).
+    fn open_node(&mut self, object: bool, len: usize, depth: usize, parent: u32) -> u32 {
+        let open = self.lines.len() as u32;
+        self.nodes.push(Node {
+            open,
+            close: open,
+            depth: depth.min(u16::MAX as usize) as u16,
+            object,
+            len: len.min(u32::MAX as usize) as u32,
+            parent,
+        });
+        (self.nodes.len() - 1) as u32
+    }
+    /// The node ends on the last line pushed (a cut document: where the cut is).
+    fn close_node(&mut self, node: u32) {
+        let last = self.lines.len().saturating_sub(1) as u32;
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            n.close = last.max(n.open);
+        }
+    }
     fn add_root(&mut self, v: Value) -> u32 {
         self.roots.push(v);
         (self.roots.len() - 1) as u32
@@ -112,6 +153,118 @@ impl Doc {
             Value::String(s) => s.clone(),
             other => serde_json::to_string_pretty(other).unwrap_or_default(),
         })
+    }
+
+    /// The whole document as text, as shown (what `o` opens off a value).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for l in &self.lines {
+            for (_, s) in &l.spans {
+                out.push_str(s);
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The node that opens on `line`.
+    pub fn node_at(&self, line: usize) -> Option<usize> {
+        let i = self.nodes.partition_point(|n| (n.open as usize) < line);
+        (self.nodes.get(i)?.open as usize == line).then_some(i)
+    }
+
+    /// The innermost node whose lines hold `line` (its own opening line included).
+    pub fn node_around(&self, line: usize) -> Option<usize> {
+        let mut i = self.nodes.partition_point(|n| n.open as usize <= line).checked_sub(1)?;
+        loop {
+            let n = &self.nodes[i];
+            if n.close as usize >= line {
+                return Some(i);
+            }
+            if n.parent == NO_NODE {
+                return None;
+            }
+            i = n.parent as usize;
+        }
+    }
+
+    pub fn is_folded(&self, node: usize) -> bool {
+        self.folded.get(node).copied().unwrap_or(false)
+    }
+
+    /// Fold or unfold a node.
+    pub fn set_folded(&mut self, node: usize, on: bool) {
+        self.folded.resize(self.nodes.len(), false);
+        if let Some(f) = self.folded.get_mut(node) {
+            *f = on;
+        }
+    }
+
+    /// Whether `line` is hidden inside a folded node.
+    pub fn hidden(&self, line: usize) -> bool {
+        let mut at = self.node_around(line);
+        while let Some(i) = at {
+            let n = &self.nodes[i];
+            if self.is_folded(i) && line > n.open as usize {
+                return true;
+            }
+            at = (n.parent != NO_NODE).then_some(n.parent as usize);
+        }
+        false
+    }
+
+    /// Unfold every node that hides `line`.
+    pub fn reveal(&mut self, line: usize) {
+        let mut at = self.node_around(line);
+        while let Some(i) = at {
+            let n = self.nodes[i];
+            if line > n.open as usize
+                && let Some(f) = self.folded.get_mut(i)
+            {
+                *f = false;
+            }
+            at = (n.parent != NO_NODE).then_some(n.parent as usize);
+        }
+    }
+
+    /// What a folded node shows after its opening line: `…} 12 keys,`.
+    pub fn fold_tail(&self, node: usize) -> Vec<(Tok, String)> {
+        let n = &self.nodes[node];
+        let close = self
+            .lines
+            .get(n.close as usize)
+            .and_then(|l| l.spans.last())
+            .map(|(_, s)| s.as_str())
+            .unwrap_or("");
+        let what = match (n.object, n.len) {
+            (true, 1) => "1 key".to_string(),
+            (true, k) => format!("{} keys", grouped(k as usize)),
+            (false, 1) => "1 item".to_string(),
+            (false, k) => format!("{} items", grouped(k as usize)),
+        };
+        // `{…} 2 keys,`: the size before the comma that separates it from what follows.
+        let (bracket, comma) = match close.strip_suffix(',') {
+            Some(b) => (b, ","),
+            None => (close, ""),
+        };
+        vec![
+            (Tok::Punct, format!("…{bracket}")),
+            (Tok::Dim, format!(" {what}")),
+            (Tok::Punct, comma.to_string()),
+        ]
+    }
+
+    /// Fold every node at `depth` or deeper (and unfold those above): the document down to a
+    /// depth.
+    pub fn fold_below(&mut self, depth: u16) {
+        self.folded.resize(self.nodes.len(), false);
+        for (f, n) in self.folded.iter_mut().zip(&self.nodes) {
+            *f = n.depth >= depth;
+        }
+    }
+
+    pub fn unfold_all(&mut self) {
+        self.folded.iter_mut().for_each(|f| *f = false);
     }
 
     pub fn copy_path(&self, line: usize) -> Option<String> {
@@ -202,11 +355,22 @@ pub fn hang_at(line: &Line, width: usize) -> usize {
 
 /// Row `k` of a line broken at `b`, as styled pieces.
 pub fn row<'a>(line: &'a Line, b: &[(u32, u32)], k: usize) -> Vec<(Tok, &'a str)> {
+    row_ranges(line, b, k)
+        .into_iter()
+        .map(|(si, from, to)| (line.spans[si].0, &line.spans[si].1[from..to]))
+        .collect()
+}
+
+/// Part of a row: (span, start byte, end byte) in its line.
+pub type Piece = (usize, usize, usize);
+
+/// Row `k` of a line broken at `b`, as (span, byte range in it).
+pub fn row_ranges(line: &Line, b: &[(u32, u32)], k: usize) -> Vec<Piece> {
     let (s0, b0) = b[k];
     let end = b.get(k + 1).copied();
     let mut out = Vec::new();
     for si in s0 as usize..line.spans.len() {
-        let (tok, text) = &line.spans[si];
+        let text = &line.spans[si].1;
         let from = if si == s0 as usize { b0 as usize } else { 0 };
         let to = match end {
             Some((es, eb)) if es as usize == si => eb as usize,
@@ -214,7 +378,7 @@ pub fn row<'a>(line: &'a Line, b: &[(u32, u32)], k: usize) -> Vec<(Tok, &'a str)
             _ => text.len(),
         };
         if from < to {
-            out.push((*tok, &text[from..to]));
+            out.push((si, from, to));
         }
         if end.is_some_and(|(es, _)| es as usize == si) {
             break;
@@ -225,7 +389,7 @@ pub fn row<'a>(line: &'a Line, b: &[(u32, u32)], k: usize) -> Vec<(Tok, &'a str)
 
 /// The part of a row from cell `from` on, at most `width` cells: what a pane scrolled
 /// sideways shows. Reads no further into a long line than the window's end.
-pub fn window<'a>(pieces: &[(Tok, &'a str)], from: usize, width: usize) -> Vec<(Tok, &'a str)> {
+pub fn window<'a, T: Copy>(pieces: &[(T, &'a str)], from: usize, width: usize) -> Vec<(T, &'a str)> {
     use unicode_width::UnicodeWidthChar;
     let mut out = Vec::new();
     let (mut at, end) = (0usize, from + width);
@@ -289,8 +453,36 @@ impl Rows {
         let mut map = std::collections::HashMap::new();
         let mut n = 0;
         let mut max_width = 0;
-        for (i, l) in doc.lines.iter().enumerate() {
+        let folds = doc.folded.iter().any(|&f| f);
+        // Nodes open in line order: the next one that may open at or after the line.
+        let mut next = 0usize;
+        let mut i = 0usize;
+        while i < doc.lines.len() {
+            let l = &doc.lines[i];
             first.push(n);
+            if folds {
+                while doc.nodes.get(next).is_some_and(|x| (x.open as usize) < i) {
+                    next += 1;
+                }
+                if doc.nodes.get(next).is_some_and(|x| x.open as usize == i) && doc.is_folded(next) {
+                    // A folded node: its opening line and size on one row, its other lines none.
+                    n += 1;
+                    if !wrap {
+                        let tail: usize = doc
+                            .fold_tail(next)
+                            .iter()
+                            .map(|(_, s)| unicode_width::UnicodeWidthStr::width(s.as_str()))
+                            .sum();
+                        max_width = max_width.max(l.width() + tail);
+                    }
+                    let close = (doc.nodes[next].close as usize).min(doc.lines.len() - 1);
+                    for _ in i + 1..=close {
+                        first.push(n);
+                    }
+                    i = close.max(i) + 1;
+                    continue;
+                }
+            }
             if !wrap {
                 max_width = max_width.max(l.width());
             }
@@ -307,6 +499,7 @@ impl Rows {
             } else {
                 n += 1;
             }
+            i += 1;
         }
         first.push(n);
         Rows {
@@ -336,15 +529,153 @@ impl Rows {
     /// The pieces of a screen row, and the cells it is indented by (a wrapped line's
     /// continuation rows start under its value).
     pub fn row<'a>(&self, doc: &'a Doc, row: usize) -> Option<(Vec<(Tok, &'a str)>, usize)> {
+        let (li, ranges, indent) = self.ranges(doc, row)?;
+        let line = &doc.lines[li];
+        let pieces = ranges
+            .into_iter()
+            .map(|(si, a, b)| (line.spans[si].0, &line.spans[si].1[a..b]))
+            .collect();
+        Some((pieces, indent))
+    }
+    /// A screen row as its line, the (span, byte range) pieces of it, and its indent.
+    pub fn ranges(&self, doc: &Doc, row: usize) -> Option<(usize, Vec<Piece>, usize)> {
         if row >= self.total() {
             return None;
         }
         let (li, k) = self.locate(row);
         let line = doc.lines.get(li)?;
         Some(match self.breaks.get(&(li as u32)) {
-            Some(b) => (self::row(line, b, k), if k > 0 { hang_at(line, self.width) } else { 0 }),
-            None => (line.spans.iter().map(|(t, s)| (*t, s.as_str())).collect(), 0),
+            Some(b) => (
+                li,
+                row_ranges(line, b, k),
+                if k > 0 { hang_at(line, self.width) } else { 0 },
+            ),
+            None => (
+                li,
+                line.spans
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, s))| (i, 0, s.len()))
+                    .collect(),
+                0,
+            ),
         })
+    }
+    /// The row that shows byte `byte` of span `span` of line `line`.
+    pub fn row_at(&self, line: usize, span: usize, byte: usize) -> usize {
+        let base = self.row_of(line);
+        match self.breaks.get(&(line as u32)) {
+            Some(b) => {
+                let k = b.partition_point(|&(s, o)| (s as usize, o as usize) <= (span, byte));
+                base + k.saturating_sub(1)
+            }
+            None => base,
+        }
+    }
+}
+
+/// A match of a document search: bytes `start..end` of span `span` of line `line`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Hit {
+    pub line: u32,
+    pub span: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// Smart case, as vim's `smartcase` and less's `-i`: a query with no capital letter
+/// ignores case.
+pub fn ignores_case(query: &str) -> bool {
+    !query.chars().any(char::is_uppercase)
+}
+
+/// Every match of `query` in the document's text, as shown (sanitized), in order. Matches
+/// do not cross from one span to the next.
+pub fn search(doc: &Doc, query: &str) -> Vec<Hit> {
+    let mut out = Vec::new();
+    if query.is_empty() {
+        return out;
+    }
+    let fold = ignores_case(query);
+    let lower = query.to_lowercase();
+    let finder = memchr::memmem::Finder::new(query.as_bytes());
+    for (li, l) in doc.lines.iter().enumerate() {
+        for (si, (_, text)) in l.spans.iter().enumerate() {
+            let mut push = |a: usize, b: usize| {
+                out.push(Hit {
+                    line: li as u32,
+                    span: si as u32,
+                    start: a as u32,
+                    end: b as u32,
+                })
+            };
+            if !fold {
+                for a in finder.find_iter(text.as_bytes()) {
+                    push(a, a + query.len());
+                }
+            } else if lower.is_ascii() {
+                find_ascii_ci(text.as_bytes(), lower.as_bytes(), &mut push);
+            } else {
+                find_unicode_ci(text, &lower, &mut push);
+            }
+        }
+    }
+    out
+}
+
+/// Case-insensitive search of an ASCII needle (lower case): candidates are found by the
+/// first byte in either case with memchr2, then compared.
+fn find_ascii_ci(hay: &[u8], needle: &[u8], push: &mut impl FnMut(usize, usize)) {
+    let (c0, rest) = match needle.split_first() {
+        Some(x) => x,
+        None => return,
+    };
+    let (a, b) = (c0.to_ascii_lowercase(), c0.to_ascii_uppercase());
+    let mut at = 0;
+    while at + needle.len() <= hay.len() {
+        let Some(i) = memchr::memchr2(a, b, &hay[at..=hay.len() - needle.len()]) else {
+            break;
+        };
+        let i = at + i;
+        if hay[i + 1..i + needle.len()].eq_ignore_ascii_case(rest) {
+            push(i, i + needle.len());
+            at = i + needle.len();
+        } else {
+            at = i + 1;
+        }
+    }
+}
+
+/// Case-insensitive search of a non-ASCII needle: at each character, compare lower-cased
+/// characters.
+fn find_unicode_ci(hay: &str, lower: &str, push: &mut impl FnMut(usize, usize)) {
+    let mut skip_to = 0;
+    for (i, _) in hay.char_indices() {
+        if i < skip_to {
+            continue;
+        }
+        let mut want = lower.chars().peekable();
+        let mut end = i;
+        for c in hay[i..].chars() {
+            if want.peek().is_none() {
+                break;
+            }
+            let mut ok = true;
+            for lc in c.to_lowercase() {
+                if want.next() != Some(lc) {
+                    ok = false;
+                    break;
+                }
+            }
+            if !ok {
+                break;
+            }
+            end += c.len_utf8();
+        }
+        if want.peek().is_none() && end > i {
+            push(i, end);
+            skip_to = end;
+        }
     }
 }
 
@@ -500,6 +831,7 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         );
         d.lines.push(l);
     }
+    d.folded = vec![false; d.nodes.len()];
     d
 }
 
@@ -604,7 +936,17 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
             }
         }
         if let Some(det) = &err.details {
-            json(d, root, det, "/details", "$.error.details", Some("details"), 0, true);
+            json(
+                d,
+                root,
+                det,
+                "/details",
+                "$.error.details",
+                Some("details"),
+                0,
+                true,
+                NO_NODE,
+            );
         }
         d.blank();
     }
@@ -614,7 +956,7 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
             let root = d.add_root(v.clone());
             // `Y` copies the path in the source record where it can be found (jq on the file).
             let path = section_path(records, v).unwrap_or_else(|| format!("$.{name}"));
-            json(d, root, v, "", &path, None, 0, true);
+            json(d, root, v, "", &path, None, 0, true, NO_NODE);
             d.blank();
         }
     }
@@ -622,7 +964,7 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
         d.section(&sanitize::line(k));
         let root = d.add_root(v.clone());
         let path = section_path(records, v).unwrap_or_else(|| format!("$.{}", path_key(k)));
-        json(d, root, v, "", &path, None, 0, true);
+        json(d, root, v, "", &path, None, 0, true, NO_NODE);
         d.blank();
     }
 }
@@ -687,6 +1029,19 @@ fn raw_section(t: &Trace, i: u32, d: &mut Doc) {
     }
 }
 
+/// `5,000`: digits in groups of three.
+pub fn grouped(n: usize) -> String {
+    let d = n.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn detab(s: &str) -> String {
     s.replace('\t', "    ")
 }
@@ -727,7 +1082,17 @@ fn pointer_escape(k: &str) -> String {
 
 /// Pretty-print a JSON value as coloured lines, each knowing the JSON path of its value.
 #[allow(clippy::too_many_arguments)]
-fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&str>, indent: usize, last: bool) {
+fn json(
+    d: &mut Doc,
+    root: u32,
+    v: &Value,
+    ptr: &str,
+    path: &str,
+    key: Option<&str>,
+    indent: usize,
+    last: bool,
+    parent: u32,
+) {
     if d.lines.len() >= MAX_LINES {
         d.truncated = true;
         d.dropped += count_lines(v);
@@ -748,6 +1113,7 @@ fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&s
     match v {
         Value::Object(m) if !m.is_empty() => {
             l.push(Tok::Punct, "{");
+            let me = d.open_node(true, m.len(), indent, parent);
             d.line(l);
             let n = m.len();
             for (i, (k, x)) in m.iter().enumerate() {
@@ -760,15 +1126,18 @@ fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&s
                     Some(k),
                     indent + 1,
                     i + 1 == n,
+                    me,
                 );
             }
             let mut end = Line::default();
             end.push(Tok::Text, pad).push(Tok::Punct, format!("}}{comma}"));
             end.copy = Some(c);
             d.line(end);
+            d.close_node(me);
         }
         Value::Array(a) if !a.is_empty() => {
             l.push(Tok::Punct, "[");
+            let me = d.open_node(false, a.len(), indent, parent);
             d.line(l);
             let n = a.len();
             for (i, x) in a.iter().enumerate() {
@@ -781,12 +1150,14 @@ fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&s
                     None,
                     indent + 1,
                     i + 1 == n,
+                    me,
                 );
             }
             let mut end = Line::default();
             end.push(Tok::Text, pad).push(Tok::Punct, format!("]{comma}"));
             end.copy = Some(c);
             d.line(end);
+            d.close_node(me);
         }
         Value::Object(_) => {
             l.push(Tok::Punct, format!("{{}}{comma}"));
