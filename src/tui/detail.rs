@@ -75,6 +75,8 @@ pub struct Doc {
     pub nodes: Vec<Node>,
     /// Per node: folded (shown as its opening line and a size, `{…} 12 keys`).
     pub folded: Vec<bool>,
+    /// The value the cut fell in (what `o` and `y` give whole from the note that says so).
+    pub cut_copy: Option<u32>,
 }
 
 /// A JSON object or array spread over lines `open..=close`.
@@ -732,7 +734,11 @@ fn file_name(t: &Trace, file: u16) -> String {
 pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     let e = t.event(i);
     let mut d = Doc::default();
-    let (payload, records) = formats::payload_with_records(t, e);
+    let (payload, raw_records) = formats::payload_with_records(t, e);
+    // Parsed (when small enough to look for the sections' paths in), and the bytes let go: a
+    // huge record is not held twice.
+    let records = if raw { Vec::new() } else { parse_records(&raw_records) };
+    drop(raw_records);
     for v in [&payload.input, &payload.output].into_iter().flatten() {
         markers_in(v, &mut d.markers);
     }
@@ -816,7 +822,6 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         l.push(Tok::Dim, "(no payload)");
         d.line(l);
     } else {
-        let records = parse_records(&records);
         payload_sections(e.kind, payload, &records, &mut d);
     }
     if d.truncated {
@@ -825,10 +830,12 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         l.push(
             Tok::Error,
             format!(
-                "… {} more lines left out here (a document shows at most {MAX_LINES} lines); y on a value above copies all of it",
-                d.dropped
+                "… {} more lines left out here (a document shows at most {} lines): o here opens the whole value, y on a value above copies all of it",
+                grouped(d.dropped),
+                grouped(MAX_LINES)
             ),
         );
+        l.copy = d.cut_copy;
         d.lines.push(l);
     }
     d.folded = vec![false; d.nodes.len()];
@@ -950,21 +957,25 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
         }
         d.blank();
     }
-    for (title, v, name) in [(input, &p.input, "input"), (output, &p.output, "output")] {
+    // Each value moves into the document's roots once its lines are made (a 50 MB result is
+    // not copied).
+    for (title, v, name) in [(input, p.input, "input"), (output, p.output, "output")] {
         if let Some(v) = v {
             d.section(title);
-            let root = d.add_root(v.clone());
+            let root = d.add_root(Value::Null);
             // `Y` copies the path in the source record where it can be found (jq on the file).
-            let path = section_path(records, v).unwrap_or_else(|| format!("$.{name}"));
-            json(d, root, v, "", &path, None, 0, true, NO_NODE);
+            let path = section_path(records, &v).unwrap_or_else(|| format!("$.{name}"));
+            json(d, root, &v, "", &path, None, 0, true, NO_NODE);
+            d.roots[root as usize] = v;
             d.blank();
         }
     }
-    for (k, v) in &p.extra {
-        d.section(&sanitize::line(k));
-        let root = d.add_root(v.clone());
-        let path = section_path(records, v).unwrap_or_else(|| format!("$.{}", path_key(k)));
-        json(d, root, v, "", &path, None, 0, true, NO_NODE);
+    for (k, v) in p.extra {
+        d.section(&sanitize::line(&k));
+        let root = d.add_root(Value::Null);
+        let path = section_path(records, &v).unwrap_or_else(|| format!("$.{}", path_key(&k)));
+        json(d, root, &v, "", &path, None, 0, true, NO_NODE);
+        d.roots[root as usize] = v;
         d.blank();
     }
 }
@@ -1096,6 +1107,14 @@ fn json(
     if d.lines.len() >= MAX_LINES {
         d.truncated = true;
         d.dropped += count_lines(v);
+        if d.cut_copy.is_none() {
+            // The section's own line copies its whole value.
+            d.cut_copy = d
+                .copies
+                .iter()
+                .position(|c| c.root == root && c.pointer.is_empty())
+                .map(|i| i as u32);
+        }
         return;
     }
     let pad = "  ".repeat(indent.min(40));
@@ -1421,9 +1440,13 @@ mod tests {
         assert!(shown <= MAX_LINES);
         assert!(d.dropped > 10, "{last}");
         assert!(
-            last.contains(&format!("{} more lines left out here", d.dropped)),
+            last.contains(&format!("{} more lines left out here", grouped(d.dropped))),
             "{last}"
         );
+        // `o` / `y` on the note: the whole value, every item.
+        let whole = d.copy_value(d.lines.len() - 1).unwrap();
+        let back: Value = serde_json::from_str(&whole).unwrap();
+        assert_eq!(back.as_array().map(Vec::len), Some(n));
     }
 
     #[test]
