@@ -287,61 +287,109 @@ pub type Breaks = Vec<(u32, u32)>;
 pub fn breaks(line: &Line, width: usize, hang: usize) -> Breaks {
     use unicode_width::UnicodeWidthChar;
     let width = width.max(1);
-    let hang = effective_hang(hang, width);
-    let mut starts: Breaks = vec![(0, 0)];
-    let mut cap = width;
-    let mut used = 0usize;
-    // The start of the row after the last space that follows a word, and what comes after it.
-    let mut after_space: Option<(u32, u32)> = None;
-    let (mut since_w, mut since_n) = (0usize, 0usize);
-    let mut seen_word = false;
-    let mut step = |si: usize, bi: usize, space: bool, w: usize| {
-        while used + w > cap && used > 0 {
-            match after_space.take() {
-                Some(at) => {
-                    starts.push(at);
-                    used = since_w;
-                    seen_word = since_n > 0;
-                }
-                None => {
-                    starts.push((si as u32, bi as u32));
-                    used = 0;
-                    seen_word = false;
-                }
-            }
-            since_w = 0;
-            since_n = 0;
-            cap = width - hang;
-        }
-        if space {
-            if seen_word {
-                after_space = Some((si as u32, (bi + 1) as u32));
-                since_w = 0;
-                since_n = 0;
-            } else {
-                since_w += w;
-                since_n += 1;
-            }
-        } else {
-            seen_word = true;
-            since_w += w;
-            since_n += 1;
-        }
-        used += w;
+    let mut br = Breaker {
+        starts: vec![(0, 0)],
+        cap: width,
+        width,
+        hang: effective_hang(hang, width),
+        used: 0,
+        after_space: None,
+        since_w: 0,
+        since_n: 0,
+        seen_word: false,
     };
     for (si, (_, s)) in line.spans.iter().enumerate() {
-        if s.is_ascii() {
-            // Most long values (JSON, base64, logs) are ASCII: a cell a byte, no decoding.
-            for (bi, &c) in s.as_bytes().iter().enumerate() {
-                step(si, bi, c == b' ', usize::from(c >= 0x20 && c != 0x7f));
+        let bytes = s.as_bytes();
+        if bytes.iter().all(|&c| (0x20..0x7f).contains(&c)) {
+            // Printable ASCII (most long values: JSON, base64, logs): a cell a byte, and the
+            // stretches between spaces that fit on the row are taken whole.
+            let mut bi = 0;
+            while bi < bytes.len() {
+                if bytes[bi] == b' ' {
+                    br.step(si, bi, true, 1);
+                    bi += 1;
+                    continue;
+                }
+                let run = memchr::memchr(b' ', &bytes[bi..]).unwrap_or(bytes.len() - bi);
+                let fits = br.cap.saturating_sub(br.used).min(run);
+                br.word(fits);
+                bi += fits;
+                if fits < run {
+                    // The byte that does not fit: the row breaks before it.
+                    br.step(si, bi, false, 1);
+                    bi += 1;
+                }
             }
         } else {
             for (bi, c) in s.char_indices() {
-                step(si, bi, c == ' ', c.width().unwrap_or(0));
+                br.step(si, bi, c == ' ', c.width().unwrap_or(0));
             }
         }
     }
-    starts
+    br.starts
+}
+
+/// The state of [`breaks`] along a line.
+struct Breaker {
+    starts: Breaks,
+    /// Cells of the current row, and how many are used.
+    cap: usize,
+    used: usize,
+    width: usize,
+    hang: usize,
+    /// The start of the row after the last space that follows a word, and what comes after it.
+    after_space: Option<(u32, u32)>,
+    since_w: usize,
+    since_n: usize,
+    seen_word: bool,
+}
+
+impl Breaker {
+    fn step(&mut self, si: usize, bi: usize, space: bool, w: usize) {
+        while self.used + w > self.cap && self.used > 0 {
+            match self.after_space.take() {
+                Some(at) => {
+                    self.starts.push(at);
+                    self.used = self.since_w;
+                    self.seen_word = self.since_n > 0;
+                }
+                None => {
+                    self.starts.push((si as u32, bi as u32));
+                    self.used = 0;
+                    self.seen_word = false;
+                }
+            }
+            self.since_w = 0;
+            self.since_n = 0;
+            self.cap = self.width - self.hang;
+        }
+        if space {
+            if self.seen_word {
+                self.after_space = Some((si as u32, (bi + 1) as u32));
+                self.since_w = 0;
+                self.since_n = 0;
+            } else {
+                self.since_w += w;
+                self.since_n += 1;
+            }
+        } else {
+            self.seen_word = true;
+            self.since_w += w;
+            self.since_n += 1;
+        }
+        self.used += w;
+    }
+
+    /// `n` one-cell characters, no space among them, that fit on the row: what `n` calls of
+    /// `step` would do.
+    fn word(&mut self, n: usize) {
+        if n > 0 {
+            self.seen_word = true;
+            self.since_w += n;
+            self.since_n += n;
+            self.used += n;
+        }
+    }
 }
 
 /// A hang wider than half the pane would leave too little room: continuation rows then use
@@ -1453,5 +1501,55 @@ mod tests {
     fn odd_keys_get_bracket_paths() {
         assert_eq!(join_path("$.input", "a b"), "$.input[\"a b\"]");
         assert_eq!(join_path("$.input", "ok_1"), "$.input.ok_1");
+    }
+}
+
+#[cfg(test)]
+mod break_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The breaks as the plain loop makes them, a character at a time (the reference for the
+    /// fast path over printable ASCII).
+    fn slow(line: &Line, width: usize, hang: usize) -> Breaks {
+        use unicode_width::UnicodeWidthChar;
+        let width = width.max(1);
+        let mut br = Breaker {
+            starts: vec![(0, 0)],
+            cap: width,
+            width,
+            hang: effective_hang(hang, width),
+            used: 0,
+            after_space: None,
+            since_w: 0,
+            since_n: 0,
+            seen_word: false,
+        };
+        for (si, (_, s)) in line.spans.iter().enumerate() {
+            for (bi, c) in s.char_indices() {
+                let w = if c.is_ascii() {
+                    usize::from(c >= ' ' && c != '\x7f')
+                } else {
+                    c.width().unwrap_or(0)
+                };
+                br.step(si, bi, c == ' ', w);
+            }
+        }
+        br.starts
+    }
+
+    proptest! {
+        #[test]
+        fn the_fast_path_breaks_as_the_plain_loop(
+            spans in proptest::collection::vec("[a-c ]{0,40}|[x日 ]{0,10}", 1..4),
+            width in 1usize..30,
+            hang in 0usize..12,
+        ) {
+            let mut l = Line::default();
+            for s in spans {
+                l.push(Tok::Text, s);
+            }
+            prop_assert_eq!(breaks(&l, width, hang), slow(&l, width, hang));
+        }
     }
 }
