@@ -146,7 +146,7 @@ fn bench(c: &mut Criterion) {
             term.draw(|f| render(f, &s, &theme)).unwrap();
         })
     });
-    assert!(screen(&term).contains("items"), "the array folded with its size");
+    assert!(screen(&term).contains("{…} 2 keys"), "the items folded with their size");
     g.bench_function("unfold all (Z) and draw", |b| {
         b.iter(|| {
             update(&mut s, Action::Cmd(Command::ExpandAll));

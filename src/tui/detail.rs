@@ -118,6 +118,20 @@ impl Doc {
         l.push(Tok::Section, format!("── {title} "));
         self.line(l);
     }
+    /// Past the line cap: count the lines these values would make, and note the value the cut
+    /// fell in.
+    fn cut<'a>(&mut self, root: u32, rest: impl Iterator<Item = &'a Value>) {
+        self.truncated = true;
+        self.dropped += rest.map(count_lines).sum::<usize>();
+        if self.cut_copy.is_none() {
+            // The section's own line copies its whole value.
+            self.cut_copy = self
+                .copies
+                .iter()
+                .position(|c| c.root == root && c.pointer.is_empty())
+                .map(|i| i as u32);
+        }
+    }
     /// A node opening on the next line (which the caller pushes).
     fn open_node(&mut self, object: bool, len: usize, depth: usize, parent: u32) -> u32 {
         let open = self.lines.len() as u32;
@@ -1153,16 +1167,7 @@ fn json(
     parent: u32,
 ) {
     if d.lines.len() >= MAX_LINES {
-        d.truncated = true;
-        d.dropped += count_lines(v);
-        if d.cut_copy.is_none() {
-            // The section's own line copies its whole value.
-            d.cut_copy = d
-                .copies
-                .iter()
-                .position(|c| c.root == root && c.pointer.is_empty())
-                .map(|i| i as u32);
-        }
+        d.cut(root, std::iter::once(v));
         return;
     }
     let pad = "  ".repeat(indent.min(40));
@@ -1184,6 +1189,11 @@ fn json(
             d.line(l);
             let n = m.len();
             for (i, (k, x)) in m.iter().enumerate() {
+                if d.lines.len() >= MAX_LINES {
+                    // The rest in one go, without making their paths.
+                    d.cut(root, m.values().skip(i));
+                    break;
+                }
                 json(
                     d,
                     root,
@@ -1208,6 +1218,10 @@ fn json(
             d.line(l);
             let n = a.len();
             for (i, x) in a.iter().enumerate() {
+                if d.lines.len() >= MAX_LINES {
+                    d.cut(root, a[i..].iter());
+                    break;
+                }
                 json(
                     d,
                     root,
@@ -1261,8 +1275,14 @@ fn json(
             } else {
                 Tok::Str
             };
-            l.push(tok, format!("\"{}\"", sanitize::line(s)))
-                .push(Tok::Punct, comma);
+            // Sized once: a 50 MB value is not grown (and copied) by doubling.
+            let safe = sanitize::line(s);
+            let mut q = String::with_capacity(safe.len() + 2);
+            q.push('"');
+            q.push_str(&safe);
+            q.push('"');
+            drop(safe);
+            l.push(tok, q).push(Tok::Punct, comma);
             d.line(l);
         }
         Value::Number(n) => {
