@@ -22,7 +22,7 @@ const SIZE: usize = 50 << 20;
 
 /// Words and long unbroken stretches (minified JSON and base64 have both), ending with a marker.
 fn value() -> String {
-    let mut v = String::with_capacity(SIZE + 64);
+    let mut v = String::with_capacity(SIZE + 512);
     let mut k = 0usize;
     while v.len() < SIZE {
         v.push_str(&format!("chunk{k:07}-"));

@@ -161,7 +161,7 @@ const DETAIL: &[Entry] = &[
         "zoom: this pane fills the screen, and back",
         Some("zoom"),
     ),
-    e(Command::Wrap, "wrap long lines on/off", None),
+    e(Command::Wrap, "wrap long lines on/off", Some("wrap")),
     e(Command::ScrollRight, "wrap off: scroll right half a pane", None),
     e(Command::ScrollLeft, "wrap off: scroll left half a pane", None),
     e(Command::LineStart, "wrap off: back to the first column", None),
@@ -170,7 +170,7 @@ const DETAIL: &[Entry] = &[
         "wrap off: to the end of the line under the cursor",
         None,
     ),
-    e(Command::Raw, "raw source record on/off", Some("raw")),
+    e(Command::Raw, "raw source record on/off", None),
     e(
         Command::Problems,
         "the run's load problems (lines that could not be read)",

@@ -38,7 +38,10 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
             footer(buf, l.footer, s, th);
         }
         (View::Run, Some(r)) => {
-            let l = crate::tui::update::run_layout(s);
+            let mut l = layout::run(area);
+            if r.zoom {
+                l = layout::zoomed(l, r.focus == crate::tui::state::Pane::Detail);
+            }
             {
                 // One guard for the frame's view of the run: its parts show the same trace,
                 // and no part takes the lock again (a second read guard on one thread
