@@ -246,3 +246,24 @@ fn a_bundle_that_does_not_match_its_manifest_carries_its_badge() {
     let header = screen(&s, 120, 16);
     assert!(header.contains("⚠ content does not match its manifest"), "{header}");
 }
+
+/// Issue 16: `z` on a line outside JSON folds every section down to its top-level keys; a
+/// folded node shows its size.
+#[test]
+fn detail_folded_document() {
+    let mut s = opened("agentdbg/runs/run-7f3a", (120, 30));
+    // `c`: the JSON view (an LLM call opens as a conversation).
+    press(&mut s, &["m", "tab", "c", "z"]);
+    insta::assert_snapshot!(screen(&s, 120, 30));
+}
+
+/// Issue 16: `/` in the detail searches its text: every match highlighted, the counter in
+/// the title; `+` zooms the detail to the whole screen.
+#[test]
+fn detail_search_and_zoom() {
+    let mut s = opened("agentdbg/runs/run-7f3a", (120, 30));
+    press(&mut s, &["m", "tab", "/"]);
+    typed(&mut s, "flight");
+    press(&mut s, &["enter", "n", "+"]);
+    insta::assert_snapshot!(screen(&s, 120, 30));
+}

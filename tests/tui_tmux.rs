@@ -217,7 +217,10 @@ fn newcomer_finds_the_failed_tool_call_in_the_sample_traces() {
     // help
     t.keys(&["?"]);
     let s = t.wait_for("the help overlay", |s| s.contains("keys of the event tree"));
-    assert!(s.contains("next error") && s.contains("filter (/)"), "{s}");
+    assert!(s.contains("next error"), "{s}");
+    // The filter syntax is further down: the help scrolls.
+    t.keys(&["G"]);
+    t.wait_for("the filter syntax in the help", |s| s.contains("filter (/)"));
     t.keys(&["Escape"]);
     t.wait_for("help closed", |s| !s.contains("keys of the event tree"));
 
@@ -644,6 +647,65 @@ fn the_end_of_a_huge_one_line_result_is_reachable() {
         })
         .find(|&(a, b)| a == b && b > 1000);
     assert!(counter.is_some(), "a row counter at its end\n{s}");
+    // `/` searches the document: a word from the middle of the value is brought on screen.
+    let middle = format!("chunk{:06}-", k / 2);
+    assert!(!s.contains(&middle));
+    t.keys(&["/"]);
+    t.type_text(&middle);
+    t.keys(&["Enter"]);
+    let s = t.wait_for("the match in the middle", |s| s.contains(&middle));
+    assert!(s.contains("1/1"), "the match counter\n{s}");
+    t.keys(&["q"]);
+    t.assert_restored();
+}
+
+/// `o` in the detail: the pager gets a private copy (mode 0600, in the temporary directory,
+/// removed after) of what the screen shows, escapes escaped; the explorer comes back.
+#[test]
+fn o_hands_the_pager_a_private_sanitized_file_removed_after() {
+    need_tmux!();
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("seen");
+    let script = d.path().join("pager.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncp \"$1\" '{0}'\nstat -c %a \"$1\" > '{0}.mode'\nprintf %s \"$1\" > '{0}.path'\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let t = Tmux::start_sized(240, 30);
+    let bin = env!("CARGO_BIN_EXE_tracetui");
+    t.type_text(&format!(
+        "PAGER='{}' {bin} tests/fixtures/tui/hostile/runs/run-evil",
+        script.display()
+    ));
+    t.keys(&["Enter"]);
+    t.wait_for("the run", |s| s.contains("fetch_page"));
+    t.keys(&["j", "Enter"]);
+    t.wait_for("the tool result", |s| s.contains("── Result"));
+    // The last line is blank: no value there, so the whole detail is opened.
+    t.keys(&["G", "o"]);
+    let start = Instant::now();
+    while !out.with_extension("path").exists() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = std::fs::read(&out).expect("the pager ran");
+    assert!(!seen.contains(&0x1b), "no escape byte reaches the pager");
+    let text = String::from_utf8(seen).unwrap();
+    assert!(text.contains("── Result") && text.contains("\\x1b[2J"), "{text}");
+    let mode = std::fs::read_to_string(d.path().join("seen.mode")).unwrap();
+    assert_eq!(mode.trim(), "600");
+    let path = std::fs::read_to_string(d.path().join("seen.path")).unwrap();
+    assert!(std::path::Path::new(&path).starts_with(std::env::temp_dir()), "{path}");
+    assert!(!path.contains("run-evil"), "not in the trace directory: {path}");
+    // The explorer is back on the alternate screen, and the file is gone.
+    t.wait_for("the explorer again", |s| s.contains("── Result"));
+    assert_eq!(t.var("alternate_on"), "1");
+    assert!(!std::path::Path::new(&path).exists(), "{path} removed");
     t.keys(&["q"]);
     t.assert_restored();
 }

@@ -60,10 +60,13 @@ pub enum Command {
     Stats,
     Select,
     Visual,
+    ToggleFold,
+    Zoom,
+    Editor,
 }
 
 impl Command {
-    pub const ALL: [Command; 51] = [
+    pub const ALL: [Command; 54] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -115,6 +118,9 @@ impl Command {
         Command::Stats,
         Command::Select,
         Command::Visual,
+        Command::ToggleFold,
+        Command::Zoom,
+        Command::Editor,
     ];
 
     /// The name used in the keymap TOML.
@@ -171,6 +177,9 @@ impl Command {
             Command::Transcript => "transcript",
             Command::Reverse => "reverse",
             Command::Stats => "stats",
+            Command::ToggleFold => "toggle_fold",
+            Command::Zoom => "zoom",
+            Command::Editor => "editor",
         }
     }
 

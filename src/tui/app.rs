@@ -400,6 +400,17 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
             terminal::take_resumed();
             g.term.clear()?;
         }
+        Effect::Edit(text) => {
+            #[cfg(unix)]
+            let shown = terminal::edit(&text);
+            #[cfg(not(unix))]
+            let shown: std::io::Result<()> = Err(std::io::Error::other("no editor here"));
+            if let Err(e) = shown {
+                let _ = tx.send(Action::Problem(format!("could not open the editor: {e}")));
+            }
+            terminal::take_resumed();
+            g.term.clear()?;
+        }
         Effect::Copy(text) => {
             // OSC 52: the terminal puts it on the clipboard. Base64 keeps any control bytes
             // in the copied value from being interpreted.

@@ -259,6 +259,11 @@ fn header(t: &Trace, i: u32, t0: Option<i64>) -> Doc {
     d.lines.truncate(end);
     d.truncated = false;
     d.dropped = 0;
+    // The JSON view's foldable nodes point at the payload lines just dropped: folding in
+    // the chat view would fold the conversation's lines by them.
+    d.nodes.clear();
+    d.folded.clear();
+    d.cut_copy = None;
     d
 }
 

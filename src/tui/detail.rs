@@ -70,7 +70,30 @@ pub struct Doc {
     pub truncated: bool,
     /// Lines left out past the cut.
     pub dropped: usize,
+    /// The JSON objects and arrays of more than one line, in the order they open (so by
+    /// `open`): what can be folded.
+    pub nodes: Vec<Node>,
+    /// Per node: folded (shown as its opening line and a size, `{…} 12 keys`).
+    pub folded: Vec<bool>,
+    /// The value the cut fell in (what `o` and `y` give whole from the note that says so).
+    pub cut_copy: Option<u32>,
 }
+
+/// A JSON object or array spread over lines `open..=close`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub open: u32,
+    pub close: u32,
+    /// Nesting below its section's root (the root is 0).
+    pub depth: u16,
+    pub object: bool,
+    /// Keys or items.
+    pub len: u32,
+    /// The enclosing node, or `NO_NODE`.
+    pub parent: u32,
+}
+
+pub const NO_NODE: u32 = u32::MAX;
 
 /// Lines kept per document (each costs about a hundred bytes; rendering is lazy, so the
 /// bound is memory, not speed). A cut says so on screen; `y` still copies whole values.
@@ -95,6 +118,40 @@ impl Doc {
         l.push(Tok::Section, format!("── {title} "));
         self.line(l);
     }
+    /// Past the line cap: count the lines these values would make, and note the value the cut
+    /// fell in.
+    fn cut<'a>(&mut self, root: u32, rest: impl Iterator<Item = &'a Value>) {
+        self.truncated = true;
+        self.dropped += rest.map(count_lines).sum::<usize>();
+        if self.cut_copy.is_none() {
+            // The section's own line copies its whole value.
+            self.cut_copy = self
+                .copies
+                .iter()
+                .position(|c| c.root == root && c.pointer.is_empty())
+                .map(|i| i as u32);
+        }
+    }
+    /// A node opening on the next line (which the caller pushes).
+    fn open_node(&mut self, object: bool, len: usize, depth: usize, parent: u32) -> u32 {
+        let open = self.lines.len() as u32;
+        self.nodes.push(Node {
+            open,
+            close: open,
+            depth: depth.min(u16::MAX as usize) as u16,
+            object,
+            len: len.min(u32::MAX as usize) as u32,
+            parent,
+        });
+        (self.nodes.len() - 1) as u32
+    }
+    /// The node ends on the last line pushed (a cut document: where the cut is).
+    fn close_node(&mut self, node: u32) {
+        let last = self.lines.len().saturating_sub(1) as u32;
+        if let Some(n) = self.nodes.get_mut(node as usize) {
+            n.close = last.max(n.open);
+        }
+    }
     fn add_root(&mut self, v: Value) -> u32 {
         self.roots.push(v);
         (self.roots.len() - 1) as u32
@@ -112,6 +169,118 @@ impl Doc {
             Value::String(s) => s.clone(),
             other => serde_json::to_string_pretty(other).unwrap_or_default(),
         })
+    }
+
+    /// The whole document as text, as shown (what `o` opens off a value).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for l in &self.lines {
+            for (_, s) in &l.spans {
+                out.push_str(s);
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The node that opens on `line`.
+    pub fn node_at(&self, line: usize) -> Option<usize> {
+        let i = self.nodes.partition_point(|n| (n.open as usize) < line);
+        (self.nodes.get(i)?.open as usize == line).then_some(i)
+    }
+
+    /// The innermost node whose lines hold `line` (its own opening line included).
+    pub fn node_around(&self, line: usize) -> Option<usize> {
+        let mut i = self.nodes.partition_point(|n| n.open as usize <= line).checked_sub(1)?;
+        loop {
+            let n = &self.nodes[i];
+            if n.close as usize >= line {
+                return Some(i);
+            }
+            if n.parent == NO_NODE {
+                return None;
+            }
+            i = n.parent as usize;
+        }
+    }
+
+    pub fn is_folded(&self, node: usize) -> bool {
+        self.folded.get(node).copied().unwrap_or(false)
+    }
+
+    /// Fold or unfold a node.
+    pub fn set_folded(&mut self, node: usize, on: bool) {
+        self.folded.resize(self.nodes.len(), false);
+        if let Some(f) = self.folded.get_mut(node) {
+            *f = on;
+        }
+    }
+
+    /// Whether `line` is hidden inside a folded node.
+    pub fn hidden(&self, line: usize) -> bool {
+        let mut at = self.node_around(line);
+        while let Some(i) = at {
+            let n = &self.nodes[i];
+            if self.is_folded(i) && line > n.open as usize {
+                return true;
+            }
+            at = (n.parent != NO_NODE).then_some(n.parent as usize);
+        }
+        false
+    }
+
+    /// Unfold every node that hides `line`.
+    pub fn reveal(&mut self, line: usize) {
+        let mut at = self.node_around(line);
+        while let Some(i) = at {
+            let n = self.nodes[i];
+            if line > n.open as usize
+                && let Some(f) = self.folded.get_mut(i)
+            {
+                *f = false;
+            }
+            at = (n.parent != NO_NODE).then_some(n.parent as usize);
+        }
+    }
+
+    /// What a folded node shows after its opening line: `…} 12 keys,`.
+    pub fn fold_tail(&self, node: usize) -> Vec<(Tok, String)> {
+        let n = &self.nodes[node];
+        let close = self
+            .lines
+            .get(n.close as usize)
+            .and_then(|l| l.spans.last())
+            .map(|(_, s)| s.as_str())
+            .unwrap_or("");
+        let what = match (n.object, n.len) {
+            (true, 1) => "1 key".to_string(),
+            (true, k) => format!("{} keys", grouped(k as usize)),
+            (false, 1) => "1 item".to_string(),
+            (false, k) => format!("{} items", grouped(k as usize)),
+        };
+        // `{…} 2 keys,`: the size before the comma that separates it from what follows.
+        let (bracket, comma) = match close.strip_suffix(',') {
+            Some(b) => (b, ","),
+            None => (close, ""),
+        };
+        vec![
+            (Tok::Punct, format!("…{bracket}")),
+            (Tok::Dim, format!(" {what}")),
+            (Tok::Punct, comma.to_string()),
+        ]
+    }
+
+    /// Fold every node at `depth` or deeper (and unfold those above): the document down to a
+    /// depth.
+    pub fn fold_below(&mut self, depth: u16) {
+        self.folded.resize(self.nodes.len(), false);
+        for (f, n) in self.folded.iter_mut().zip(&self.nodes) {
+            *f = n.depth >= depth;
+        }
+    }
+
+    pub fn unfold_all(&mut self) {
+        self.folded.iter_mut().for_each(|f| *f = false);
     }
 
     pub fn copy_path(&self, line: usize) -> Option<String> {
@@ -132,61 +301,109 @@ pub type Breaks = Vec<(u32, u32)>;
 pub fn breaks(line: &Line, width: usize, hang: usize) -> Breaks {
     use unicode_width::UnicodeWidthChar;
     let width = width.max(1);
-    let hang = effective_hang(hang, width);
-    let mut starts: Breaks = vec![(0, 0)];
-    let mut cap = width;
-    let mut used = 0usize;
-    // The start of the row after the last space that follows a word, and what comes after it.
-    let mut after_space: Option<(u32, u32)> = None;
-    let (mut since_w, mut since_n) = (0usize, 0usize);
-    let mut seen_word = false;
-    let mut step = |si: usize, bi: usize, space: bool, w: usize| {
-        while used + w > cap && used > 0 {
-            match after_space.take() {
-                Some(at) => {
-                    starts.push(at);
-                    used = since_w;
-                    seen_word = since_n > 0;
-                }
-                None => {
-                    starts.push((si as u32, bi as u32));
-                    used = 0;
-                    seen_word = false;
-                }
-            }
-            since_w = 0;
-            since_n = 0;
-            cap = width - hang;
-        }
-        if space {
-            if seen_word {
-                after_space = Some((si as u32, (bi + 1) as u32));
-                since_w = 0;
-                since_n = 0;
-            } else {
-                since_w += w;
-                since_n += 1;
-            }
-        } else {
-            seen_word = true;
-            since_w += w;
-            since_n += 1;
-        }
-        used += w;
+    let mut br = Breaker {
+        starts: vec![(0, 0)],
+        cap: width,
+        width,
+        hang: effective_hang(hang, width),
+        used: 0,
+        after_space: None,
+        since_w: 0,
+        since_n: 0,
+        seen_word: false,
     };
     for (si, (_, s)) in line.spans.iter().enumerate() {
-        if s.is_ascii() {
-            // Most long values (JSON, base64, logs) are ASCII: a cell a byte, no decoding.
-            for (bi, &c) in s.as_bytes().iter().enumerate() {
-                step(si, bi, c == b' ', usize::from(c >= 0x20 && c != 0x7f));
+        let bytes = s.as_bytes();
+        if bytes.iter().all(|&c| (0x20..0x7f).contains(&c)) {
+            // Printable ASCII (most long values: JSON, base64, logs): a cell a byte, and the
+            // stretches between spaces that fit on the row are taken whole.
+            let mut bi = 0;
+            while bi < bytes.len() {
+                if bytes[bi] == b' ' {
+                    br.step(si, bi, true, 1);
+                    bi += 1;
+                    continue;
+                }
+                let run = memchr::memchr(b' ', &bytes[bi..]).unwrap_or(bytes.len() - bi);
+                let fits = br.cap.saturating_sub(br.used).min(run);
+                br.word(fits);
+                bi += fits;
+                if fits < run {
+                    // The byte that does not fit: the row breaks before it.
+                    br.step(si, bi, false, 1);
+                    bi += 1;
+                }
             }
         } else {
             for (bi, c) in s.char_indices() {
-                step(si, bi, c == ' ', c.width().unwrap_or(0));
+                br.step(si, bi, c == ' ', c.width().unwrap_or(0));
             }
         }
     }
-    starts
+    br.starts
+}
+
+/// The state of [`breaks`] along a line.
+struct Breaker {
+    starts: Breaks,
+    /// Cells of the current row, and how many are used.
+    cap: usize,
+    used: usize,
+    width: usize,
+    hang: usize,
+    /// The start of the row after the last space that follows a word, and what comes after it.
+    after_space: Option<(u32, u32)>,
+    since_w: usize,
+    since_n: usize,
+    seen_word: bool,
+}
+
+impl Breaker {
+    fn step(&mut self, si: usize, bi: usize, space: bool, w: usize) {
+        while self.used + w > self.cap && self.used > 0 {
+            match self.after_space.take() {
+                Some(at) => {
+                    self.starts.push(at);
+                    self.used = self.since_w;
+                    self.seen_word = self.since_n > 0;
+                }
+                None => {
+                    self.starts.push((si as u32, bi as u32));
+                    self.used = 0;
+                    self.seen_word = false;
+                }
+            }
+            self.since_w = 0;
+            self.since_n = 0;
+            self.cap = self.width - self.hang;
+        }
+        if space {
+            if self.seen_word {
+                self.after_space = Some((si as u32, (bi + 1) as u32));
+                self.since_w = 0;
+                self.since_n = 0;
+            } else {
+                self.since_w += w;
+                self.since_n += 1;
+            }
+        } else {
+            self.seen_word = true;
+            self.since_w += w;
+            self.since_n += 1;
+        }
+        self.used += w;
+    }
+
+    /// `n` one-cell characters, no space among them, that fit on the row: what `n` calls of
+    /// `step` would do.
+    fn word(&mut self, n: usize) {
+        if n > 0 {
+            self.seen_word = true;
+            self.since_w += n;
+            self.since_n += n;
+            self.used += n;
+        }
+    }
 }
 
 /// A hang wider than half the pane would leave too little room: continuation rows then use
@@ -202,11 +419,22 @@ pub fn hang_at(line: &Line, width: usize) -> usize {
 
 /// Row `k` of a line broken at `b`, as styled pieces.
 pub fn row<'a>(line: &'a Line, b: &[(u32, u32)], k: usize) -> Vec<(Tok, &'a str)> {
+    row_ranges(line, b, k)
+        .into_iter()
+        .map(|(si, from, to)| (line.spans[si].0, &line.spans[si].1[from..to]))
+        .collect()
+}
+
+/// Part of a row: (span, start byte, end byte) in its line.
+pub type Piece = (usize, usize, usize);
+
+/// Row `k` of a line broken at `b`, as (span, byte range in it).
+pub fn row_ranges(line: &Line, b: &[(u32, u32)], k: usize) -> Vec<Piece> {
     let (s0, b0) = b[k];
     let end = b.get(k + 1).copied();
     let mut out = Vec::new();
     for si in s0 as usize..line.spans.len() {
-        let (tok, text) = &line.spans[si];
+        let text = &line.spans[si].1;
         let from = if si == s0 as usize { b0 as usize } else { 0 };
         let to = match end {
             Some((es, eb)) if es as usize == si => eb as usize,
@@ -214,7 +442,7 @@ pub fn row<'a>(line: &'a Line, b: &[(u32, u32)], k: usize) -> Vec<(Tok, &'a str)
             _ => text.len(),
         };
         if from < to {
-            out.push((*tok, &text[from..to]));
+            out.push((si, from, to));
         }
         if end.is_some_and(|(es, _)| es as usize == si) {
             break;
@@ -225,7 +453,7 @@ pub fn row<'a>(line: &'a Line, b: &[(u32, u32)], k: usize) -> Vec<(Tok, &'a str)
 
 /// The part of a row from cell `from` on, at most `width` cells: what a pane scrolled
 /// sideways shows. Reads no further into a long line than the window's end.
-pub fn window<'a>(pieces: &[(Tok, &'a str)], from: usize, width: usize) -> Vec<(Tok, &'a str)> {
+pub fn window<'a, T: Copy>(pieces: &[(T, &'a str)], from: usize, width: usize) -> Vec<(T, &'a str)> {
     use unicode_width::UnicodeWidthChar;
     let mut out = Vec::new();
     let (mut at, end) = (0usize, from + width);
@@ -289,8 +517,36 @@ impl Rows {
         let mut map = std::collections::HashMap::new();
         let mut n = 0;
         let mut max_width = 0;
-        for (i, l) in doc.lines.iter().enumerate() {
+        let folds = doc.folded.iter().any(|&f| f);
+        // Nodes open in line order: the next one that may open at or after the line.
+        let mut next = 0usize;
+        let mut i = 0usize;
+        while i < doc.lines.len() {
+            let l = &doc.lines[i];
             first.push(n);
+            if folds {
+                while doc.nodes.get(next).is_some_and(|x| (x.open as usize) < i) {
+                    next += 1;
+                }
+                if doc.nodes.get(next).is_some_and(|x| x.open as usize == i) && doc.is_folded(next) {
+                    // A folded node: its opening line and size on one row, its other lines none.
+                    n += 1;
+                    if !wrap {
+                        let tail: usize = doc
+                            .fold_tail(next)
+                            .iter()
+                            .map(|(_, s)| unicode_width::UnicodeWidthStr::width(s.as_str()))
+                            .sum();
+                        max_width = max_width.max(l.width() + tail);
+                    }
+                    let close = (doc.nodes[next].close as usize).min(doc.lines.len() - 1);
+                    for _ in i + 1..=close {
+                        first.push(n);
+                    }
+                    i = close.max(i) + 1;
+                    continue;
+                }
+            }
             if !wrap {
                 max_width = max_width.max(l.width());
             }
@@ -307,6 +563,7 @@ impl Rows {
             } else {
                 n += 1;
             }
+            i += 1;
         }
         first.push(n);
         Rows {
@@ -336,15 +593,153 @@ impl Rows {
     /// The pieces of a screen row, and the cells it is indented by (a wrapped line's
     /// continuation rows start under its value).
     pub fn row<'a>(&self, doc: &'a Doc, row: usize) -> Option<(Vec<(Tok, &'a str)>, usize)> {
+        let (li, ranges, indent) = self.ranges(doc, row)?;
+        let line = &doc.lines[li];
+        let pieces = ranges
+            .into_iter()
+            .map(|(si, a, b)| (line.spans[si].0, &line.spans[si].1[a..b]))
+            .collect();
+        Some((pieces, indent))
+    }
+    /// A screen row as its line, the (span, byte range) pieces of it, and its indent.
+    pub fn ranges(&self, doc: &Doc, row: usize) -> Option<(usize, Vec<Piece>, usize)> {
         if row >= self.total() {
             return None;
         }
         let (li, k) = self.locate(row);
         let line = doc.lines.get(li)?;
         Some(match self.breaks.get(&(li as u32)) {
-            Some(b) => (self::row(line, b, k), if k > 0 { hang_at(line, self.width) } else { 0 }),
-            None => (line.spans.iter().map(|(t, s)| (*t, s.as_str())).collect(), 0),
+            Some(b) => (
+                li,
+                row_ranges(line, b, k),
+                if k > 0 { hang_at(line, self.width) } else { 0 },
+            ),
+            None => (
+                li,
+                line.spans
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, s))| (i, 0, s.len()))
+                    .collect(),
+                0,
+            ),
         })
+    }
+    /// The row that shows byte `byte` of span `span` of line `line`.
+    pub fn row_at(&self, line: usize, span: usize, byte: usize) -> usize {
+        let base = self.row_of(line);
+        match self.breaks.get(&(line as u32)) {
+            Some(b) => {
+                let k = b.partition_point(|&(s, o)| (s as usize, o as usize) <= (span, byte));
+                base + k.saturating_sub(1)
+            }
+            None => base,
+        }
+    }
+}
+
+/// A match of a document search: bytes `start..end` of span `span` of line `line`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Hit {
+    pub line: u32,
+    pub span: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// Smart case, as vim's `smartcase` and less's `-i`: a query with no capital letter
+/// ignores case.
+pub fn ignores_case(query: &str) -> bool {
+    !query.chars().any(char::is_uppercase)
+}
+
+/// Every match of `query` in the document's text, as shown (sanitized), in order. Matches
+/// do not cross from one span to the next.
+pub fn search(doc: &Doc, query: &str) -> Vec<Hit> {
+    let mut out = Vec::new();
+    if query.is_empty() {
+        return out;
+    }
+    let fold = ignores_case(query);
+    let lower = query.to_lowercase();
+    let finder = memchr::memmem::Finder::new(query.as_bytes());
+    for (li, l) in doc.lines.iter().enumerate() {
+        for (si, (_, text)) in l.spans.iter().enumerate() {
+            let mut push = |a: usize, b: usize| {
+                out.push(Hit {
+                    line: li as u32,
+                    span: si as u32,
+                    start: a as u32,
+                    end: b as u32,
+                })
+            };
+            if !fold {
+                for a in finder.find_iter(text.as_bytes()) {
+                    push(a, a + query.len());
+                }
+            } else if lower.is_ascii() {
+                find_ascii_ci(text.as_bytes(), lower.as_bytes(), &mut push);
+            } else {
+                find_unicode_ci(text, &lower, &mut push);
+            }
+        }
+    }
+    out
+}
+
+/// Case-insensitive search of an ASCII needle (lower case): candidates are found by the
+/// first byte in either case with memchr2, then compared.
+fn find_ascii_ci(hay: &[u8], needle: &[u8], push: &mut impl FnMut(usize, usize)) {
+    let (c0, rest) = match needle.split_first() {
+        Some(x) => x,
+        None => return,
+    };
+    let (a, b) = (c0.to_ascii_lowercase(), c0.to_ascii_uppercase());
+    let mut at = 0;
+    while at + needle.len() <= hay.len() {
+        let Some(i) = memchr::memchr2(a, b, &hay[at..=hay.len() - needle.len()]) else {
+            break;
+        };
+        let i = at + i;
+        if hay[i + 1..i + needle.len()].eq_ignore_ascii_case(rest) {
+            push(i, i + needle.len());
+            at = i + needle.len();
+        } else {
+            at = i + 1;
+        }
+    }
+}
+
+/// Case-insensitive search of a non-ASCII needle: at each character, compare lower-cased
+/// characters.
+fn find_unicode_ci(hay: &str, lower: &str, push: &mut impl FnMut(usize, usize)) {
+    let mut skip_to = 0;
+    for (i, _) in hay.char_indices() {
+        if i < skip_to {
+            continue;
+        }
+        let mut want = lower.chars().peekable();
+        let mut end = i;
+        for c in hay[i..].chars() {
+            if want.peek().is_none() {
+                break;
+            }
+            let mut ok = true;
+            for lc in c.to_lowercase() {
+                if want.next() != Some(lc) {
+                    ok = false;
+                    break;
+                }
+            }
+            if !ok {
+                break;
+            }
+            end += c.len_utf8();
+        }
+        if want.peek().is_none() && end > i {
+            push(i, end);
+            skip_to = end;
+        }
     }
 }
 
@@ -401,7 +796,11 @@ fn file_name(t: &Trace, file: u16) -> String {
 pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     let e = t.event(i);
     let mut d = Doc::default();
-    let (payload, records) = formats::payload_with_records(t, e);
+    let (payload, raw_records) = formats::payload_with_records(t, e);
+    // Parsed (when small enough to look for the sections' paths in), and the bytes let go: a
+    // huge record is not held twice.
+    let records = if raw { Vec::new() } else { parse_records(&raw_records) };
+    drop(raw_records);
     for v in [&payload.input, &payload.output].into_iter().flatten() {
         markers_in(v, &mut d.markers);
     }
@@ -480,7 +879,6 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         l.push(Tok::Dim, "(no payload)");
         d.line(l);
     } else {
-        let records = parse_records(&records);
         payload_sections(e.kind, payload, &records, &mut d);
     }
     if d.truncated {
@@ -489,12 +887,15 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         l.push(
             Tok::Error,
             format!(
-                "… {} more lines left out here (a document shows at most {MAX_LINES} lines); y on a value above copies all of it",
-                d.dropped
+                "… {} more lines left out here (a document shows at most {} lines): o here opens the whole value, y on a value above copies all of it",
+                grouped(d.dropped),
+                grouped(MAX_LINES)
             ),
         );
+        l.copy = d.cut_copy;
         d.lines.push(l);
     }
+    d.folded = vec![false; d.nodes.len()];
     d
 }
 
@@ -599,25 +1000,39 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
             }
         }
         if let Some(det) = &err.details {
-            json(d, root, det, "/details", "$.error.details", Some("details"), 0, true);
+            json(
+                d,
+                root,
+                det,
+                "/details",
+                "$.error.details",
+                Some("details"),
+                0,
+                true,
+                NO_NODE,
+            );
         }
         d.blank();
     }
-    for (title, v, name) in [(input, &p.input, "input"), (output, &p.output, "output")] {
+    // Each value moves into the document's roots once its lines are made (a 50 MB result is
+    // not copied).
+    for (title, v, name) in [(input, p.input, "input"), (output, p.output, "output")] {
         if let Some(v) = v {
             d.section(title);
-            let root = d.add_root(v.clone());
+            let root = d.add_root(Value::Null);
             // `Y` copies the path in the source record where it can be found (jq on the file).
-            let path = section_path(records, v).unwrap_or_else(|| format!("$.{name}"));
-            json(d, root, v, "", &path, None, 0, true);
+            let path = section_path(records, &v).unwrap_or_else(|| format!("$.{name}"));
+            json(d, root, &v, "", &path, None, 0, true, NO_NODE);
+            d.roots[root as usize] = v;
             d.blank();
         }
     }
-    for (k, v) in &p.extra {
-        d.section(&sanitize::line(k));
-        let root = d.add_root(v.clone());
-        let path = section_path(records, v).unwrap_or_else(|| format!("$.{}", path_key(k)));
-        json(d, root, v, "", &path, None, 0, true);
+    for (k, v) in p.extra {
+        d.section(&sanitize::line(&k));
+        let root = d.add_root(Value::Null);
+        let path = section_path(records, &v).unwrap_or_else(|| format!("$.{}", path_key(&k)));
+        json(d, root, &v, "", &path, None, 0, true, NO_NODE);
+        d.roots[root as usize] = v;
         d.blank();
     }
 }
@@ -682,6 +1097,19 @@ fn raw_section(t: &Trace, i: u32, d: &mut Doc) {
     }
 }
 
+/// `5,000`: digits in groups of three.
+pub fn grouped(n: usize) -> String {
+    let d = n.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn detab(s: &str) -> String {
     s.replace('\t', "    ")
 }
@@ -722,10 +1150,19 @@ fn pointer_escape(k: &str) -> String {
 
 /// Pretty-print a JSON value as coloured lines, each knowing the JSON path of its value.
 #[allow(clippy::too_many_arguments)]
-fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&str>, indent: usize, last: bool) {
+fn json(
+    d: &mut Doc,
+    root: u32,
+    v: &Value,
+    ptr: &str,
+    path: &str,
+    key: Option<&str>,
+    indent: usize,
+    last: bool,
+    parent: u32,
+) {
     if d.lines.len() >= MAX_LINES {
-        d.truncated = true;
-        d.dropped += count_lines(v);
+        d.cut(root, std::iter::once(v));
         return;
     }
     let pad = "  ".repeat(indent.min(40));
@@ -743,9 +1180,15 @@ fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&s
     match v {
         Value::Object(m) if !m.is_empty() => {
             l.push(Tok::Punct, "{");
+            let me = d.open_node(true, m.len(), indent, parent);
             d.line(l);
             let n = m.len();
             for (i, (k, x)) in m.iter().enumerate() {
+                if d.lines.len() >= MAX_LINES {
+                    // The rest in one go, without making their paths.
+                    d.cut(root, m.values().skip(i));
+                    break;
+                }
                 json(
                     d,
                     root,
@@ -755,18 +1198,25 @@ fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&s
                     Some(k),
                     indent + 1,
                     i + 1 == n,
+                    me,
                 );
             }
             let mut end = Line::default();
             end.push(Tok::Text, pad).push(Tok::Punct, format!("}}{comma}"));
             end.copy = Some(c);
             d.line(end);
+            d.close_node(me);
         }
         Value::Array(a) if !a.is_empty() => {
             l.push(Tok::Punct, "[");
+            let me = d.open_node(false, a.len(), indent, parent);
             d.line(l);
             let n = a.len();
             for (i, x) in a.iter().enumerate() {
+                if d.lines.len() >= MAX_LINES {
+                    d.cut(root, a[i..].iter());
+                    break;
+                }
                 json(
                     d,
                     root,
@@ -776,12 +1226,14 @@ fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&s
                     None,
                     indent + 1,
                     i + 1 == n,
+                    me,
                 );
             }
             let mut end = Line::default();
             end.push(Tok::Text, pad).push(Tok::Punct, format!("]{comma}"));
             end.copy = Some(c);
             d.line(end);
+            d.close_node(me);
         }
         Value::Object(_) => {
             l.push(Tok::Punct, format!("{{}}{comma}"));
@@ -818,8 +1270,14 @@ fn json(d: &mut Doc, root: u32, v: &Value, ptr: &str, path: &str, key: Option<&s
             } else {
                 Tok::Str
             };
-            l.push(tok, format!("\"{}\"", sanitize::line(s)))
-                .push(Tok::Punct, comma);
+            // Sized once: a 50 MB value is not grown (and copied) by doubling.
+            let safe = sanitize::line(s);
+            let mut q = String::with_capacity(safe.len() + 2);
+            q.push('"');
+            q.push_str(&safe);
+            q.push('"');
+            drop(safe);
+            l.push(tok, q).push(Tok::Punct, comma);
             d.line(l);
         }
         Value::Number(n) => {
@@ -1045,14 +1503,68 @@ mod tests {
         assert!(shown <= MAX_LINES);
         assert!(d.dropped > 10, "{last}");
         assert!(
-            last.contains(&format!("{} more lines left out here", d.dropped)),
+            last.contains(&format!("{} more lines left out here", grouped(d.dropped))),
             "{last}"
         );
+        // `o` / `y` on the note: the whole value, every item.
+        let whole = d.copy_value(d.lines.len() - 1).unwrap();
+        let back: Value = serde_json::from_str(&whole).unwrap();
+        assert_eq!(back.as_array().map(Vec::len), Some(n));
     }
 
     #[test]
     fn odd_keys_get_bracket_paths() {
         assert_eq!(join_path("$.input", "a b"), "$.input[\"a b\"]");
         assert_eq!(join_path("$.input", "ok_1"), "$.input.ok_1");
+    }
+}
+
+#[cfg(test)]
+mod break_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The breaks as the plain loop makes them, a character at a time (the reference for the
+    /// fast path over printable ASCII).
+    fn slow(line: &Line, width: usize, hang: usize) -> Breaks {
+        use unicode_width::UnicodeWidthChar;
+        let width = width.max(1);
+        let mut br = Breaker {
+            starts: vec![(0, 0)],
+            cap: width,
+            width,
+            hang: effective_hang(hang, width),
+            used: 0,
+            after_space: None,
+            since_w: 0,
+            since_n: 0,
+            seen_word: false,
+        };
+        for (si, (_, s)) in line.spans.iter().enumerate() {
+            for (bi, c) in s.char_indices() {
+                let w = if c.is_ascii() {
+                    usize::from(c >= ' ' && c != '\x7f')
+                } else {
+                    c.width().unwrap_or(0)
+                };
+                br.step(si, bi, c == ' ', w);
+            }
+        }
+        br.starts
+    }
+
+    proptest! {
+        #[test]
+        fn the_fast_path_breaks_as_the_plain_loop(
+            spans in proptest::collection::vec("[a-c ]{0,40}|[x日 ]{0,10}", 1..4),
+            width in 1usize..30,
+            hang in 0usize..12,
+        ) {
+            let mut l = Line::default();
+            for s in spans {
+                l.push(Tok::Text, s);
+            }
+            prop_assert_eq!(breaks(&l, width, hang), slow(&l, width, hang));
+        }
     }
 }

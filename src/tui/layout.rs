@@ -115,6 +115,19 @@ pub fn run(area: Rect) -> RunLayout {
     }
 }
 
+/// The run view with one pane filling the space of both (zoom): the other is left empty.
+pub fn zoomed(mut l: RunLayout, detail: bool) -> RunLayout {
+    let (a, b) = (l.tree, l.detail);
+    let all = a.union(b);
+    let none = Rect {
+        width: 0,
+        height: 0,
+        ..all
+    };
+    (l.tree, l.detail) = if detail { (none, all) } else { (all, none) };
+    l
+}
+
 pub struct DiffLayout {
     pub title: Rect,
     /// Verdict, counts, metric deltas, notes: as many lines as the diff view asks for.

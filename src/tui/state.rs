@@ -363,7 +363,19 @@ pub struct DetailState {
     pub hscroll: usize,
     /// The document in screen rows at the pane's width (made by `layout`).
     pub rows: Option<detail::Rows>,
+    /// The search in the document (`/` in the detail pane).
+    pub search: Option<DocSearch>,
     stamp: (Status, Option<i64>, u64, bool),
+}
+
+/// A search in the detail's document: every match, and the one the cursor went to.
+#[derive(Debug, Default, Clone)]
+pub struct DocSearch {
+    pub query: String,
+    pub hits: Vec<detail::Hit>,
+    pub current: Option<usize>,
+    /// The line the search began on: typing finds the first match from there.
+    pub origin: usize,
 }
 
 impl DetailState {
@@ -387,6 +399,24 @@ impl DetailState {
         }
         self.rows.as_ref().expect("laid out above")
     }
+    /// Lay the document out again (folds changed), the cursor staying on its line.
+    pub fn relayout(&mut self) {
+        if let Some(r) = self.rows.as_mut() {
+            r.width = usize::MAX;
+        }
+    }
+
+    /// Move the cursor to the row that shows byte `byte` of span `span` of `line`, unfolding
+    /// what hides it.
+    pub fn goto(&mut self, line: usize, span: usize, byte: usize, width: usize, wrap: bool) {
+        if self.doc.hidden(line) {
+            self.doc.reveal(line);
+            self.relayout();
+        }
+        let rows = self.layout(width, wrap);
+        self.cursor = rows.row_at(line, span, byte);
+    }
+
     /// Rows in the document as last laid out (lines before any layout).
     pub fn total_rows(&self) -> usize {
         self.rows.as_ref().map_or(self.doc.lines.len(), |r| r.total())
@@ -435,6 +465,8 @@ pub struct RunView {
     pub raw: bool,
     /// Chat / JSON, Markdown / raw text, the transcript (`c`, `p`, `C`).
     pub chat: super::chat::ChatMode,
+    /// The focused pane fills the screen.
+    pub zoom: bool,
 }
 
 impl RunView {
@@ -457,6 +489,7 @@ impl RunView {
             wrap: true,
             raw: false,
             chat: Default::default(),
+            zoom: false,
             shape: 0,
             live: Live::default(),
             extent: (None, None),
@@ -666,10 +699,23 @@ impl RunView {
             Some(d) if d.event == ev => {
                 let (cursor, offset, hscroll) = (d.cursor, d.offset, d.hscroll);
                 let rows = d.rows.clone();
+                let (folded, query) = (d.doc.folded.clone(), d.search.as_ref().map(|x| x.query.clone()));
                 self.rebuild_detail_with(t, ev);
                 if let Some(d) = self.detail.as_mut() {
                     // The old layout maps the rows back to lines when the new one is made.
                     (d.cursor, d.offset, d.hscroll, d.rows) = (cursor, offset, hscroll, rows);
+                    // Folds and the search stay when the document keeps its shape.
+                    if folded.len() == d.doc.nodes.len() {
+                        d.doc.folded = folded;
+                    }
+                    if let Some(q) = query {
+                        let hits = detail::search(&d.doc, &q);
+                        d.search = Some(DocSearch {
+                            query: q,
+                            hits,
+                            ..Default::default()
+                        });
+                    }
                     if let Some(r) = d.rows.as_mut() {
                         r.width = usize::MAX;
                     }
@@ -784,6 +830,7 @@ impl RunView {
             offset: 0,
             hscroll: 0,
             rows: None,
+            search: None,
             stamp,
         });
         super::chat::place(self, ev);
@@ -870,6 +917,8 @@ fn appended_order(t: &Trace, order: &[u32], n0: usize) -> Option<Vec<Appended>> 
 #[derive(Debug, Clone)]
 pub struct Prompt {
     pub text: String,
+    /// A search in the detail's document (else the view's filter).
+    pub doc: bool,
     /// What the filter was before editing began (Esc restores it).
     pub before: String,
 }
@@ -929,6 +978,8 @@ pub enum Effect {
         key: (String, String),
         cancel: Arc<AtomicBool>,
     },
+    /// Open text in the user's editor (`$VISUAL`, `$EDITOR`), likewise.
+    Edit(String),
 }
 
 #[derive(Debug)]

@@ -189,23 +189,60 @@ fn resume() {
 /// back while the pager runs and takes it again after.
 #[cfg(unix)]
 pub fn page(text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let pager = std::env::var("PAGER")
-        .ok()
-        .filter(|p| !p.trim().is_empty())
-        .unwrap_or_else(|| "less".into());
+    let pager = command_from(&["PAGER"], "less");
     restore();
-    let shown = (|| {
-        let mut child = Command::new("sh").arg("-c").arg(&pager).stdin(Stdio::piped()).spawn()?;
-        if let Some(mut input) = child.stdin.take() {
-            // The pager may quit before reading all: a closed pipe is no error.
-            let _ = input.write_all(text.as_bytes());
-        }
-        child.wait().map(|_| ())
-    })();
+    let shown = view_in(&pager, text);
     resume();
-    shown.map_err(|e| std::io::Error::new(e.kind(), format!("{pager}: {e}")))
+    shown
+}
+
+/// Open `text` in the user's editor (`$VISUAL`, `$EDITOR`, else `vi`), likewise. What the
+/// editor saves is not read back: the file is removed after.
+#[cfg(unix)]
+pub fn edit(text: &str) -> std::io::Result<()> {
+    let editor = command_from(&["VISUAL", "EDITOR"], "vi");
+    restore();
+    let shown = view_in(&editor, text);
+    resume();
+    shown
+}
+
+/// The first of these variables that is set and not blank, else `default`.
+fn command_from(vars: &[&str], default: &str) -> String {
+    vars.iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| default.into())
+}
+
+/// Write `text` to a private temporary file (created anew, mode 0600, in the system's
+/// temporary directory, never beside the trace), run `cmd FILE` through the shell (so
+/// `PAGER="less -R"` works), and remove the file after.
+#[cfg(unix)]
+pub fn view_in(cmd: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    // tempfile opens with O_CREAT | O_EXCL and mode 0600; the file is removed on drop.
+    let mut file = tempfile::Builder::new()
+        .prefix("tracetui-")
+        .suffix(".txt")
+        .permissions(std::fs::Permissions::from_mode(0o600))
+        .tempfile_in(std::env::temp_dir())?;
+    file.write_all(text.as_bytes())?;
+    file.flush()?;
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{cmd} \"$1\""))
+        .arg("sh")
+        .arg(file.path())
+        .status()
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{cmd}: {e}")))?;
+    file.close()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!("{cmd} exited with {status}")))
+    }
 }
 
 /// Ctrl-Z pressed in raw mode (where the terminal sends no SIGTSTP): send it to ourselves,
@@ -339,6 +376,33 @@ fn watch_hangup(flag: &AtomicBool) {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_is_viewed_from_a_private_file_that_is_gone_after() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("seen");
+        let script = d.path().join("viewer.sh");
+        // The viewer copies the file and records its mode and path.
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncp \"$1\" '{0}'\nstat -c %a \"$1\" > '{0}.mode'\nprintf %s \"$1\" > '{0}.path'\n",
+                out.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
+        view_in(&script.display().to_string(), "a value\\x1b[31m\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "a value\\x1b[31m\n");
+        let mode = std::fs::read_to_string(d.path().join("seen.mode")).unwrap();
+        assert_eq!(mode.trim(), "600");
+        let path = std::fs::read_to_string(d.path().join("seen.path")).unwrap();
+        assert!(std::path::Path::new(&path).starts_with(std::env::temp_dir()), "{path}");
+        assert!(!std::path::Path::new(&path).exists(), "removed after");
+        let failed = view_in("false", "x").unwrap_err();
+        assert!(failed.to_string().contains("false exited"), "{failed}");
+    }
 
     #[test]
     fn restore_does_not_wait_for_a_stdout_lock_held_elsewhere() {

@@ -963,3 +963,164 @@ fn runs_filter_searches_payloads_and_opens_on_the_first_match() {
     press(&mut s, &["enter", "enter"]);
     assert_eq!(s.runs.payload.open_with.as_deref(), Some("Lisbon"));
 }
+
+/// The text of the detail line under the cursor.
+fn cursor_text(s: &State) -> String {
+    let d = run(s).detail.as_ref().unwrap();
+    d.doc.lines[d.cursor_line()]
+        .spans
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .collect()
+}
+
+fn one_tool_call(output: serde_json::Value) -> State {
+    let mut t = Trace::default();
+    t.add(NewEvent {
+        status: Status::Ok,
+        payload: crate::model::PayloadRef::Inline(Box::new(crate::model::Payload {
+            output: Some(output),
+            ..Default::default()
+        })),
+        ..NewEvent::new(EventKind::ToolCall, "fetch")
+    });
+    t.finalize();
+    let mut s = with_run(t);
+    press(&mut s, &["enter"]);
+    assert_eq!(run(&s).focus, Pane::Detail);
+    s
+}
+
+#[test]
+fn slash_in_the_detail_searches_its_text_with_smart_case_and_n_steps() {
+    let mut s = one_tool_call(serde_json::json!({
+        "a": "Lisbon first", "b": "then lisbon", "c": ["LISBON", "porto"]
+    }));
+    press(&mut s, &["/"]);
+    assert!(
+        s.prompt.as_ref().is_some_and(|p| p.doc),
+        "a document search, not the filter"
+    );
+    typed(&mut s, "lisbon");
+    // No capital: any case; the cursor is on the first match from the top.
+    let sr = run(&s).detail.as_ref().unwrap().search.clone().unwrap();
+    assert_eq!(sr.hits.len(), 3);
+    assert_eq!(sr.current, Some(0));
+    assert!(cursor_text(&s).contains("Lisbon first"));
+    press(&mut s, &["enter"]);
+    assert!(s.prompt.is_none());
+    assert!(!run(&s).filter.active(), "the event filter is untouched");
+    press(&mut s, &["n"]);
+    assert!(cursor_text(&s).contains("then lisbon"));
+    press(&mut s, &["n", "n"]);
+    assert!(cursor_text(&s).contains("Lisbon first"), "wraps around");
+    assert!(s.message.as_ref().is_some_and(|m| m.text.contains("from the top")));
+    press(&mut s, &["N"]);
+    assert!(cursor_text(&s).contains("LISBON"));
+    // A capital letter makes it exact.
+    press(&mut s, &["/", "ctrl-u"]);
+    typed(&mut s, "LISBON");
+    assert_eq!(run(&s).detail.as_ref().unwrap().search.as_ref().unwrap().hits.len(), 1);
+    // Esc in the prompt restores the search before it.
+    press(&mut s, &["esc"]);
+    assert_eq!(run(&s).detail.as_ref().unwrap().search.as_ref().unwrap().hits.len(), 3);
+    // Esc ends the search, then goes back to the tree.
+    press(&mut s, &["esc"]);
+    assert!(run(&s).detail.as_ref().unwrap().search.is_none());
+    assert_eq!(run(&s).focus, Pane::Detail);
+    press(&mut s, &["esc"]);
+    assert_eq!(run(&s).focus, Pane::Tree);
+    // In the tree, `/` still filters the events.
+    press(&mut s, &["/"]);
+    assert!(s.prompt.as_ref().is_some_and(|p| !p.doc));
+}
+
+#[test]
+fn json_folds_at_the_cursor_below_a_depth_and_a_search_unfolds_its_match() {
+    let items: Vec<serde_json::Value> = (0..5_000).map(|i| serde_json::json!({"i": i})).collect();
+    let mut s = one_tool_call(serde_json::json!({"meta": {"k": 1, "deep": {"x": "needle"}}, "items": items}));
+    let total = run(&s).detail.as_ref().unwrap().total_rows();
+    // On a header line `z` folds every section down to its top-level keys.
+    press(&mut s, &["z"]);
+    let d = run(&s).detail.as_ref().unwrap();
+    assert!(d.total_rows() < 20, "{}", d.total_rows());
+    let tails: Vec<String> = (0..d.doc.nodes.len())
+        .filter(|&k| d.doc.is_folded(k) && !d.doc.hidden(d.doc.nodes[k].open as usize))
+        .map(|k| d.doc.fold_tail(k).into_iter().map(|(_, t)| t).collect())
+        .collect();
+    assert_eq!(tails, ["…} 2 keys,", "…] 5,000 items"]);
+    // A search reveals what a fold hides.
+    press(&mut s, &["/"]);
+    typed(&mut s, "needle");
+    press(&mut s, &["enter"]);
+    assert!(cursor_text(&s).contains("needle"));
+    // `h` on a value goes to its node, `h` again folds it, `l` unfolds, space toggles.
+    press(&mut s, &["h"]);
+    assert!(cursor_text(&s).contains("\"deep\": {"));
+    press(&mut s, &["h"]);
+    let d = run(&s).detail.as_ref().unwrap();
+    assert!(d.doc.is_folded(d.doc.node_at(d.cursor_line()).unwrap()));
+    press(&mut s, &["l"]);
+    let d = run(&s).detail.as_ref().unwrap();
+    assert!(!d.doc.is_folded(d.doc.node_at(d.cursor_line()).unwrap()));
+    press(&mut s, &["space"]);
+    let d = run(&s).detail.as_ref().unwrap();
+    assert!(d.doc.is_folded(d.doc.node_at(d.cursor_line()).unwrap()));
+    // `Z` unfolds all: every row is back, the cursor on the same line.
+    press(&mut s, &["Z"]);
+    assert_eq!(run(&s).detail.as_ref().unwrap().total_rows(), total);
+    assert!(cursor_text(&s).contains("\"deep\": {"));
+    // `z` on an item folds the items at its depth and deeper; the cursor stays on it.
+    press(&mut s, &["/", "ctrl-u"]);
+    typed(&mut s, "4999");
+    press(&mut s, &["enter", "h", "z"]);
+    let d = run(&s).detail.as_ref().unwrap();
+    assert!(!d.doc.hidden(d.cursor_line()));
+    assert!(cursor_text(&s).trim_start().starts_with('{'), "{}", cursor_text(&s));
+    assert!(d.total_rows() > 5_000 && d.total_rows() < total / 2);
+}
+
+#[test]
+fn zoom_fills_the_screen_with_the_focused_pane_and_back() {
+    let mut s = one_tool_call(serde_json::json!("x"));
+    let before = super::update::run_layout(&s);
+    press(&mut s, &["+"]);
+    let l = super::update::run_layout(&s);
+    assert!(l.tree.is_empty());
+    assert_eq!(l.detail, before.tree.union(before.detail));
+    press(&mut s, &["tab"]);
+    let l = super::update::run_layout(&s);
+    assert!(l.detail.is_empty(), "the zoom follows the focus");
+    press(&mut s, &["+"]);
+    assert_eq!(super::update::run_layout(&s).detail, before.detail);
+}
+
+#[test]
+fn o_opens_the_value_or_the_whole_detail_and_capital_o_the_editor() {
+    let mut s = one_tool_call(serde_json::json!({"k": "v\u{1b}[2J"}));
+    // The header's first line copies the name; a blank line has no value: the whole detail.
+    let blank = run(&s)
+        .detail
+        .as_ref()
+        .unwrap()
+        .doc
+        .lines
+        .iter()
+        .position(|l| l.spans.is_empty())
+        .unwrap();
+    for _ in 0..blank {
+        press(&mut s, &["j"]);
+    }
+    press(&mut s, &["o"]);
+    match s.effects.pop() {
+        Some(Effect::Page(t)) => {
+            assert!(t.contains("── Result") && t.contains("\"k\""), "{t}");
+            assert!(!t.contains('\u{1b}'), "escaped");
+        }
+        other => panic!("{other:?}"),
+    }
+    press(&mut s, &["/"]);
+    typed(&mut s, "\"k\"");
+    press(&mut s, &["enter", "O"]);
+    assert!(matches!(s.effects.pop(), Some(Effect::Edit(t)) if t == "v\\x1b[2J"));
+}

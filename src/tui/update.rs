@@ -3,6 +3,7 @@
 //! done here (threads, clipboard) is queued in `State::effects` for the app loop.
 
 use super::action::{Action, Command};
+use super::detail;
 use super::diffview::update as diffview;
 use super::keymap::{Context, Key};
 use super::layout;
@@ -60,11 +61,20 @@ fn runs_height(s: &State) -> usize {
 }
 
 fn tree_height(s: &State) -> usize {
-    layout::body(layout::run(area(s)).tree).height.max(1) as usize
+    layout::body(run_layout(s).tree).height.max(1) as usize
 }
 
 fn detail_box(s: &State) -> Rect {
-    layout::inner(layout::run(area(s)).detail)
+    layout::inner(run_layout(s).detail)
+}
+
+/// The run view's panes, one of them zoomed to fill both (`+`).
+pub fn run_layout(s: &State) -> layout::RunLayout {
+    let l = layout::run(area(s));
+    match s.run.as_ref() {
+        Some(r) if r.zoom => layout::zoomed(l, r.focus == Pane::Detail),
+        _ => l,
+    }
 }
 
 pub(super) fn say(s: &mut State, text: impl Into<String>, error: bool) {
@@ -178,6 +188,18 @@ pub fn update(s: &mut State, a: Action) {
             t.pop();
         }),
         Action::InputClear => edit_prompt(s, String::clear),
+        Action::InputSubmit if s.prompt.as_ref().is_some_and(|p| p.doc) => {
+            s.prompt = None;
+            let found = s
+                .run
+                .as_ref()
+                .and_then(|r| r.detail.as_ref())
+                .and_then(|d| d.search.as_ref())
+                .map(|x| (x.hits.len(), x.query.clone()));
+            if let Some((0, q)) = found {
+                say(s, format!("not found: {}", crate::sanitize::line(&q)), false);
+            }
+        }
         Action::InputSubmit => {
             s.prompt = None;
             if let Some(r) = s.run.as_ref().filter(|_| s.view == View::Run)
@@ -190,7 +212,11 @@ pub fn update(s: &mut State, a: Action) {
         }
         Action::InputCancel => {
             if let Some(p) = s.prompt.take() {
-                set_filter(s, p.before);
+                if p.doc {
+                    set_doc_search(s, p.before);
+                } else {
+                    set_filter(s, p.before);
+                }
             }
         }
         Action::Click { x, y } => click(s, x, y),
@@ -375,7 +401,11 @@ fn edit_prompt(s: &mut State, f: impl FnOnce(&mut String)) {
     let Some(p) = s.prompt.as_mut() else { return };
     f(&mut p.text);
     let text = p.text.clone();
-    set_filter(s, text);
+    if p.doc {
+        set_doc_search(s, text);
+    } else {
+        set_filter(s, text);
+    }
 }
 
 /// Apply a filter text to the current view (live, as it is typed).
@@ -715,6 +745,7 @@ fn runs_command(s: &mut State, c: Command) {
         Command::Filter => {
             s.prompt = Some(Prompt {
                 text: s.runs.filter.clone(),
+                doc: false,
                 before: s.runs.filter.clone(),
             })
         }
@@ -847,6 +878,7 @@ fn tree_command(s: &mut State, c: Command) {
     match c {
         c if is_move(c) => r.selected = move_sel(r.selected, r.rows.len(), c, h),
         Command::Follow => r.selected = r.rows.len().saturating_sub(1),
+        Command::Zoom => r.zoom = !r.zoom,
         Command::Open | Command::NextPane | Command::PrevPane => r.focus = Pane::Detail,
         Command::Collapse => {
             let Some(row) = r.rows.get(r.selected).copied() else {
@@ -894,6 +926,7 @@ fn tree_command(s: &mut State, c: Command) {
         Command::Filter => {
             s.prompt = Some(Prompt {
                 text: r.filter.text.clone(),
+                doc: false,
                 before: r.filter.text.clone(),
             })
         }
@@ -919,6 +952,18 @@ fn detail_command(s: &mut State, c: Command) {
     if super::chat::command(s, c) {
         return;
     }
+    let searching = s
+        .run
+        .as_ref()
+        .and_then(|r| r.detail.as_ref())
+        .is_some_and(|d| d.search.is_some());
+    if searching && matches!(c, Command::NextMatch | Command::PrevMatch) {
+        step_doc_search(s, c == Command::NextMatch);
+        return;
+    }
+    if fold_command(s, c) {
+        return;
+    }
     if let Some((fwd, what, pred)) = wanted(c) {
         jump(s, fwd, what, pred);
         return;
@@ -932,6 +977,24 @@ fn detail_command(s: &mut State, c: Command) {
             }
         }
         Command::Follow => r.selected = r.rows.len().saturating_sub(1),
+        Command::Zoom => r.zoom = !r.zoom,
+        Command::Filter => {
+            let Some(d) = r.detail.as_mut() else { return };
+            let origin = d.cursor_line();
+            let before = d.search.as_ref().map(|x| x.query.clone()).unwrap_or_default();
+            let sr = d.search.get_or_insert_with(Default::default);
+            sr.origin = origin;
+            s.prompt = Some(Prompt {
+                text: before.clone(),
+                doc: true,
+                before,
+            });
+        }
+        Command::Back if r.detail.as_ref().is_some_and(|d| d.search.is_some()) => {
+            if let Some(d) = r.detail.as_mut() {
+                d.search = None;
+            }
+        }
         Command::Back | Command::NextPane | Command::PrevPane => r.focus = Pane::Tree,
         Command::Wrap => {
             r.wrap = !r.wrap;
@@ -966,7 +1029,22 @@ fn detail_command(s: &mut State, c: Command) {
                 r.rebuild_detail(ev);
             }
         }
-        Command::Copy | Command::CopyPath | Command::CopyRaw | Command::Pager => {
+        Command::Pager | Command::Editor => {
+            // The value under the cursor, else the whole document (as shown).
+            let got = r
+                .detail
+                .as_ref()
+                .map(|d| d.doc.copy_value(d.cursor_line()).unwrap_or_else(|| d.doc.text()));
+            if let Some(text) = got {
+                let text = crate::sanitize::text(&text).into_owned();
+                s.effects.push(if c == Command::Editor {
+                    Effect::Edit(text)
+                } else {
+                    Effect::Page(text)
+                });
+            }
+        }
+        Command::Copy | Command::CopyPath | Command::CopyRaw => {
             let got = r.detail.as_ref().and_then(|d| {
                 if c == Command::CopyPath {
                     d.doc.copy_path(d.cursor_line())
@@ -981,6 +1059,144 @@ fn detail_command(s: &mut State, c: Command) {
         }
         _ => {}
     }
+}
+
+/// Type in the document search: every match, the cursor on the first from where the search
+/// began (wrapping around).
+fn set_doc_search(s: &mut State, text: String) {
+    let w = detail_box(s).width.max(1) as usize;
+    let Some(r) = s.run.as_mut() else { return };
+    let wrap = r.wrap;
+    let Some(d) = r.detail.as_mut() else { return };
+    let origin = d.search.as_ref().map_or(0, |x| x.origin);
+    if text.is_empty() {
+        d.search = s.prompt.is_some().then(|| DocSearch {
+            origin,
+            ..Default::default()
+        });
+        return;
+    }
+    let hits = detail::search(&d.doc, &text);
+    let current = (!hits.is_empty()).then(|| hits.iter().position(|h| h.line as usize >= origin).unwrap_or(0));
+    if let Some(h) = current.map(|i| hits[i]) {
+        d.goto(h.line as usize, h.span as usize, h.start as usize, w, wrap);
+    }
+    d.search = Some(DocSearch {
+        query: text,
+        hits,
+        current,
+        origin,
+    });
+}
+
+/// `n` / `N` with a document search: the next (previous) match from the cursor, wrapping.
+fn step_doc_search(s: &mut State, forward: bool) {
+    let w = detail_box(s).width.max(1) as usize;
+    let Some(r) = s.run.as_mut() else { return };
+    let wrap = r.wrap;
+    let Some(d) = r.detail.as_mut() else { return };
+    let Some(sr) = d.search.as_ref() else { return };
+    let n = sr.hits.len();
+    if n == 0 {
+        let q = crate::sanitize::line(&sr.query).into_owned();
+        say(s, format!("not found: {q}"), false);
+        return;
+    }
+    let next = match sr.current {
+        Some(i) if forward => (i + 1) % n,
+        Some(i) => (i + n - 1) % n,
+        None => {
+            let line = d.cursor_line() as u32;
+            if forward {
+                sr.hits.iter().position(|h| h.line > line).unwrap_or(0)
+            } else {
+                sr.hits.iter().rposition(|h| h.line < line).unwrap_or(n - 1)
+            }
+        }
+    };
+    let wrapped = sr.current.is_some_and(|i| if forward { next < i } else { next > i });
+    let h = sr.hits[next];
+    d.goto(h.line as usize, h.span as usize, h.start as usize, w, wrap);
+    if let Some(sr) = d.search.as_mut() {
+        sr.current = Some(next);
+    }
+    if wrapped {
+        say(
+            s,
+            if forward {
+                "search hit the bottom, went on from the top"
+            } else {
+                "search hit the top, went on from the bottom"
+            },
+            false,
+        );
+    }
+}
+
+/// Folding JSON in the detail (as jless): `space` toggles the node at the cursor, `h` folds
+/// it (on a folded node or a value: goes to the enclosing one), `l` unfolds it, `z` folds
+/// every node at the cursor's depth and deeper, `Z` unfolds everything.
+fn fold_command(s: &mut State, c: Command) -> bool {
+    if !matches!(
+        c,
+        Command::ToggleFold | Command::Collapse | Command::Expand | Command::CollapseAll | Command::ExpandAll
+    ) {
+        return false;
+    }
+    let Some(d) = s.run.as_mut().and_then(|r| r.detail.as_mut()) else {
+        return true;
+    };
+    let line = d.cursor_line();
+    let doc = &mut d.doc;
+    let mut to = line;
+    match c {
+        Command::ToggleFold => {
+            if let Some(k) = doc.node_around(line) {
+                let on = !doc.is_folded(k);
+                doc.set_folded(k, on);
+                to = doc.nodes[k].open as usize;
+            }
+        }
+        Command::Collapse => match doc.node_at(line) {
+            Some(k) if !doc.is_folded(k) => doc.set_folded(k, true),
+            _ => {
+                let outer = match doc.node_at(line) {
+                    Some(k) => doc.nodes[k].parent,
+                    None => doc.node_around(line).map_or(detail::NO_NODE, |k| k as u32),
+                };
+                if outer != detail::NO_NODE {
+                    to = doc.nodes[outer as usize].open as usize;
+                }
+            }
+        },
+        Command::Expand => {
+            if let Some(k) = doc.node_at(line) {
+                doc.set_folded(k, false);
+            }
+        }
+        Command::CollapseAll => {
+            let depth = match (doc.node_at(line), doc.node_around(line)) {
+                (Some(k), _) => doc.nodes[k].depth,
+                (None, Some(k)) => doc.nodes[k].depth + 1,
+                // Outside JSON: each section down to its top-level keys.
+                (None, None) => 1,
+            };
+            doc.fold_below(depth);
+        }
+        _ => doc.unfold_all(),
+    }
+    // The cursor stays on its line, or goes to the fold that now hides it.
+    while doc.hidden(to) {
+        match doc.node_around(to) {
+            Some(k) if (doc.nodes[k].open as usize) < to => to = doc.nodes[k].open as usize,
+            _ => break,
+        }
+    }
+    if let Some(rows) = d.rows.as_ref() {
+        d.cursor = rows.row_of(to);
+    }
+    d.relayout();
+    true
 }
 
 /// The most text `y` puts in one OSC 52 sequence: base64 makes it 4/3 larger, and many
@@ -1067,7 +1283,7 @@ fn click(s: &mut State, x: u16, y: u16) {
             }
         }
         View::Run => {
-            let l = layout::run(area(s));
+            let l = run_layout(s);
             let (tree, dbox) = (layout::body(l.tree), layout::inner(l.detail));
             // The header's counts line carries the "N load problems" note: a click there
             // lists them, as `!` does.
@@ -1133,7 +1349,7 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
             s.runs.moved = true;
         }
         View::Run => {
-            let l = layout::run(area(s));
+            let l = run_layout(s);
             let Some(r) = s.run.as_mut() else { return };
             if layout::contains(l.detail, x, y) {
                 if let Some(d) = r.detail.as_mut() {

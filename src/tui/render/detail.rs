@@ -8,6 +8,7 @@ use crate::tui::state::{Pane, RunView};
 use crate::tui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
@@ -54,6 +55,14 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
             title.push_str(&format!("· col {} ", d.hscroll + 1));
         }
     }
+    if let Some(sr) = d.search.as_ref().filter(|x| !x.query.is_empty()) {
+        let q = crate::report::cut(&crate::sanitize::line(&sr.query), 24);
+        match (sr.current, sr.hits.len()) {
+            (_, 0) => title.push_str(&format!("· /{q} no match ")),
+            (Some(i), n) => title.push_str(&format!("· /{q} {}/{n} ", i + 1)),
+            (None, n) => title.push_str(&format!("· /{q} {n} ")),
+        }
+    }
     let inner = layout::inner(area);
     // Laid out by `settle` at this width; a frame drawn before it (or a bench drawing a state
     // by hand) lays it out here.
@@ -69,26 +78,70 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
     let Some(inner) = document_frame(buf, area, title, focused, d.cursor, total, th) else {
         return;
     };
-    let needles: Vec<&str> = r
-        .filter
-        .query
-        .as_ref()
-        .map(|q| q.highlights().map(|(_, lower)| lower).collect())
-        .unwrap_or_default();
+    // A document search highlights its matches; else the event filter's words are.
+    let search = d.search.as_ref().filter(|x| !x.query.is_empty());
+    let needles: Vec<&str> = match search {
+        Some(_) => Vec::new(),
+        None => r
+            .filter
+            .query
+            .as_ref()
+            .map(|q| q.highlights().map(|(_, lower)| lower).collect())
+            .unwrap_or_default(),
+    };
+    let current = search.and_then(|x| x.current.map(|i| x.hits[i]));
+    let hit_style = th.style(Role::Match);
+    let current_style = th.style(Role::Match).add_modifier(Modifier::REVERSED | Modifier::BOLD);
     for k in 0..inner.height as usize {
         let i = d.offset + k;
-        let Some((pieces, indent)) = rows.row(&d.doc, i) else {
+        let Some((li, ranges, indent)) = rows.ranges(&d.doc, i) else {
             break;
         };
+        let line = &d.doc.lines[li];
+        // Each piece styled by its token, matches cut out of it in the match style.
+        let mut pieces: Vec<(Style, &str)> = Vec::with_capacity(ranges.len());
+        for (si, a, b) in ranges {
+            let (tok, text) = &line.spans[si];
+            let base = th.style(role(*tok));
+            let Some(sr) = search else {
+                pieces.push((base, &text[a..b]));
+                continue;
+            };
+            let key = |h: &detail::Hit| (h.line as usize, h.span as usize, h.end as usize);
+            let mut at = sr.hits.partition_point(|h| key(h) <= (li, si, a));
+            let mut from = a;
+            while let Some(h) = sr.hits.get(at) {
+                if (h.line as usize, h.span as usize) != (li, si) || h.start as usize >= b {
+                    break;
+                }
+                let (ha, hb) = ((h.start as usize).max(from), (h.end as usize).min(b));
+                if ha > from {
+                    pieces.push((base, &text[from..ha]));
+                }
+                let st = if Some(*h) == current { current_style } else { hit_style };
+                pieces.push((base.patch(st), &text[ha..hb]));
+                from = hb;
+                at += 1;
+            }
+            if from < b {
+                pieces.push((base, &text[from..b]));
+            }
+        }
+        // A folded node: its size after the opening line.
+        let tail = d
+            .doc
+            .node_at(li)
+            .filter(|&n| d.doc.is_folded(n))
+            .map(|n| d.doc.fold_tail(n))
+            .unwrap_or_default();
+        for (t, x) in &tail {
+            pieces.push((th.style(role(*t)), x.as_str()));
+        }
         let pieces = detail::window(&pieces, if r.wrap { 0 } else { d.hscroll }, inner.width as usize);
         let y = inner.y + k as u16;
         let pad = " ".repeat(indent);
         let spans: Vec<Span> = std::iter::once(Span::raw(pad))
-            .chain(
-                pieces
-                    .iter()
-                    .flat_map(|(t, s)| highlight(s, th.style(role(*t)), &needles, th)),
-            )
+            .chain(pieces.iter().flat_map(|(st, s)| highlight(s, *st, &needles, th)))
             .collect();
         let area = Rect { y, height: 1, ..inner };
         if focused && i == d.cursor {

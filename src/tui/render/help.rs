@@ -164,7 +164,19 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
             out.push((k.into(), h.into(), Role::Text));
         }
     }
-    if matches!(ctx, Context::Tree | Context::Detail) {
+    if ctx == Context::Detail {
+        out.push((String::new(), String::new(), Role::Text));
+        out.push(("search (/)".into(), String::new(), Role::Section));
+        for (k, h) in [
+            ("word", "no capital letter: any case; a capital makes it exact"),
+            ("n N", "next / previous match, wrapping; the title counts them (3/17)"),
+            ("esc", "ends the search (then back to the tree)"),
+            ("{…} 12 keys", "a folded object or array and its size"),
+        ] {
+            out.push((k.into(), h.into(), Role::Text));
+        }
+    }
+    if ctx == Context::Tree {
         out.push((String::new(), String::new(), Role::Text));
         out.push(("filter (/)".into(), String::new(), Role::Section));
         for (k, h) in [

@@ -56,7 +56,10 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
             footer(buf, l.footer, s, th);
         }
         (View::Run, Some(r)) => {
-            let l = layout::run(area);
+            let mut l = layout::run(area);
+            if r.zoom {
+                l = layout::zoomed(l, r.focus == crate::tui::state::Pane::Detail);
+            }
             {
                 // One guard for the frame's view of the run: its parts show the same trace,
                 // and no part takes the lock again (a second read guard on one thread
@@ -72,8 +75,13 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
                 }
                 title(buf, l.title, s, th, Some(&name), Some(&t));
                 tree::header(buf, l.header, r, &t, th);
-                tree::render(buf, l.tree, r, &t, th);
-                detail::render(buf, l.detail, r, &t, th);
+                // Zoomed: the other pane has no room and is not drawn.
+                if !l.tree.is_empty() {
+                    tree::render(buf, l.tree, r, &t, th);
+                }
+                if !l.detail.is_empty() {
+                    detail::render(buf, l.detail, r, &t, th);
+                }
             }
             footer(buf, l.footer, s, th);
         }
@@ -316,6 +324,18 @@ fn footer(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         );
         put(buf, x, area.y, "▏", th.style(Role::Title), 1);
         let info = match (s.view, s.run.as_ref()) {
+            (View::Run, Some(r)) if p.doc => {
+                let sr = r.detail.as_ref().and_then(|d| d.search.as_ref());
+                let n = sr.map_or(0, |x| x.hits.len());
+                let what = match sr {
+                    Some(x) if !x.query.is_empty() && n == 0 => "no match".to_string(),
+                    Some(x) if !x.query.is_empty() => {
+                        format!("{}/{} · enter keep · esc cancel", x.current.map_or(0, |i| i + 1), n)
+                    }
+                    _ => "search the detail (smart case: a capital letter makes it exact) · n/N step".into(),
+                };
+                (what, Role::FooterText)
+            }
             (View::Run, Some(r)) => match &r.filter.error {
                 Some(e) => (crate::sanitize::line(e).into_owned(), Role::Error),
                 None if r.filter.active() => (
