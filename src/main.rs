@@ -212,6 +212,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             report::diff::write(&d, &a.trace, &b.trace, &mut out, o, color)?;
             u8::from(fail_on.contains(&d.verdict))
         }
+        Some(Command::Export {
+            path,
+            runs,
+            to,
+            output,
+            format,
+        }) => {
+            let forced = source::forced_format(format.as_deref()).map_err(usage)?;
+            let req = tracetui::export::command::Request {
+                path: &path,
+                runs: &runs,
+                to,
+                output: output.as_deref(),
+                forced,
+            };
+            tracetui::export::command::run(&req, &mut out)?
+        }
         Some(Command::Sources { format }) => {
             let places = source::places::resolve_env();
             let rows = report::sources::scan(&places, None);
