@@ -169,6 +169,29 @@ prints run:line, event kind and name, the event's path in the tree, the field an
         #[command(flatten)]
         fmt: FormatArgs,
     },
+    /// Export runs: a self-contained HTML page, a Markdown transcript (for a pull request) or
+    /// OTLP/JSON with the GenAI semantic conventions (for the OpenTelemetry Collector).
+    #[command(
+        after_help = "Without -o the run goes to standard output; -o FILE writes one run, -o DIR (an existing \
+directory, or a path ending in /) one file a run. Without --run every run of PATH is exported. tracetui never \
+writes into a trace directory: an -o inside PATH is refused."
+    )]
+    Export {
+        /// A trace file, a run directory, or a directory of runs.
+        path: PathBuf,
+        /// The id of a run to export (as `tracetui check` shows it); repeatable. Default: every run.
+        #[arg(long = "run", value_name = "ID", action = clap::ArgAction::Append)]
+        runs: Vec<String>,
+        /// What to export to.
+        #[arg(long = "to", value_enum, value_name = "FORMAT")]
+        to: crate::export::To,
+        /// Write to FILE (one run) or into DIR (one file a run) instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE|DIR")]
+        output: Option<PathBuf>,
+        /// Read PATH as this trace format instead of detecting it.
+        #[arg(long = "format", value_name = "NAME")]
+        format: Option<String>,
+    },
     /// Print the model prices used for costs, and where each comes from (the embedded list or
     /// config.toml); with MODEL, the price that model name resolves to and how it was matched.
     #[command(

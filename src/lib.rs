@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod cost;
 pub mod diff;
+pub mod export;
 pub mod formats;
 pub mod json;
 pub mod model;

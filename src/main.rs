@@ -326,6 +326,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let outcome = report::grep::run(&d, &opts, &mut out, &mut std::io::stderr(), o, color)?;
             outcome.exit_code()
         }
+        Some(Command::Export {
+            path,
+            runs,
+            to,
+            output,
+            format,
+        }) => {
+            let forced = source::forced_format(format.as_deref()).map_err(usage)?;
+            let req = tracetui::export::command::Request {
+                path: &path,
+                runs: &runs,
+                to,
+                output: output.as_deref(),
+                forced,
+            };
+            tracetui::export::command::run(&req, &mut out)?
+        }
         Some(Command::Sources { format }) => {
             let places = source::places::resolve_env();
             let rows = report::sources::scan(&places, None);

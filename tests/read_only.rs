@@ -128,6 +128,7 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         "prices",
         "stats",
         "grep",
+        "export",
         "help",
     ];
     for c in subcommands() {
@@ -167,6 +168,21 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         run(&["show", p]);
         run(&["show", "--format", "json", p]);
         run(&["check", p]);
+    }
+    // export reads every run and writes only where it is told (here a temporary directory),
+    // also when told to write into the traces (refused).
+    let out = tempfile::tempdir().unwrap();
+    let dir = format!("{}/", out.path().display());
+    for to in ["html", "markdown", "otlp-json"] {
+        run(&["export", "--to", to, "sample-traces", "-o", &dir]);
+        run(&[
+            "export",
+            "--to",
+            to,
+            "sample-traces/runs",
+            "-o",
+            "sample-traces/runs/out/",
+        ]);
     }
     let running = "sample-traces/runs/agentdbg-research-running";
     run_tails(&[

@@ -1,0 +1,155 @@
+//! `tracetui export PATH [--run ID]... --to FORMAT [-o FILE|DIR]`: the runs chosen, to standard
+//! output, to one file, or one file a run into a directory. Sources are loaded one at a time
+//! and each run is written and dropped, so a directory of many runs never sits in memory.
+
+use super::{To, check_output, file_name, trace_dirs, write};
+use crate::formats::Format;
+use crate::model::Trace;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where the runs go.
+enum Dest {
+    Stdout,
+    File(PathBuf),
+    Dir(PathBuf),
+}
+
+pub struct Request<'a> {
+    pub path: &'a Path,
+    pub runs: &'a [String],
+    pub to: To,
+    pub output: Option<&'a Path>,
+    pub forced: Option<&'static dyn Format>,
+}
+
+/// Run the command; the exit code (0 all written, 2 input unreadable, a run not found, or
+/// output refused). Messages go to stderr, sanitized.
+pub fn run(req: &Request, stdout: &mut dyn Write) -> anyhow::Result<u8> {
+    let say = |m: &str| eprintln!("{}", crate::sanitize::line(&format!("tracetui: {m}")));
+    let protected = vec![req.path.to_path_buf()];
+    let dest = match req.output {
+        None => Dest::Stdout,
+        Some(o) => {
+            check_output(o, &protected).map_err(anyhow::Error::msg)?;
+            let as_dir = o.is_dir() || o.as_os_str().to_string_lossy().ends_with(std::path::MAIN_SEPARATOR);
+            if as_dir {
+                Dest::Dir(o.to_path_buf())
+            } else {
+                Dest::File(o.to_path_buf())
+            }
+        }
+    };
+    let d = crate::source::discover(std::slice::from_ref(&req.path.to_path_buf()), req.forced);
+    let mut code = 0u8;
+    for e in &d.errors {
+        say(&e.to_string());
+        code = 2;
+    }
+    if d.skipped.any() {
+        say(&d.skipped.message());
+    }
+    let mut found = vec![false; req.runs.len()];
+    // File and standard output of a single-document form take one run: it is held until
+    // it is sure no second one comes, so that nothing half-done is written.
+    let single = matches!(dest, Dest::File(_)) || (matches!(dest, Dest::Stdout) && req.to == To::Html);
+    let mut held: Option<Trace> = None;
+    let mut written: Vec<PathBuf> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for r in &d.runs {
+        let loaded = match r.load() {
+            Ok(l) => l,
+            Err(e) => {
+                say(&e.to_string());
+                code = 2;
+                continue;
+            }
+        };
+        for t in loaded.traces {
+            if !req.runs.is_empty() {
+                match req.runs.iter().position(|id| *id == t.meta.id) {
+                    Some(k) => found[k] = true,
+                    None => continue,
+                }
+            }
+            if single {
+                if held.is_some() {
+                    anyhow::bail!(
+                        "{} holds several runs: give --run ID, or -o DIR to write one file a run{}",
+                        req.path.display(),
+                        if req.to == To::Html {
+                            ""
+                        } else {
+                            " (or no -o to print them all)"
+                        }
+                    );
+                }
+                held = Some(t);
+                continue;
+            }
+            match &dest {
+                Dest::Stdout => {
+                    write(&t, req.to, stdout)?;
+                    if req.to == To::Markdown {
+                        writeln!(stdout)?;
+                    }
+                }
+                Dest::Dir(dir) => {
+                    std::fs::create_dir_all(dir)?;
+                    let mut name = file_name(&t, req.to);
+                    let mut n = 2;
+                    while names.contains(&name) {
+                        name = format!("{}-{n}.{}", super::file_stem(&t), req.to.extension());
+                        n += 1;
+                    }
+                    names.push(name.clone());
+                    let p = dir.join(&name);
+                    write_file(&t, req.to, &p)?;
+                    written.push(p);
+                }
+                Dest::File(_) => unreachable!("a file takes one run, held above"),
+            }
+        }
+    }
+    for (id, ok) in req.runs.iter().zip(&found) {
+        if !ok {
+            say(&format!("{}: no run with id {id}", req.path.display()));
+            code = 2;
+        }
+    }
+    match (held, &dest) {
+        (Some(t), Dest::File(p)) => {
+            write_file(&t, req.to, p)?;
+            written.push(p.clone());
+        }
+        (Some(t), Dest::Stdout) => write(&t, req.to, stdout)?,
+        (None, _) if written.is_empty() && !matches!(dest, Dest::Stdout) || d.runs.is_empty() => {
+            if code == 0 {
+                say(&format!("{}: no run to export", req.path.display()));
+            }
+            code = 2;
+        }
+        _ => {}
+    }
+    match (&dest, written.len()) {
+        (Dest::File(p), 1) => say(&format!("wrote {} ({})", p.display(), req.to.label())),
+        (Dest::Dir(dir), n) if n > 0 => say(&format!(
+            "wrote {} to {} ({})",
+            crate::report::count(n, "run"),
+            dir.display(),
+            req.to.label()
+        )),
+        _ => {}
+    }
+    Ok(code)
+}
+
+/// Write one run to a file, refusing a trace's own directory.
+pub fn write_file(t: &Trace, to: To, path: &Path) -> anyhow::Result<()> {
+    check_output(path, &trace_dirs(t)).map_err(anyhow::Error::msg)?;
+    let f = std::fs::File::create(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    write(t, to, &mut w)?;
+    w.flush()?;
+    Ok(())
+}
