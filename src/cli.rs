@@ -24,6 +24,10 @@ pub struct Cli {
     /// Start in follow mode: runs open at their last event and the view follows new ones.
     #[arg(long)]
     pub follow: bool,
+    /// Also receive OpenTelemetry spans and logs (OTLP on 127.0.0.1:4318 HTTP and :4317 gRPC)
+    /// and show them beside PATHs as they arrive (`tracetui serve` for the options).
+    #[arg(long)]
+    pub otlp: bool,
 }
 
 /// The full command, with the long help naming every registered trace format.
@@ -97,6 +101,33 @@ pub enum Command {
         /// Poll every MS milliseconds instead of relying on file-system notifications.
         #[arg(long, value_name = "MS")]
         poll: Option<u64>,
+        #[command(flatten)]
+        fmt: FormatArgs,
+    },
+    /// Receive OpenTelemetry (OTLP/HTTP and OTLP/gRPC) spans and logs and show them as they
+    /// arrive: the explorer, or one line per event with --no-tui.
+    Serve {
+        /// OTLP/HTTP address (`/v1/traces`, `/v1/logs`), or `off` [default: 127.0.0.1:4318].
+        /// Only loopback unless an address is given.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// OTLP/gRPC address, or `off` [default: 127.0.0.1:4317].
+        #[arg(long, value_name = "ADDR")]
+        grpc: Option<String>,
+        /// Keep every received batch in DIR (made if missing) as the OpenTelemetry Collector's
+        /// file exporter writes it: OTLP/JSON lines, files rotated by size. `tracetui DIR`
+        /// reopens the session.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+        /// Print each new event as one line (as `tail --no-tui`) instead of opening the explorer.
+        #[arg(long)]
+        no_tui: bool,
+        /// Spans held in memory at most; the oldest finished traces are dropped first.
+        #[arg(long, value_name = "N", default_value_t = crate::serve::MAX_SPANS)]
+        max_spans: usize,
+        /// Largest request body in MiB, before and after gzip (413 beyond).
+        #[arg(long, value_name = "MIB", default_value_t = crate::serve::MAX_BODY >> 20)]
+        max_body_mb: usize,
         #[command(flatten)]
         fmt: FormatArgs,
     },

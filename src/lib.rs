@@ -13,6 +13,7 @@ pub mod model;
 pub mod report;
 pub mod sanitize;
 pub mod search;
+pub mod serve;
 pub mod source;
 pub mod tail;
 pub mod tui;

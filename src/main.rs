@@ -160,6 +160,47 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let req = report::stats::Request { by, window, output: o };
             report::stats::run(&d, tracetui::cost::usage::current(), req, &mut out)?
         }
+        Some(Command::Serve {
+            http,
+            grpc,
+            save,
+            no_tui,
+            max_spans,
+            max_body_mb,
+            fmt,
+        }) => {
+            let (o, _) = formats(&fmt)?;
+            let mut opts = tracetui::serve::Options::new(http.as_deref(), grpc.as_deref(), save).map_err(usage)?;
+            opts.max_spans = max_spans.max(1);
+            opts.max_body = max_body_mb.max(1) << 20;
+            if !no_tui {
+                if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                    return Err(usage(
+                        "the explorer needs a terminal; to print events as lines use `tracetui serve --no-tui`",
+                    ));
+                }
+                let bg = tracetui::serve::Background::start(&opts, &mut std::io::stderr())?;
+                tracetui::tui::run(tracetui::tui::Options {
+                    paths: vec![bg.dir().to_path_buf()],
+                    places: false,
+                    forced: None,
+                    theme: cli.theme,
+                    diff: None,
+                    follow: true,
+                    live: live_options(None),
+                })?;
+                return Ok(0);
+            }
+            // Ctrl-C or a TERM ends the loop, so that a private spool directory is removed.
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone())?;
+            }
+            drop(out);
+            let mut lock = std::io::stdout().lock();
+            tracetui::serve::print(&opts, o, &mut lock, &mut std::io::stderr(), &stop)?;
+            return Ok(0);
+        }
         Some(Command::Tail {
             path,
             no_tui,
@@ -390,7 +431,21 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 ));
             }
             // No PATH: every standard place that exists (the explorer says when none does).
-            let (paths, places) = if cli.paths.is_empty() {
+            // --otlp: the receiver beside the PATHs (alone without any), its spool watched as
+            // any directory of runs is.
+            let bg = if cli.otlp {
+                Some(tracetui::serve::Background::start(
+                    &tracetui::serve::Options::new(None, None, None).map_err(usage)?,
+                    &mut std::io::stderr(),
+                )?)
+            } else {
+                None
+            };
+            let (paths, places) = if let Some(bg) = &bg {
+                let mut p = cli.paths.clone();
+                p.push(bg.dir().to_path_buf());
+                (p, false)
+            } else if cli.paths.is_empty() {
                 let places = source::places::resolve_env();
                 (
                     places.iter().filter(|p| p.exists()).map(|p| p.path.clone()).collect(),
@@ -405,9 +460,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 forced,
                 theme: cli.theme,
                 diff: None,
-                follow: cli.follow,
+                follow: cli.follow || bg.is_some(),
                 live: live_options(None),
             })?;
+            drop(bg);
             0
         }
     };

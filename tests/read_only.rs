@@ -130,6 +130,7 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         "grep",
         "export",
         "help",
+        "serve",
     ];
     for c in subcommands() {
         assert!(
@@ -138,6 +139,18 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         );
     }
 
+    // serve reads no trace and writes only into a --save DIR it is given: started in
+    // sample-traces/ without one, it leaves it as it was (checked by the snapshot below).
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_tracetui"))
+        .args(["serve", "--no-tui", "--http", "127.0.0.1:0", "--grpc", "off"])
+        .current_dir(&root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = serve.kill();
+    let _ = serve.wait();
     for fmt in ["text", "json"] {
         let out = run(&["check", "--format", fmt, "sample-traces"]);
         assert!(out.contains("agentdbg") && out.contains("maida"), "{out}");

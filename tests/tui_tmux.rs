@@ -760,3 +760,84 @@ fn runs_list_search_finds_a_word_in_a_tool_result_and_opens_the_run_on_it() {
     t.keys(&["q"]);
     t.assert_restored();
 }
+
+/// `tracetui serve`: spans sent over OTLP/HTTP while the explorer runs appear in the open run
+/// under FOLLOW, as a tailed file's events do.
+#[test]
+fn spans_received_by_serve_appear_under_follow() {
+    need_tmux!();
+    let d = tempfile::tempdir().unwrap();
+    let save = d.path().join("session");
+    // A free port, picked by binding to port 0 and letting it go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t = Tmux::start();
+    t.launch(&format!(
+        "serve --http 127.0.0.1:{port} --grpc off --save {}",
+        save.display()
+    ));
+    let span = |id: &str, parent: &str, name: &str, attrs: &str| {
+        format!(
+            r#"{{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"{id}","parentSpanId":"{parent}","name":"{name}","startTimeUnixNano":"1771187460000000000","endTimeUnixNano":"1771187461000000000","attributes":[{attrs}]}}"#
+        )
+    };
+    let send = |spans: &[String]| {
+        let body = format!(
+            r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"live-agent"}}}}]}},"scopeSpans":[{{"spans":[{}]}}]}}]}}"#,
+            spans.join(",")
+        );
+        let start = Instant::now();
+        loop {
+            // The explorer may still be starting: retry until the receiver answers.
+            match reqwest::blocking::Client::new()
+                .post(format!("http://127.0.0.1:{port}/v1/traces"))
+                .header("content-type", "application/json")
+                .body(body.clone())
+                .send()
+            {
+                Ok(r) => {
+                    assert_eq!(r.status().as_u16(), 200);
+                    return;
+                }
+                Err(e) if start.elapsed() > Duration::from_secs(15) => panic!("no receiver: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    };
+    let llm = r#"{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},{"key":"gen_ai.request.model","value":{"stringValue":"plan-model"}}"#;
+    send(&[span("00000000000000a1", "00000000000000f0", "chat plan-model", llm)]);
+    let s = t.wait_for("the run, opened by itself", |s| s.contains("plan-model"));
+    assert!(s.contains("FOLLOW"), "follow mode\n{s}");
+    let tool = |n: usize| {
+        format!(
+            r#"{{"key":"gen_ai.operation.name","value":{{"stringValue":"execute_tool"}}}},{{"key":"gen_ai.tool.name","value":{{"stringValue":"lookup_{n}"}}}}"#
+        )
+    };
+    for i in 0..3 {
+        send(&[span(
+            &format!("00000000000000b{i}"),
+            "00000000000000f0",
+            "execute_tool",
+            &tool(i),
+        )]);
+        std::thread::sleep(Duration::from_millis(80));
+    }
+    let s = t.wait_for("every tool call", |s| s.contains("lookup_2"));
+    assert!(s.contains("FOLLOW"), "{s}");
+    assert!(s.contains("● live"), "running until its root span ends\n{s}");
+    send(&[span(
+        "00000000000000f0",
+        "",
+        "invoke_agent live",
+        r#"{"key":"gen_ai.operation.name","value":{"stringValue":"invoke_agent"}}"#,
+    )]);
+    t.wait_for("the root span, the run no longer live", |s| {
+        s.contains("invoke_agent live") && !s.contains("● live")
+    });
+    t.keys(&["q"]);
+    t.assert_restored();
+    assert!(save.read_dir().unwrap().count() > 0, "the session was saved");
+}

@@ -122,6 +122,12 @@ impl Format for Otlp {
     }
 }
 
+/// Follow a file of batch lines that may be empty yet (the OTLP receiver's spool): the same
+/// parser as a file of the collector's file exporter, whatever its first line holds.
+pub fn follow_lines(path: &Path) -> Follow {
+    Follow::new(path, Box::new(|| Box::new(Parser::default()) as Box<dyn LineParser>))
+}
+
 /// Whether a file is the collector's JSON Lines (one batch a line) rather than one document,
 /// whatever its first line holds (a damaged first line must not make the rest unreadable).
 /// Lines: a line of the head is a whole batch, or two lines start as batches do (a pretty

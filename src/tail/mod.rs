@@ -32,6 +32,8 @@ enum State {
         traces: Vec<Trace>,
         stamp: Option<(u64, Option<SystemTime>)>,
     },
+    /// Dropped from memory (the OTLP receiver's cap on spans held): no longer read.
+    Released,
 }
 
 impl Tracked {
@@ -39,6 +41,7 @@ impl Tracked {
         match &self.state {
             State::Lines(f) => &f.sink.traces,
             State::Whole { traces, .. } => traces,
+            State::Released => &[],
         }
     }
 }
@@ -75,6 +78,33 @@ impl Tailer {
         };
         t.rescan();
         t
+    }
+
+    /// Follow nothing yet: sources come from [`Tailer::follow_file`] only (the OTLP receiver's
+    /// spool files, not whatever else the directory holds).
+    pub fn files(root: &Path) -> Tailer {
+        Tailer {
+            root: root.to_path_buf(),
+            forced: None,
+            sources: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Follow one more line-oriented source; returns its index.
+    pub fn follow_file(&mut self, run: RunRef, f: Follow) -> usize {
+        self.sources.push(Tracked {
+            run,
+            state: State::Lines(Box::new(f)),
+        });
+        self.sources.len() - 1
+    }
+
+    /// Drop a source's traces from memory; it is not read again (indices stay as they were).
+    pub fn release(&mut self, source: usize) {
+        if let Some(s) = self.sources.get_mut(source) {
+            s.state = State::Released;
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -265,6 +295,7 @@ fn poll_one(s: &mut Tracked) -> Result<Vec<(usize, bool, bool)>, LoadError> {
             let p = f.poll()?;
             Ok(p.touched.into_iter().map(|t| (t, p.restarted, false)).collect())
         }
+        State::Released => Ok(Vec::new()),
         State::Whole { traces, stamp: st } => {
             let now = stamp(&s.run.path);
             if now == *st {

@@ -28,6 +28,11 @@ impl Printer {
         }
     }
 
+    /// Forget what was printed of a source released from memory.
+    pub fn forget(&mut self, source: usize) {
+        self.seen.retain(|(s, _), _| *s != source);
+    }
+
     /// Treat everything already there as printed (tail without `--from-start`).
     pub fn skip_existing(&mut self, t: &Tailer) {
         for (si, ti, trace) in t.traces() {

@@ -1,0 +1,333 @@
+//! `tracetui serve` and `tracetui --otlp` (issue 19): receive OpenTelemetry spans and logs over
+//! OTLP and show them as they arrive.
+//!
+//! One path for every received batch: the receiver ([`receiver`]) turns each request into the
+//! OTLP/JSON line the Collector's file exporter would write; the consumer appends it to the
+//! spool ([`spool`]: `--save DIR`, or a private temporary directory) and reads it back with
+//! the `otlp-json` format's own incremental parser, exactly as `tail` follows a growing file.
+//! So received spans are mapped by the same code as files (GenAI, OpenInference,
+//! `claude_code.*`, log events), a trace is running until its root span ends, and a saved
+//! session reopens with the same runs and counts.
+
+pub mod receiver;
+pub mod spool;
+
+use crate::cli::Output;
+use crate::formats::otlp;
+use crate::model::RunStatus;
+use crate::source::RunRef;
+use crate::tail::Tailer;
+use crate::tail::print::Printer;
+use receiver::Incoming;
+use spool::Spool;
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+/// Default OTLP/HTTP address (loopback: other machines need an address given explicitly).
+pub const DEFAULT_HTTP: &str = "127.0.0.1:4318";
+/// Default OTLP/gRPC address.
+pub const DEFAULT_GRPC: &str = "127.0.0.1:4317";
+/// Largest request body accepted, before and after gzip (413 beyond).
+pub const MAX_BODY: usize = 16 << 20;
+/// Spans held in memory by default (oldest finished traces are dropped first beyond it).
+pub const MAX_SPANS: usize = 1_000_000;
+/// Spool files rotate at this size (the Collector's file exporter rotates at 100 MB).
+pub const ROTATE_BYTES: u64 = 64 << 20;
+/// Requests waiting for the consumer; beyond, clients are told to retry (429 / UNAVAILABLE).
+const QUEUE: usize = 1024;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub http: Option<SocketAddr>,
+    pub grpc: Option<SocketAddr>,
+    /// Whether the addresses were given (else loopback defaults).
+    pub http_given: bool,
+    pub grpc_given: bool,
+    pub save: Option<PathBuf>,
+    pub max_body: usize,
+    pub max_spans: usize,
+    pub rotate_bytes: u64,
+}
+
+/// `--http`/`--grpc` values: `off`, or an address (`host:port`, `:port` for loopback).
+pub fn parse_addr(v: Option<&str>, default: &str) -> Result<Option<SocketAddr>, String> {
+    let v = v.unwrap_or(default);
+    if v.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let v = if v.starts_with(':') {
+        format!("127.0.0.1{v}")
+    } else {
+        v.to_string()
+    };
+    v.to_socket_addrs()
+        .map_err(|e| format!("{v}: not an address to listen on ({e})"))?
+        .next()
+        .map(Some)
+        .ok_or_else(|| format!("{v}: no address"))
+}
+
+impl Options {
+    pub fn new(http: Option<&str>, grpc: Option<&str>, save: Option<PathBuf>) -> Result<Options, String> {
+        let o = Options {
+            http: parse_addr(http, DEFAULT_HTTP)?,
+            grpc: parse_addr(grpc, DEFAULT_GRPC)?,
+            http_given: http.is_some(),
+            grpc_given: grpc.is_some(),
+            save,
+            max_body: MAX_BODY,
+            max_spans: MAX_SPANS,
+            rotate_bytes: ROTATE_BYTES,
+        };
+        if o.http.is_none() && o.grpc.is_none() {
+            return Err("--http off and --grpc off: nothing to receive on".into());
+        }
+        Ok(o)
+    }
+}
+
+/// Say where spans are received and whether other machines can reach it.
+fn announce(s: &receiver::Servers, spool: &Spool, err: &mut dyn Write) {
+    let mut parts = Vec::new();
+    if let Some(a) = s.http {
+        parts.push(format!("OTLP/HTTP on http://{a} (/v1/traces, /v1/logs)"));
+    }
+    if let Some(a) = s.grpc {
+        parts.push(format!("OTLP/gRPC on {a}"));
+    }
+    let _ = writeln!(err, "tracetui: receiving {}", parts.join(" and "));
+    let open: Vec<String> = s
+        .http
+        .iter()
+        .chain(s.grpc.iter())
+        .filter(|a| !a.ip().is_loopback())
+        .map(|a| a.to_string())
+        .collect();
+    if open.is_empty() {
+        let _ = writeln!(
+            err,
+            "tracetui: loopback only: this machine's agents can send, others cannot (give --http/--grpc ADDR to listen elsewhere)"
+        );
+    } else {
+        let _ = writeln!(
+            err,
+            "tracetui: {} reachable from other machines, with no authentication (as given)",
+            open.join(", ")
+        );
+    }
+    let _ = if spool.is_private() {
+        writeln!(
+            err,
+            "tracetui: holding batches in {} (removed at exit; --save DIR keeps them)",
+            spool.dir().display()
+        )
+    } else {
+        writeln!(
+            err,
+            "tracetui: saving batches to {} (OTLP/JSON lines, as the Collector's file exporter)",
+            spool.dir().display()
+        )
+    };
+}
+
+fn spool_for(o: &Options) -> std::io::Result<Spool> {
+    // A file holds at most a quarter of the cap, so that releasing old files can keep the
+    // memory under it.
+    Spool::new(o.save.as_deref(), o.rotate_bytes, (o.max_spans / 4).max(1)).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "{}: {e}",
+                o.save.as_deref().unwrap_or(Path::new("temporary directory")).display()
+            ),
+        )
+    })
+}
+
+/// `serve --no-tui`: receive until `stop` is set, printing each new event as `tail --no-tui`
+/// prints it.
+pub fn print(
+    o: &Options,
+    fmt: Output,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    stop: &AtomicBool,
+) -> anyhow::Result<()> {
+    let (tx, rx) = mpsc::sync_channel::<Incoming>(QUEUE);
+    let mut spool = spool_for(o)?;
+    let servers = receiver::start(o.http, o.grpc, o.max_body, tx)?;
+    announce(&servers, &spool, err);
+    let _ = err.flush();
+    let mut tailer = Tailer::files(spool.dir());
+    let mut printer = Printer::new(fmt);
+    let mut live: VecDeque<(usize, PathBuf)> = VecDeque::new();
+    while !stop.load(Ordering::Relaxed) {
+        let first = match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(x) => x,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        // Whatever else waits is appended before reading back: one read, one print.
+        let mut next = Some(first);
+        let mut n = 0;
+        while let Some(inc) = next.take() {
+            if let Some(p) = spool.append(&inc.line, inc.spans)? {
+                let run = RunRef {
+                    path: p.clone(),
+                    format: &otlp::Otlp,
+                    root: Arc::from(spool.dir()),
+                };
+                live.push_back((tailer.follow_file(run, otlp::follow_lines(&p)), p));
+            }
+            n += 1;
+            if n < 256 {
+                next = rx.try_recv().ok();
+            }
+        }
+        let changes = tailer.poll(None);
+        if printer.print(&tailer, &changes, out)? > 0 {
+            out.flush()?;
+        }
+        for e in tailer.errors.drain(..) {
+            let _ = writeln!(err, "{}", crate::sanitize::line(&format!("tracetui: {e}")));
+        }
+        evict(&mut tailer, &mut printer, &mut live, &spool, o.max_spans, err);
+    }
+    drop(servers);
+    Ok(())
+}
+
+fn held(t: &Tailer, s: usize) -> usize {
+    t.sources[s].traces().iter().map(|t| t.len()).sum()
+}
+
+/// Keep the spans held under the cap: release whole spool files, oldest first, those whose
+/// traces have all ended before any with a trace still running. The file being written is
+/// kept. A private spool's released file is deleted; a saved one stays on disk.
+fn evict(
+    t: &mut Tailer,
+    p: &mut Printer,
+    live: &mut VecDeque<(usize, PathBuf)>,
+    spool: &Spool,
+    max: usize,
+    err: &mut dyn Write,
+) {
+    let mut total: usize = live.iter().map(|(s, _)| held(t, *s)).sum();
+    if total <= max {
+        return;
+    }
+    for running_too in [false, true] {
+        let mut i = 0;
+        while total > max && i < live.len() {
+            let (s, path) = &live[i];
+            let current = spool.current() == Some(path.as_path());
+            let ended = t.sources[*s]
+                .traces()
+                .iter()
+                .all(|tr| matches!(tr.meta.status, RunStatus::Ok | RunStatus::Error));
+            if current || !(ended || running_too) {
+                i += 1;
+                continue;
+            }
+            let (s, path) = live.remove(i).expect("in range");
+            total -= held(t, s);
+            if running_too {
+                let _ = writeln!(
+                    err,
+                    "tracetui: over the cap of {max} spans: traces still running in {} are no longer followed",
+                    path.display()
+                );
+            }
+            t.release(s);
+            p.forget(s);
+            if spool.is_private() {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+/// The receiver beside the explorer (`tracetui --otlp`, `tracetui serve`): batches go to the
+/// spool directory, which the explorer watches like any other.
+pub struct Background {
+    servers: Option<receiver::Servers>,
+    dir: PathBuf,
+    stop: Arc<AtomicBool>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    pub fn start(o: &Options, err: &mut dyn Write) -> anyhow::Result<Background> {
+        let (tx, rx) = mpsc::sync_channel::<Incoming>(QUEUE);
+        let mut spool = spool_for(o)?;
+        let servers = receiver::start(o.http, o.grpc, o.max_body, tx)?;
+        announce(&servers, &spool, err);
+        let dir = spool.dir().to_path_buf();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let writer = std::thread::Builder::new().name("otlp-spool".into()).spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                match rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(inc) => {
+                        // The explorer is on the terminal: a write error has nowhere to go
+                        // but the batch itself is lost; keep receiving.
+                        let _ = spool.append(&inc.line, inc.spans);
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            drop(spool);
+        })?;
+        Ok(Background {
+            servers: Some(servers),
+            dir,
+            stop,
+            writer: Some(writer),
+        })
+    }
+
+    /// The directory the explorer should watch.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.servers.take();
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(
+            parse_addr(None, DEFAULT_HTTP).unwrap(),
+            Some("127.0.0.1:4318".parse().unwrap())
+        );
+        assert_eq!(parse_addr(Some("off"), DEFAULT_HTTP).unwrap(), None);
+        assert_eq!(
+            parse_addr(Some(":9999"), DEFAULT_HTTP).unwrap(),
+            Some("127.0.0.1:9999".parse().unwrap())
+        );
+        assert_eq!(
+            parse_addr(Some("0.0.0.0:1"), DEFAULT_HTTP).unwrap(),
+            Some("0.0.0.0:1".parse().unwrap())
+        );
+        assert!(parse_addr(Some("nonsense"), DEFAULT_HTTP).is_err());
+        assert!(Options::new(Some("off"), Some("off"), None).is_err());
+    }
+}

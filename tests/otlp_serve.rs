@@ -1,0 +1,339 @@
+//! `tracetui serve` with real clients (issue 19): the official OpenTelemetry Rust SDK exporters
+//! (`opentelemetry-otlp`: HTTP/protobuf, HTTP/JSON, gRPC) send an agent's spans and a log
+//! record; what `serve --no-tui --format json` printed and what `--save` wrote are checked:
+//! counts, parents, tokens, statuses.
+
+use opentelemetry::KeyValue;
+use opentelemetry::logs::{LogRecord as _, Logger as _, LoggerProvider as _};
+use opentelemetry::trace::{Span as _, Status, TraceContextExt as _, Tracer as _, TracerProvider as _};
+use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+struct Server {
+    child: Child,
+    http: String,
+    grpc: String,
+    lines: mpsc::Receiver<Value>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(save: &std::path::Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tracetui"))
+        .args([
+            "serve",
+            "--no-tui",
+            "--format",
+            "json",
+            "--http",
+            "127.0.0.1:0",
+            "--grpc",
+            "127.0.0.1:0",
+            "--save",
+        ])
+        .arg(save)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The bound addresses are announced on stderr.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let http = first
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no HTTP address in {first:?}"))
+        .to_string();
+    let grpc = first
+        .split("OTLP/gRPC on ")
+        .nth(1)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| panic!("no gRPC address in {first:?}"));
+    std::thread::spawn(move || for _ in err.lines() {});
+    let out = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines() {
+            let Ok(l) = l else { break };
+            let v: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}"));
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    Server {
+        child,
+        http,
+        grpc,
+        lines,
+    }
+}
+
+/// An agent run: a root span, an LLM call with tokens, a failed tool call, and a log record
+/// emitted inside the root span.
+fn agent(tracer: &opentelemetry_sdk::trace::SdkTracer, logger: &opentelemetry_sdk::logs::SdkLogger) {
+    tracer.in_span("invoke_agent weather", |cx| {
+        cx.span()
+            .set_attribute(KeyValue::new("gen_ai.operation.name", "invoke_agent"));
+        let mut llm = tracer.start("chat gpt-4o");
+        llm.set_attribute(KeyValue::new("gen_ai.operation.name", "chat"));
+        llm.set_attribute(KeyValue::new("gen_ai.request.model", "gpt-4o"));
+        llm.set_attribute(KeyValue::new("gen_ai.usage.input_tokens", 120i64));
+        llm.set_attribute(KeyValue::new("gen_ai.usage.output_tokens", 30i64));
+        llm.end();
+        let mut tool = tracer.start("execute_tool get_weather");
+        tool.set_attribute(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        tool.set_attribute(KeyValue::new("gen_ai.tool.name", "get_weather"));
+        tool.set_attribute(KeyValue::new("gen_ai.tool.call.arguments", "{\"city\":\"Paris\"}"));
+        tool.set_status(Status::error("timeout"));
+        tool.end();
+        let mut r = logger.create_log_record();
+        r.set_event_name("agent.note");
+        r.set_body("looked up the weather".into());
+        logger.emit(r);
+    });
+}
+
+fn resource(service: &str) -> Resource {
+    Resource::builder_empty().with_service_name(service.to_string()).build()
+}
+
+fn send_http(s: &Server, protocol: Protocol, service: &str) {
+    let spans = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(protocol)
+        .with_endpoint(format!("http://{}/v1/traces", s.http))
+        .build()
+        .unwrap();
+    let logs = opentelemetry_otlp::LogExporter::builder()
+        .with_http()
+        .with_protocol(protocol)
+        .with_endpoint(format!("http://{}/v1/logs", s.http))
+        .build()
+        .unwrap();
+    let tp = SdkTracerProvider::builder()
+        .with_simple_exporter(spans)
+        .with_resource(resource(service))
+        .build();
+    let lp = SdkLoggerProvider::builder()
+        .with_simple_exporter(logs)
+        .with_resource(resource(service))
+        .build();
+    agent(&tp.tracer("test"), &lp.logger("test"));
+    tp.shutdown().unwrap();
+    lp.shutdown().unwrap();
+}
+
+fn send_grpc(s: &Server, service: &str) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let spans = opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(format!("http://{}", s.grpc))
+            .build()
+            .unwrap();
+        let logs = opentelemetry_otlp::LogExporter::builder()
+            .with_tonic()
+            .with_endpoint(format!("http://{}", s.grpc))
+            .build()
+            .unwrap();
+        let tp = SdkTracerProvider::builder()
+            .with_batch_exporter(spans)
+            .with_resource(resource(service))
+            .build();
+        let lp = SdkLoggerProvider::builder()
+            .with_batch_exporter(logs)
+            .with_resource(resource(service))
+            .build();
+        agent(&tp.tracer("test"), &lp.logger("test"));
+        // The batch processors export from their own threads, through this runtime.
+        let (tp2, lp2) = (tp.clone(), lp.clone());
+        tokio::task::spawn_blocking(move || {
+            tp2.force_flush().unwrap();
+            lp2.force_flush().unwrap();
+        })
+        .await
+        .unwrap();
+        tokio::task::spawn_blocking(move || {
+            tp.shutdown().unwrap();
+            lp.shutdown().unwrap();
+        })
+        .await
+        .unwrap();
+    });
+}
+
+/// Lines printed until `runs` runs ended and `logs` log events came (or the time is up).
+fn collect(s: &Server, runs: usize, logs: usize) -> Vec<Value> {
+    let mut got = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let ended = got.iter().filter(|v: &&Value| v["kind"] == "run_end").count();
+        let notes = got.iter().filter(|v: &&Value| v["name"] == "agent.note").count();
+        if ended >= runs && notes >= logs {
+            // Anything that follows at once belongs too.
+            while let Ok(v) = s.lines.recv_timeout(Duration::from_millis(300)) {
+                got.push(v);
+            }
+            return got;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match s.lines.recv_timeout(left) {
+            Ok(v) => got.push(v),
+            Err(_) => panic!("timed out; printed so far: {got:#?}"),
+        }
+    }
+}
+
+#[test]
+fn sdk_exporters_over_http_protobuf_http_json_and_grpc() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("session");
+    let s = serve(&save);
+    send_http(&s, Protocol::HttpBinary, "agent-http-proto");
+    send_http(&s, Protocol::HttpJson, "agent-http-json");
+    send_grpc(&s, "agent-grpc");
+    let lines = collect(&s, 3, 3);
+
+    let ends: Vec<&Value> = lines.iter().filter(|v| v["kind"] == "run_end").collect();
+    assert_eq!(ends.len(), 3, "{lines:#?}");
+    let mut parents = Vec::new();
+    for e in &ends {
+        let run = e["run"].as_str().unwrap();
+        assert_eq!(e["run_name"], "invoke_agent weather");
+        assert_eq!(e["status"], "ok", "the root span ended fine: {e}");
+        assert_eq!(e["llm_calls"], 1);
+        assert_eq!(e["tool_calls"], 1);
+        assert_eq!(e["tokens"], 150, "{e}");
+        let events: Vec<&Value> = lines
+            .iter()
+            .filter(|v| v["run"] == run && v["kind"] != "run_end")
+            .collect();
+        let root = events
+            .iter()
+            .find(|v| v["kind"] != "llm" && v["kind"] != "tool" && v["name"] != "agent.note")
+            .expect("a root span");
+        assert!(root["parent"].is_null(), "{root}");
+        let root_id = root["id"].as_str().unwrap();
+        let llm = events.iter().find(|v| v["kind"] == "llm").expect("the LLM call");
+        assert_eq!(llm["name"], "gpt-4o");
+        // Spans are exported as they end, children before their root: a child printed
+        // before its parent arrived has no parent yet; if it names one, it is the root.
+        assert!(llm["parent"].is_null() || llm["parent"] == root_id, "{llm}");
+        assert_eq!(llm["status"], "ok");
+        let tool = events.iter().find(|v| v["kind"] == "tool").expect("the tool call");
+        assert_eq!(tool["name"], "get_weather");
+        assert!(tool["parent"].is_null() || tool["parent"] == root_id, "{tool}");
+        parents.push((llm["id"].clone(), tool["id"].clone(), root_id.to_string()));
+        assert_eq!(tool["status"], "error");
+        let note = events
+            .iter()
+            .find(|v| v["name"] == "agent.note")
+            .expect("the log record");
+        assert!(note["parent"].is_null() || note["parent"] == root_id, "{note}");
+        assert_eq!(events.len(), 4, "{events:#?}");
+    }
+    drop(s);
+
+    // What --save wrote reopens with the same runs and counts.
+    let out = Command::new(env!("CARGO_BIN_EXE_tracetui"))
+        .args(["check", "--format", "json"])
+        .arg(&save)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let checked: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(checked.len(), 3, "{text}");
+    for c in &checked {
+        let e = ends.iter().find(|e| e["run"] == c["trace"]).expect("the same run");
+        for k in ["status", "tool_calls", "llm_calls", "tokens"] {
+            assert_eq!(c[k], e[k], "{k}: {c} vs {e}");
+        }
+        assert_eq!(c["events"], 4, "{c}");
+    }
+    // Every line of the saved files is one OTLP/JSON batch, as the Collector writes, and the
+    // spans name their parents.
+    let mut parent_of = std::collections::HashMap::new();
+    for f in std::fs::read_dir(&save).unwrap() {
+        let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+        for l in text.lines() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            assert!(
+                v.get("resourceSpans").is_some() || v.get("resourceLogs").is_some(),
+                "{l}"
+            );
+            for rs in v["resourceSpans"].as_array().into_iter().flatten() {
+                for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                    for sp in ss["spans"].as_array().into_iter().flatten() {
+                        parent_of.insert(sp["spanId"].clone(), sp["parentSpanId"].clone());
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(parent_of.len(), 9, "three spans from each exporter");
+    for (llm, tool, root) in parents {
+        assert_eq!(parent_of[&llm], root.as_str());
+        assert_eq!(parent_of[&tool], root.as_str());
+    }
+    // And the loaded tree has them under the root, as the stream said.
+    let out = Command::new(env!("CARGO_BIN_EXE_tracetui"))
+        .args(["show", "--format", "json"])
+        .arg(&save)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(out.stdout).unwrap();
+    assert!(shown.contains("\"kind\":\"tool\""), "{shown}");
+}
+
+#[test]
+fn bad_bodies_get_the_answers_the_spec_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(&dir.path().join("s"));
+    let post = |ct: &str, enc: Option<&str>, body: Vec<u8>| {
+        let c = reqwest::blocking::Client::new();
+        let mut r = c
+            .post(format!("http://{}/v1/traces", s.http))
+            .header("content-type", ct);
+        if let Some(e) = enc {
+            r = r.header("content-encoding", e);
+        }
+        let resp = r.body(body).send().unwrap();
+        (resp.status().as_u16(), resp.text().unwrap())
+    };
+    assert_eq!(post("application/x-protobuf", None, b"\xff\xff\xff".to_vec()).0, 400);
+    assert_eq!(post("application/json", None, b"{".to_vec()).0, 400);
+    assert_eq!(post("text/plain", None, b"{}".to_vec()).0, 415);
+    assert_eq!(post("application/json", Some("br"), b"{}".to_vec()).0, 415);
+    // Over the 16 MiB limit, before or after gzip.
+    assert_eq!(post("application/json", None, vec![b' '; 17 << 20]).0, 413);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &vec![b' '; 17 << 20]).unwrap();
+    assert_eq!(post("application/json", Some("gzip"), gz.finish().unwrap()).0, 413);
+    // A span without a valid trace id is rejected, the others kept: partial success.
+    let body = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[
+        {"traceId":"","spanId":"00f067aa0ba902b7","name":"bad"},
+        {"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"00f067aa0ba902b7","name":"good","startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}"#;
+    let (code, text) = post("application/json", None, body.as_bytes().to_vec());
+    assert_eq!(code, 200);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let rejected = v["partialSuccess"]["rejectedSpans"].to_string();
+    assert_eq!(rejected.trim_matches('"'), "1", "{text}");
+    let lines = collect(&s, 1, 0);
+    assert!(lines.iter().any(|l| l["name"] == "good"));
+    assert!(!lines.iter().any(|l| l["name"] == "bad"));
+}
