@@ -219,7 +219,7 @@ fn newcomer_finds_the_failed_tool_call_in_the_sample_traces() {
     let s = t.wait_for("the help overlay", |s| s.contains("keys of the event tree"));
     assert!(s.contains("next error"), "{s}");
     // The filter syntax is further down: the help scrolls.
-    t.keys(&["G"]);
+    t.keys(&["j"; 12]);
     t.wait_for("the filter syntax in the help", |s| s.contains("filter (/)"));
     t.keys(&["Escape"]);
     t.wait_for("help closed", |s| !s.contains("keys of the event tree"));
