@@ -56,9 +56,42 @@ pub fn text(s: &str) -> Cow<'_, str> {
     run(s, true)
 }
 
+/// Trace text for an HTML text node or attribute (exported runs, diff reports): controls and
+/// bidi made visible first, as [`text`] does, then `& < > " '` as entities.
+pub fn html(s: &str) -> String {
+    let s = text(s);
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn html_makes_markup_and_controls_inert() {
+        assert_eq!(
+            html("<script>alert(1)</script>"),
+            "&lt;script&gt;alert(1)&lt;/script&gt;"
+        );
+        assert_eq!(
+            html("\"><img src=x onerror=alert(1)>"),
+            "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"
+        );
+        assert_eq!(html("a\x1b[31mb"), "a\\x1b[31mb");
+        assert_eq!(html("abc\u{202e}fed"), "abc&lt;U+202E&gt;fed");
+        assert_eq!(html("two\nlines"), "two\nlines");
+    }
 
     #[test]
     fn hostile_sequences_are_escaped() {

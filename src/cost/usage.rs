@@ -42,6 +42,15 @@ pub enum Basis {
 
 /// The cost of one call with model `model` (the call's own, else the run's).
 pub fn call_cost(prices: &Prices, model: Option<&str>, usage: Option<&Usage>) -> CallCost {
+    call_cost_with(model, usage, |m| prices.lookup(m))
+}
+
+/// [`call_cost`] with the price list's lookup given (a run's calls look each model up once).
+fn call_cost_with<'p>(
+    model: Option<&str>,
+    usage: Option<&Usage>,
+    lookup: impl FnOnce(&str) -> Option<(&'p super::Entry, How)>,
+) -> CallCost {
     let Some(u) = usage.filter(|u| !u.is_empty()) else {
         return CallCost {
             micros: None,
@@ -60,7 +69,7 @@ pub fn call_cost(prices: &Prices, model: Option<&str>, usage: Option<&Usage>) ->
             basis: Basis::NoModel,
         };
     };
-    match prices.lookup(model) {
+    match lookup(model) {
         Some((e, how)) => CallCost {
             micros: super::cost(&e.price, tokens_of(u)),
             basis: Basis::Priced {
@@ -169,7 +178,7 @@ pub fn each_call_from(
     mut f: impl FnMut(&crate::model::Event, &str, Option<&Usage>, &CallCost),
 ) {
     let run_model = trace.meta.model.as_deref();
-    // (model as written, cost of a call with unit usage decided by its lookup)
+    // (the call's model as written, what the price list says of it)
     let mut seen: Vec<(crate::model::StrRef, Option<(&super::Entry, How)>)> = Vec::new();
     for e in trace.events.get(from..).unwrap_or(&[]) {
         if e.kind != EventKind::LlmCall {
@@ -178,32 +187,14 @@ pub fn each_call_from(
         let own = trace.str(e.model);
         let model = if own.is_empty() { run_model } else { Some(own) };
         let u = e.usage.as_deref();
-        let c = match (u.filter(|u| !u.is_empty()), model.filter(|m| !m.trim().is_empty())) {
-            (Some(u), Some(m)) if u.cost.is_none() => {
-                let hit = match seen.iter().find(|(r, _)| *r == e.model) {
-                    Some((_, hit)) => *hit,
-                    None => {
-                        let hit = prices.lookup(m);
-                        seen.push((e.model, hit));
-                        hit
-                    }
-                };
-                match hit {
-                    Some((entry, how)) => CallCost {
-                        micros: super::cost(&entry.price, tokens_of(u)),
-                        basis: Basis::Priced {
-                            model: entry.model.clone(),
-                            how,
-                        },
-                    },
-                    None => CallCost {
-                        micros: None,
-                        basis: Basis::UnknownModel(m.to_string()),
-                    },
-                }
+        let c = call_cost_with(model, u, |m| match seen.iter().find(|(r, _)| *r == e.model) {
+            Some((_, hit)) => *hit,
+            None => {
+                let hit = prices.lookup(m);
+                seen.push((e.model, hit));
+                hit
             }
-            _ => call_cost(prices, model, u),
-        };
+        });
         f(e, model.unwrap_or(""), u, &c);
     }
 }
@@ -214,18 +205,25 @@ pub fn each_call_from(
 /// run's totals are those, priced at the run's model: see [`run_totals`].
 pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
     let rc = calls_cost(trace, prices);
-    let Some(u) = run_totals(trace).filter(|u| u.sum().unwrap_or(0) > rc.total.total_tokens) else {
-        return rc;
-    };
+    match recorded_totals(trace, prices, &rc.total) {
+        Some((model, total)) => RunCost {
+            by_model: vec![(model, total.clone())],
+            total,
+        },
+        None => rc,
+    }
+}
+
+/// The run's recorded totals as a [`Total`] with its model (the run's), when they win over
+/// `calls`, what its calls add up to (see [`run_cost`]); `stats` applies the same rule.
+pub fn recorded_totals(trace: &Trace, prices: &Prices, calls: &Total) -> Option<(String, Total)> {
+    let u = run_totals(trace).filter(|u| u.sum().unwrap_or(0) > calls.total_tokens)?;
     let model = trace.meta.model.as_deref();
     let c = call_cost(prices, model, Some(&u));
     let mut total = Total::default();
     total.add_usage(Some(&u), &c);
-    total.calls = rc.total.calls;
-    RunCost {
-        by_model: vec![(model.unwrap_or("").to_string(), total.clone())],
-        total,
-    }
+    total.calls = calls.calls;
+    Some((model.unwrap_or("").to_string(), total))
 }
 
 /// The run totals a recorder wrote on the run's own event(s), if any.

@@ -60,7 +60,7 @@ pub fn summary_line(runs: &[Compared], fail_on: &[Verdict]) -> String {
 }
 
 /// A metric cell: the run's value and its change, `3 (+1)`; `2` when unchanged.
-fn cell(m: Option<&Metric>) -> String {
+pub fn cell(m: Option<&Metric>) -> String {
     let Some(m) = m else { return "-".into() };
     let v = m.value_text(m.current);
     match m.delta() {
@@ -72,7 +72,8 @@ fn cell(m: Option<&Metric>) -> String {
     }
 }
 
-fn header_name(c: &str) -> &'static str {
+/// A metric column's heading (text report and the explorer's compare table).
+pub fn header_name(c: &str) -> &'static str {
     match c {
         "tool_calls" => "TOOLS",
         "llm_calls" => "LLM",

@@ -18,22 +18,7 @@ const MAX_PATHS: usize = 50;
 /// Characters of one value or one word-diff piece.
 const VALUE_MAX: usize = 4_000;
 
-/// Trace text as HTML text: visible escapes for controls and bidi, then entities.
-pub fn esc(s: &str) -> String {
-    let s = crate::sanitize::text(s);
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::sanitize::html as esc;
 
 fn cut(s: &str) -> String {
     crate::report::cut(s, VALUE_MAX)

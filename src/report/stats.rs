@@ -120,15 +120,9 @@ impl RunStats {
         });
         // Run totals the recorder wrote where its calls add up to less: the same rule as
         // `run_cost` (priced at the run's model, on the run's day).
-        if let Some(u) = crate::cost::usage::run_totals(t).filter(|u| u.sum().unwrap_or(0) > total.total_tokens) {
-            let model = t.meta.model.as_deref();
-            let c = crate::cost::usage::call_cost(prices, model, Some(&u));
-            let mut rt = Total::default();
-            rt.add_usage(Some(&u), &c);
-            rt.calls = total.calls;
-            let day = run_start.map(day_of).unwrap_or_default();
-            by_model = vec![(model.unwrap_or("").to_string(), rt.clone())];
-            by_day = vec![(day, rt.clone())];
+        if let Some((model, rt)) = crate::cost::usage::recorded_totals(t, prices, &total) {
+            by_model = vec![(model, rt.clone())];
+            by_day = vec![(run_start.map(day_of).unwrap_or_default(), rt.clone())];
             total = rt;
         }
         // The same definition as Summary::of (run_cost over the same calls), at these prices.

@@ -612,12 +612,7 @@ mod tests {
     use crate::model::{NewEvent, Parent, Payload, PayloadRef, Role, Status};
     use serde_json::json;
 
-    fn text(d: &Doc) -> Vec<String> {
-        d.lines
-            .iter()
-            .map(|l| l.spans.iter().map(|(_, s)| s.as_str()).collect())
-            .collect()
-    }
+    use crate::tui::detail::tests::text;
 
     fn add(
         t: &mut Trace,

@@ -52,7 +52,10 @@ impl SortBy {
         match self {
             SortBy::Given => "as chosen".into(),
             SortBy::Verdict => "by verdict, worst first".into(),
-            SortBy::Column(i) => format!("by {} change, largest first", header(COLUMNS[i]).to_lowercase()),
+            SortBy::Column(i) => format!(
+                "by {} change, largest first",
+                crate::report::compare::header_name(COLUMNS[i]).to_lowercase()
+            ),
         }
     }
 }
@@ -341,31 +344,14 @@ pub fn scroll(s: &mut State, down: bool) {
     };
 }
 
-fn header(c: &str) -> &'static str {
-    match c {
-        "tool_calls" => "TOOLS",
-        "llm_calls" => "LLM",
-        "tokens" => "TOKENS",
-        "cost" => "COST",
-        "duration" => "DURATION",
-        "errors" => "ERRORS",
-        _ => "?",
-    }
-}
-
-fn cell(m: Option<&crate::diff::Metric>) -> String {
-    let Some(m) = m else { return "-".into() };
-    let v = m.value_text(m.current);
-    match m.delta() {
-        Some(0) | None => v,
-        Some(d) => format!("{v} ({}{})", if d > 0 { "+" } else { "-" }, m.value_text(Some(d.abs()))),
-    }
-}
-
 /// The table as cells, heads first: what `render` draws (and tests read).
 pub fn cells(v: &CompareView) -> Vec<Vec<(Role, String)>> {
     let mut head = vec![(Role::Header, "RUN".to_string()), (Role::Header, "VERDICT".to_string())];
-    head.extend(COLUMNS.iter().map(|c| (Role::Header, header(c).to_string())));
+    head.extend(
+        COLUMNS
+            .iter()
+            .map(|c| (Role::Header, crate::report::compare::header_name(c).to_string())),
+    );
     head.push((Role::Header, "FIRST DIVERGENCE".into()));
     let mut out = vec![head];
     for &i in &v.order {
@@ -383,7 +369,10 @@ pub fn cells(v: &CompareView) -> Vec<Vec<(Role, String)>> {
                 for c in COLUMNS {
                     let m = d.metric(c);
                     let bad = c == "errors" && m.and_then(|m| m.delta()).is_some_and(|x| x > 0);
-                    row.push((if bad { Role::Error } else { Role::Text }, cell(m)));
+                    row.push((
+                        if bad { Role::Error } else { Role::Text },
+                        crate::report::compare::cell(m),
+                    ));
                 }
                 row.push((
                     Role::Dim,

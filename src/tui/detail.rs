@@ -301,17 +301,7 @@ pub type Breaks = Vec<(u32, u32)>;
 pub fn breaks(line: &Line, width: usize, hang: usize) -> Breaks {
     use unicode_width::UnicodeWidthChar;
     let width = width.max(1);
-    let mut br = Breaker {
-        starts: vec![(0, 0)],
-        cap: width,
-        width,
-        hang: effective_hang(hang, width),
-        used: 0,
-        after_space: None,
-        since_w: 0,
-        since_n: 0,
-        seen_word: false,
-    };
+    let mut br = Breaker::new(width, hang);
     for (si, (_, s)) in line.spans.iter().enumerate() {
         let bytes = s.as_bytes();
         if bytes.iter().all(|&c| (0x20..0x7f).contains(&c)) {
@@ -359,6 +349,19 @@ struct Breaker {
 }
 
 impl Breaker {
+    fn new(width: usize, hang: usize) -> Breaker {
+        Breaker {
+            starts: vec![(0, 0)],
+            cap: width,
+            width,
+            hang: effective_hang(hang, width),
+            used: 0,
+            after_space: None,
+            since_w: 0,
+            since_n: 0,
+            seen_word: false,
+        }
+    }
     fn step(&mut self, si: usize, bi: usize, space: bool, w: usize) {
         while self.used + w > self.cap && self.used > 0 {
             match self.after_space.take() {
@@ -1296,12 +1299,13 @@ fn json(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{ErrorInfo, NewEvent, PayloadRef};
     use serde_json::json;
 
-    fn text(d: &Doc) -> Vec<String> {
+    /// A document's lines as plain text (the chat view's tests read them too).
+    pub(crate) fn text(d: &Doc) -> Vec<String> {
         d.lines
             .iter()
             .map(|l| l.spans.iter().map(|(_, s)| s.as_str()).collect())
@@ -1529,17 +1533,7 @@ mod break_props {
     fn slow(line: &Line, width: usize, hang: usize) -> Breaks {
         use unicode_width::UnicodeWidthChar;
         let width = width.max(1);
-        let mut br = Breaker {
-            starts: vec![(0, 0)],
-            cap: width,
-            width,
-            hang: effective_hang(hang, width),
-            used: 0,
-            after_space: None,
-            since_w: 0,
-            since_n: 0,
-            seen_word: false,
-        };
+        let mut br = Breaker::new(width, hang);
         for (si, (_, s)) in line.spans.iter().enumerate() {
             for (bi, c) in s.char_indices() {
                 let w = if c.is_ascii() {
