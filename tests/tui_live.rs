@@ -103,7 +103,8 @@ impl Harness {
                 | Effect::Diff { .. }
                 | Effect::Stats(_)
                 | Effect::Compare { .. }
-                | Effect::RunsSearch { .. } => {}
+                | Effect::RunsSearch { .. }
+                | Effect::Export(_) => {}
             }
         }
     }

@@ -63,10 +63,11 @@ pub enum Command {
     ToggleFold,
     Zoom,
     Editor,
+    Export,
 }
 
 impl Command {
-    pub const ALL: [Command; 54] = [
+    pub const ALL: [Command; 55] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -121,6 +122,7 @@ impl Command {
         Command::ToggleFold,
         Command::Zoom,
         Command::Editor,
+        Command::Export,
     ];
 
     /// The name used in the keymap TOML.
@@ -180,6 +182,7 @@ impl Command {
             Command::ToggleFold => "toggle_fold",
             Command::Zoom => "zoom",
             Command::Editor => "editor",
+            Command::Export => "export",
         }
     }
 
@@ -263,4 +266,8 @@ pub enum Action {
         done: usize,
         total: usize,
     },
+    /// A key in the export prompt.
+    Export(super::export::Input),
+    /// The export was written (what to say), or why not.
+    Exported(Result<String, String>),
 }

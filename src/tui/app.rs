@@ -411,6 +411,12 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
             terminal::take_resumed();
             g.term.clear()?;
         }
+        Effect::Export(job) => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(super::export::run(job));
+            });
+        }
         Effect::Copy(text) => {
             // OSC 52: the terminal puts it on the clipboard. Base64 keeps any control bytes
             // in the copied value from being interpreted.

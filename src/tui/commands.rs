@@ -137,6 +137,11 @@ const TREE: &[Entry] = &[
     PAGE[0],
     PAGE[1],
     e(Command::Back, "clear the filter, then back to the runs", Some("back")),
+    e(
+        Command::Export,
+        "export the run to a file: HTML, Markdown or OTLP/JSON",
+        Some("export"),
+    ),
 ];
 
 const DETAIL: &[Entry] = &[
@@ -203,6 +208,11 @@ const DETAIL: &[Entry] = &[
     ),
     e(Command::Plain, "message text: Markdown / raw text", None),
     e(
+        Command::Export,
+        "export the run to a file: HTML, Markdown or OTLP/JSON",
+        None,
+    ),
+    e(
         Command::Transcript,
         "the whole run as one conversation (again: close)",
         None,
@@ -251,6 +261,11 @@ const DIFF: &[Entry] = &[
     PAGE[0],
     PAGE[1],
     e(Command::Back, "back to the runs", Some("back")),
+    e(
+        Command::Export,
+        "export the diff to a file: a Markdown or HTML report",
+        Some("export"),
+    ),
 ];
 
 const PAIR: &[Entry] = &[
@@ -269,6 +284,11 @@ const PAIR: &[Entry] = &[
         None,
     ),
     e(Command::Pager, "open the value in $PAGER (long values)", Some("pager")),
+    e(
+        Command::Export,
+        "export the diff to a file: a Markdown or HTML report",
+        None,
+    ),
     MOVE[0],
     MOVE[1],
     MOVE[2],

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod config;
 pub mod detail;
 pub mod diffview;
+pub mod export;
 pub mod keymap;
 pub mod layout;
 pub mod live;

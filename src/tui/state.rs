@@ -980,6 +980,8 @@ pub enum Effect {
     },
     /// Open text in the user's editor (`$VISUAL`, `$EDITOR`), likewise.
     Edit(String),
+    /// Write an export of the open run or diff (`Action::Exported` when done).
+    Export(super::export::Job),
 }
 
 #[derive(Debug)]
@@ -1029,6 +1031,8 @@ pub struct State {
     pub follow: bool,
     /// The stats view over the listed runs, while open (and its load under way).
     pub stats: Option<super::stats::StatsView>,
+    /// The export prompt and the export being written.
+    pub export: super::export::ExportState,
 }
 
 impl State {
@@ -1064,6 +1068,7 @@ impl State {
             sync_search_limit: 2_000,
             follow: false,
             stats: None,
+            export: Default::default(),
         }
     }
 

@@ -29,6 +29,9 @@ pub fn key_action(s: &State, k: KeyEvent) -> Option<Action> {
     if ctrl && matches!(k.code, KeyCode::Char('c') | KeyCode::Char('C')) {
         return Some(Action::Cmd(Command::Quit));
     }
+    if s.export.prompt.is_some() {
+        return super::export::key(k);
+    }
     if s.prompt.is_some() {
         return match k.code {
             KeyCode::Esc => Some(Action::InputCancel),
@@ -222,6 +225,8 @@ pub fn update(s: &mut State, a: Action) {
         Action::Click { x, y } => click(s, x, y),
         Action::Scroll { x, y, down } => scroll(s, x, y, down),
         Action::Cmd(c) => command(s, c),
+        Action::Export(i) => super::export::input(s, i),
+        Action::Exported(r) => super::export::done(s, r),
     }
     settle(s);
 }
@@ -676,6 +681,10 @@ fn command(s: &mut State, c: Command) {
     }
     if c == Command::Help {
         s.help = Some(0);
+        return;
+    }
+    if c == Command::Export {
+        super::export::open(s);
         return;
     }
     if c == Command::Problems && s.run.is_some() && s.view != View::Runs {

@@ -3,6 +3,7 @@
 
 mod detail;
 mod diff;
+mod export;
 pub(crate) mod help;
 pub(crate) mod runs;
 mod stats;
@@ -94,6 +95,9 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
     }
     if let Some(offset) = s.help {
         help::render(buf, layout::help(area), s, offset, th);
+    }
+    if let Some(p) = &s.export.prompt {
+        export::render(buf, area, p, th);
     }
 }
 
@@ -288,6 +292,9 @@ fn status_text(s: &State) -> Option<(String, Role)> {
             ),
             Role::Warning,
         ));
+    }
+    if let Some(path) = &s.export.busy {
+        return Some((format!("{spin} exporting to {path}…"), Role::Warning));
     }
     if let Some(m) = &s.message {
         return Some((
