@@ -98,23 +98,50 @@ fn head(t: &Trace) -> Vec<u8> {
     b
 }
 
-/// The spans of events `range` (index order: file order), comma-separated.
+/// The spans of events `range` (index order: file order), comma-separated. Their records are
+/// read from disk in one piece when they lie close together in one file (they do: events are
+/// in file order), else one read each; arguments and results that are JSON text in the record
+/// are copied from it (minified and escaped), not decoded and serialized again.
 fn spans(t: &Trace, range: std::ops::Range<usize>, trace_id: &str) -> Vec<u8> {
-    let payloads = payloads(t, range.clone());
+    let evs = &t.events[range.clone()];
+    let block = read_block(t, evs);
+    let fmt = formats::by_id(t.meta.format);
     let mut b = Vec::with_capacity(range.len() * 2048);
-    for (k, (i, p)) in range.zip(payloads).enumerate() {
+    for (k, (i, e)) in range.zip(evs).enumerate() {
         if k > 0 {
             b.push(b',');
         }
-        span(t, i as u32, &p, trace_id, &mut b);
+        match (&e.payload, &block, fmt) {
+            (PayloadRef::Deferred, Some((block, lo)), Some(fmt)) => {
+                let slice = |o: crate::model::Origin| {
+                    let s = (o.offset - lo) as usize;
+                    &block[s..s + o.len as usize]
+                };
+                let mut raw: Vec<&[u8]> = vec![slice(e.origin)];
+                if let Some(o2) = e.origin2.as_deref() {
+                    raw.push(slice(*o2));
+                }
+                match fmt.decode_payload_raw(t, e, &raw) {
+                    Some(rp) => {
+                        let texts = (rp.input.map(|r| r.get()), rp.output.map(|r| r.get()));
+                        span(t, i as u32, &rp.payload, texts, trace_id, &mut b)
+                    }
+                    None => span(t, i as u32, &fmt.decode_payload(t, e, &raw), NO_TEXT, trace_id, &mut b),
+                }
+            }
+            _ => span(t, i as u32, &formats::payload(t, e), NO_TEXT, trace_id, &mut b),
+        }
     }
     b
 }
 
-/// The payloads of a range of events, their records read from disk in one piece when they lie
-/// close together in one file (they do: events are in file order), else one read each.
-fn payloads(t: &Trace, range: std::ops::Range<usize>) -> Vec<Payload> {
-    let evs = &t.events[range];
+/// Input and output as JSON text (an object or array), in place of the payload's own.
+type Texts<'a> = (Option<&'a str>, Option<&'a str>);
+const NO_TEXT: Texts = (None, None);
+
+/// The bytes that the deferred payloads of `evs` lie in, and the offset they start at, when
+/// that is one file and at most [`BLOCK_READ`] bytes.
+fn read_block(t: &Trace, evs: &[Event]) -> Option<(Vec<u8>, u64)> {
     let deferred = || evs.iter().filter(|e| matches!(e.payload, PayloadRef::Deferred));
     let origins = deferred().flat_map(|e| std::iter::once(e.origin).chain(e.origin2.as_deref().copied()));
     let mut file = None;
@@ -129,8 +156,7 @@ fn payloads(t: &Trace, range: std::ops::Range<usize>) -> Vec<Payload> {
         lo = lo.min(off);
         hi = hi.max(off.saturating_add(len));
     }
-    let fmt = formats::by_id(t.meta.format);
-    let block = match (file, fmt) {
+    match (file, formats::by_id(t.meta.format)) {
         (Some(f), Some(_)) if one_file && hi > lo && hi - lo <= BLOCK_READ => formats::read_origin(
             t,
             crate::model::Origin {
@@ -141,28 +167,13 @@ fn payloads(t: &Trace, range: std::ops::Range<usize>) -> Vec<Payload> {
             },
         )
         .ok()
-        .filter(|b| b.len() as u64 == hi - lo),
+        .filter(|b| b.len() as u64 == hi - lo)
+        .map(|b| (b, lo)),
         _ => None,
-    };
-    evs.iter()
-        .map(|e| match (&e.payload, &block, fmt) {
-            (PayloadRef::Deferred, Some(block), Some(fmt)) => {
-                let slice = |o: crate::model::Origin| {
-                    let s = (o.offset - lo) as usize;
-                    &block[s..s + o.len as usize]
-                };
-                let mut raw: Vec<&[u8]> = vec![slice(e.origin)];
-                if let Some(o2) = e.origin2.as_deref() {
-                    raw.push(slice(*o2));
-                }
-                fmt.decode_payload(t, e, &raw)
-            }
-            _ => formats::payload(t, e),
-        })
-        .collect()
+    }
 }
 
-fn span(t: &Trace, i: u32, p: &Payload, trace_id: &str, b: &mut Vec<u8>) {
+fn span(t: &Trace, i: u32, p: &Payload, texts: Texts, trace_id: &str, b: &mut Vec<u8>) {
     let e = t.event(i);
     let name = t.name(i);
     let model = Some(t.str(e.model)).filter(|m| !m.is_empty()).or(t
@@ -236,7 +247,7 @@ fn span(t: &Trace, i: u32, p: &Payload, trace_id: &str, b: &mut Vec<u8>) {
     if let Some(u) = e.usage.as_deref() {
         usage(&mut a, u);
     }
-    payload_attrs(&mut a, e, p);
+    payload_attrs(&mut a, e, p, texts);
     if let Some(err) = p.error.as_ref().filter(|_| !e.is_error()) {
         a.str("tracetui.error.message", &err.message);
     }
@@ -305,28 +316,37 @@ fn usage(a: &mut Attrs, u: &Usage) {
 /// Arguments and result of a tool (`gen_ai.tool.call.*`), prompt and response of an LLM call
 /// (`gen_ai.input.messages` / `gen_ai.output.messages`, a plain text as one message), other
 /// events' content as OpenInference's `input.value` / `output.value`.
-fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload) {
+fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload, texts: Texts) {
     let (ik, ok) = match e.kind {
         EventKind::ToolCall => ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"),
         EventKind::LlmCall => ("gen_ai.input.messages", "gen_ai.output.messages"),
         _ => ("input.value", "output.value"),
     };
     let llm = e.kind == EventKind::LlmCall;
-    if let Some(v) = &p.input {
-        match v {
+    // JSON text from the record is written as its value would be: an LLM call's message list
+    // under its own key, its other JSON as `input.value` / `output.value`.
+    let text = |a: &mut Attrs, text: &str, key: &'static str, other: &'static str| {
+        a.json_text(if llm && !text.starts_with('[') { other } else { key }, text)
+    };
+    match (texts.0, &p.input) {
+        (Some(t), _) => text(a, t, ik, "input.value"),
+        (None, Some(v)) => match v {
             Value::String(s) if llm => a.raw_json(ik, &text_message("user", s)),
             Value::Array(_) if llm => a.json(ik, v),
             _ if llm => a.json("input.value", v),
             _ => a.value(ik, v),
-        }
+        },
+        (None, None) => {}
     }
-    if let Some(v) = &p.output {
-        match v {
+    match (texts.1, &p.output) {
+        (Some(t), _) => text(a, t, ok, "output.value"),
+        (None, Some(v)) => match v {
             Value::String(s) if llm => a.raw_json(ok, &text_message("assistant", s)),
             Value::Array(_) if llm => a.json(ok, v),
             _ if llm => a.json("output.value", v),
             _ => a.value(ok, v),
-        }
+        },
+        (None, None) => {}
     }
     for (k, v) in &p.extra {
         if k == "usage" {
@@ -455,6 +475,48 @@ fn escape_into(b: &mut Vec<u8>, s: &[u8]) {
     b.extend_from_slice(&s[start..]);
 }
 
+/// Valid JSON text without the whitespace between its tokens, escaped as the contents of a
+/// JSON string: what serde's compact writer and [`escape_into`] make of the parsed value, but
+/// for how string escapes and numbers are spelled (the same JSON values).
+fn minify_escaped(b: &mut Vec<u8>, s: &[u8]) {
+    b.reserve(s.len() + s.len() / 8);
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        i += 1;
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            b'"' => {
+                b.extend_from_slice(b"\\\"");
+                // Inside the string: plain runs are escaped as text; `\x` and the closing
+                // quote are written escaped once more.
+                loop {
+                    let Some(k) = memchr::memchr2(b'"', b'\\', &s[i..]) else {
+                        escape_into(b, &s[i..]);
+                        return;
+                    };
+                    escape_into(b, &s[i..i + k]);
+                    i += k;
+                    if s[i] == b'"' {
+                        b.extend_from_slice(b"\\\"");
+                        i += 1;
+                        break;
+                    }
+                    b.extend_from_slice(b"\\\\");
+                    match s.get(i + 1) {
+                        Some(b'"') => b.extend_from_slice(b"\\\""),
+                        Some(b'\\') => b.extend_from_slice(b"\\\\"),
+                        Some(&x) => b.push(x),
+                        None => {}
+                    }
+                    i += 2;
+                }
+            }
+            _ => b.push(c),
+        }
+    }
+}
+
 /// Writes what it is given JSON-escaped: a value serialized through it lands as the contents
 /// of a JSON string, without a copy of its text first.
 struct Escaping<'a>(&'a mut Vec<u8>);
@@ -507,6 +569,13 @@ impl<'a> Attrs<'a> {
         // serde_json writes a string's UTF-8 in pieces, never splitting a character, and
         // escapes only `"`, `\` and C0: what it leaves raw is escaped on the way through.
         let _ = serde_json::to_writer(Escaping(self.b), v);
+        self.b.extend_from_slice(b"\"}}");
+    }
+    /// JSON text from a record (valid: the record was parsed) as a string attribute, compact.
+    fn json_text(&mut self, k: &str, text: &str) {
+        self.key(k);
+        self.b.extend_from_slice(b"\"stringValue\":\"");
+        minify_escaped(self.b, text.as_bytes());
         self.b.extend_from_slice(b"\"}}");
     }
     fn raw_json(&mut self, k: &str, s: &str) {
@@ -668,6 +737,34 @@ mod tests {
         let inner: Value = serde_json::from_str(parsed[0]["value"]["stringValue"].as_str().unwrap()).unwrap();
         assert_eq!(inner, v);
         assert!(!String::from_utf8(b).unwrap().contains('\u{202e}'));
+    }
+
+    #[test]
+    fn json_text_is_copied_compact_and_escaped() {
+        for text in [
+            r#"{"a": [1, 2.5e3, -0, true, null], "b" : {"c":"d"}}"#,
+            "{\"q\": \"say \\\"hi\\\" \\\\ \\/ \\n \\u00e9 \\u202e\"}",
+            "[\"raw \u{202e} \u{2028} \u{85} \u{61c} é 🚀\", \"tab\\there\"]",
+            " [ ] ",
+            r#"{"k\"ey": "v\\"}"#,
+        ] {
+            let mut b = Vec::new();
+            Attrs::new(&mut b).json_text("k", text);
+            let out = String::from_utf8(b.clone()).unwrap();
+            for bad in ['\u{202e}', '\u{2028}', '\u{85}', '\u{61c}', '\n', '\t'] {
+                assert!(!out.contains(bad), "{bad:?} left raw in {out}");
+            }
+            let parsed: Value = serde_json::from_slice(&[b"[".as_slice(), &b, b"]"].concat()).unwrap();
+            let inner = parsed[0]["value"]["stringValue"].as_str().unwrap();
+            let want: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::from_str::<Value>(inner).unwrap(), want, "{text}");
+            // Compact, as serde writes the value (whose spelling of escapes may differ).
+            let mut via_value = Vec::new();
+            Attrs::new(&mut via_value).json("k", &want);
+            if !text.contains("\\u") && !text.contains("\\/") && !text.contains("e3") && !text.contains("-0") {
+                assert_eq!(out, String::from_utf8(via_value).unwrap(), "{text}");
+            }
+        }
     }
 
     #[test]

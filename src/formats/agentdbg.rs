@@ -140,6 +140,10 @@ impl Format for AgentDbg {
         Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
     }
 
+    fn decode_payload_raw<'a>(&self, _t: &Trace, ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>> {
+        decode_raw(ev, raw)
+    }
+
     fn decode_payload(&self, _t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
         let mut out = Payload::default();
         for (i, bytes) in raw.iter().enumerate() {
@@ -170,6 +174,100 @@ impl Format for AgentDbg {
         }
         out
     }
+}
+
+/// A record for [`AgentDbg::decode_payload_raw`]: its payload's fields as their text.
+#[derive(Deserialize)]
+struct RawRecord<'a> {
+    #[serde(borrow, default)]
+    event_type: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    payload: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    meta: Option<&'a serde_json::value::RawValue>,
+}
+
+type RawFields<'a> = std::collections::HashMap<Cow<'a, str>, &'a serde_json::value::RawValue>;
+
+/// [`AgentDbg::decode_payload`] for the records whose big values are arguments, results,
+/// prompts, responses and states: an object or array among those stays as its text; the rest
+/// decodes as `fill_payload` does. `None` for anything else (or anything unreadable), which
+/// `decode_payload` then handles, diagnostics and all.
+fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>> {
+    use serde_json::value::RawValue;
+    let mut out = super::RawPayload::default();
+    // A present, non-null field: its text when an object or array, else decoded.
+    fn part<'a>(f: &mut RawFields<'a>, k: &str) -> Option<Result<&'a RawValue, Value>> {
+        let v = f.remove(k)?;
+        match v.get().as_bytes().first() {
+            Some(b'{' | b'[') => Some(Ok(v)),
+            Some(b'n') => None,
+            _ => serde_json::from_str(v.get())
+                .ok()
+                .map(|x| Err(decode_embedded_owned(x))),
+        }
+    }
+    fn value(f: &mut RawFields, k: &str) -> Option<Value> {
+        f.remove(k)
+            .and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
+            .filter(|v| !v.is_null())
+    }
+    fn set<'a>(v: Option<Result<&'a RawValue, Value>>, raw: &mut Option<&'a RawValue>, val: &mut Option<Value>) {
+        (*raw, *val) = match v {
+            Some(Ok(r)) => (Some(r), None),
+            Some(Err(x)) => (None, Some(x)),
+            None => (None, None),
+        };
+    }
+    for bytes in raw {
+        let rec: RawRecord = serde_json::from_slice(bytes).ok()?;
+        let ty = rec.event_type.as_deref().unwrap_or("");
+        let mut f: RawFields = match rec.payload {
+            Some(p) if p.get().starts_with('{') => serde_json::from_str(p.get()).ok()?,
+            Some(p) if p.get() != "null" => return None,
+            _ => RawFields::new(),
+        };
+        let p = &mut out.payload;
+        match ty {
+            "LLM_CALL" | "TOOL_CALL" => {
+                let (i, o) = if ty == "LLM_CALL" {
+                    ("prompt", "response")
+                } else {
+                    ("args", "result")
+                };
+                set(part(&mut f, i), &mut out.input, &mut p.input);
+                set(part(&mut f, o), &mut out.output, &mut p.output);
+                p.error = value(&mut f, "error").as_ref().and_then(ErrorInfo::from_value);
+                if ty == "LLM_CALL" {
+                    for k in ["usage", "provider", "model", "temperature", "stop_reason"] {
+                        if let Some(v) = value(&mut f, k) {
+                            p.extra.push((k.into(), v));
+                        }
+                    }
+                }
+            }
+            "STATE_UPDATE" => {
+                set(part(&mut f, "state"), &mut out.output, &mut p.output);
+                if let Some(d) = value(&mut f, "diff") {
+                    p.extra.push(("diff".into(), d));
+                }
+            }
+            _ => return None,
+        }
+        if let Some(m) = rec.meta.filter(|m| m.get() != "null") {
+            let m: Value = serde_json::from_str(m.get()).ok()?;
+            if m.as_object().is_none_or(|o| !o.is_empty()) {
+                p.extra.push(("meta".into(), m));
+            }
+        }
+    }
+    if ev.kind == EventKind::Error && out.payload.error.is_none() {
+        out.payload.error = Some(ErrorInfo {
+            message: "error".into(),
+            ..Default::default()
+        });
+    }
+    Some(out)
 }
 
 /// Move a present, non-null field out of `v` (what `field` reads, without the copy).
@@ -832,6 +930,73 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::io::Write;
+
+    fn raw_json_value() -> impl Strategy<Value = Value> {
+        let text = prop_oneof![
+            "[a-z \"\\\\/{}\\[\\],:]{0,12}",
+            Just("\u{202e}\u{2028}\u{85}\u{1b}[2J\t\n é 🚀".to_string()),
+            Just("{\"embedded\": [1, \"x\"]}".to_string()),
+            Just("\"quoted\"".to_string()),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            text.prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-z\"\\\\]{1,4}", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// The export's fast path (values left as their text) decodes to what
+        /// `decode_payload` gives, whatever the values and the record's spacing.
+        #[test]
+        fn raw_payloads_agree_with_decoded_ones(
+            ty in prop_oneof![Just("TOOL_CALL"), Just("LLM_CALL"), Just("STATE_UPDATE"), Just("RUN_END")],
+            fields in prop::collection::vec((
+                prop_oneof![Just("args"), Just("result"), Just("prompt"), Just("response"), Just("state"),
+                    Just("diff"), Just("error"), Just("usage"), Just("model"), Just("other")],
+                raw_json_value()), 0..6),
+            meta in raw_json_value(),
+            pretty in any::<bool>(),
+            second in any::<bool>(),
+        ) {
+            let payload = Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
+            let rec = serde_json::json!({"event_type": ty, "payload": payload, "meta": meta});
+            let line = if pretty { serde_json::to_string_pretty(&rec) } else { serde_json::to_string(&rec) }.unwrap();
+            let mut t = Trace::new(RunMeta::default());
+            t.add(NewEvent::new(EventKind::ToolCall, "t"));
+            let ev = t.event(0).clone();
+            let raw: Vec<&[u8]> = if second { vec![line.as_bytes(), line.as_bytes()] } else { vec![line.as_bytes()] };
+            let slow = AgentDbg.decode_payload(&t, &ev, &raw);
+            match decode_raw(&ev, &raw) {
+                None => prop_assert!(!matches!(ty, "TOOL_CALL" | "LLM_CALL" | "STATE_UPDATE"), "{line}"),
+                Some(rp) => {
+                    let text = |r: Option<&serde_json::value::RawValue>| r.map(|r| serde_json::from_str::<Value>(r.get()).unwrap());
+                    let mut fast = rp.payload;
+                    if rp.input.is_some() {
+                        prop_assert!(fast.input.is_none());
+                        fast.input = text(rp.input);
+                    }
+                    if rp.output.is_some() {
+                        prop_assert!(fast.output.is_none());
+                        fast.output = text(rp.output);
+                    }
+                    prop_assert_eq!(fast.input, slow.input, "{}", line);
+                    prop_assert_eq!(fast.output, slow.output, "{}", line);
+                    prop_assert_eq!(fast.error, slow.error, "{}", line);
+                    prop_assert_eq!(fast.extra, slow.extra, "{}", line);
+                }
+            }
+        }
+    }
 
     /// The skimmer's contract: what it reads, serde_json reads the same. Ok(true): skimmed.
     fn skim_agrees(line: &[u8]) -> Result<bool, String> {

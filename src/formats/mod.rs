@@ -58,6 +58,15 @@ pub static REGISTRY: &[&dyn Format] = &[
     &gemini_cli::GeminiCli,
 ];
 
+/// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when
+/// they are JSON objects or arrays, which are here as their text in the record.
+#[derive(Debug, Default)]
+pub struct RawPayload<'a> {
+    pub payload: Payload,
+    pub input: Option<&'a serde_json::value::RawValue>,
+    pub output: Option<&'a serde_json::value::RawValue>,
+}
+
 /// What a format does: recognise a source and load it.
 pub trait Format: Sync {
     /// Stable id (`--format NAME`, JSON output).
@@ -77,6 +86,12 @@ pub trait Format: Sync {
     /// `raw` holds the bytes of its origin record and, if any, its second record.
     fn decode_payload(&self, _trace: &Trace, _event: &Event, _raw: &[&[u8]]) -> Payload {
         Payload::default()
+    }
+    /// For a bulk export: [`Format::decode_payload`] with the arguments and result (prompt and
+    /// response) left as their JSON text in the record when they are objects or arrays, so
+    /// that they are copied, not decoded and written again. `None`: use `decode_payload`.
+    fn decode_payload_raw<'a>(&self, _trace: &Trace, _event: &Event, _raw: &[&'a [u8]]) -> Option<RawPayload<'a>> {
+        None
     }
     /// Whether the source is a directory this format reads as one run.
     fn is_run_dir(&self, _dir: &Path) -> bool {
