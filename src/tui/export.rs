@@ -233,9 +233,8 @@ fn submit(s: &mut State) {
         let d = crate::sanitize::line(&d.display().to_string()).into_owned();
         return set_error(
             s,
-            format!(
-                "refused: {shown} is inside the trace directory {d}; tracetui never writes there. Type another path (~/ is your home)"
-            ),
+            // The reason first: the box cuts what does not fit its two lines (the path is above).
+            format!("refused: inside a trace directory, and tracetui never writes there (~/ is home): {d}"),
             None,
         );
     }
