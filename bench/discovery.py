@@ -3,6 +3,15 @@
 the runs list of thousands of sessions must appear within the `ls` budget, 150 ms for 2,000).
 
 Usage: python3 bench/discovery.py [--sessions 2000] [--repeat 7] [--bin target/release/tracetui]
+       python3 bench/discovery.py --run-dirs maida [--sessions 2000] [--repeat 5]
+       python3 bench/discovery.py --run-dirs agentdbg --dir /work/bench-shared/runs-2000x200
+
+With --run-dirs FORMAT (a format whose runs are directories: agentdbg, maida, copilot-cli): one
+run of 200 events from bench/gen/FORMAT.py, copied --sessions times with fresh ids into
+target/bench-data/discovery/FORMAT-N/ (or an existing directory of runs, --dir), and timed,
+interleaved: the floor (reading every file of every run once, in this process), `tracetui ls
+DIR` and `tracetui ls --format json DIR` (issue 13: 150 ms for 2,000 runs). Delete the copies
+with --clean.
 
 Writes the fake HOME under the ignored target/bench-data/discovery/ (sessions made from
 sample-traces/claude-code with fresh ids, spread over 40 projects, one session in ten with a
@@ -11,7 +20,7 @@ process), `tracetui sources`, `tracetui ls` (no PATH) and `tracetui ls --format 
 medians of wall time (with each one's ratio to the floor) and of CPU time (user + system; on a
 shared machine the wall time mostly measures the others). Compare within one run.
 """
-import argparse, json, os, resource, shutil, statistics, subprocess, time, uuid
+import argparse, json, os, resource, shutil, statistics, subprocess, sys, time, uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "sample-traces/claude-code/7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl")
@@ -73,6 +82,88 @@ def floor(home):
     return time.perf_counter() - t0
 
 
+def make_run_dirs(base, fmt, n):
+    """n copies of one generated run of `fmt`, each with its own id (the run directory's name,
+    replaced wherever the run's files say it). Returns the directory that holds them."""
+    out = os.path.join(base, f"{fmt}-{n}")
+    stamp = os.path.join(out, ".done")
+    if os.path.exists(stamp):
+        return json.load(open(stamp))["dir"]
+    shutil.rmtree(out, ignore_errors=True)
+    tmpl = os.path.join(out, "template")
+    gen = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen", fmt + ".py"), tmpl, "--events", "200"],
+                         check=True, stdout=subprocess.PIPE, text=True)
+    run = json.loads(gen.stdout.strip().splitlines()[-1])["load"]
+    if not os.path.isabs(run):
+        run = os.path.join(ROOT, run)
+    old = os.path.basename(run)
+    # The runs keep the parent's name (copilot-cli sessions live in `session-state/`).
+    parent = os.path.basename(os.path.dirname(run))
+    dest = os.path.join(out, "runs", parent if parent != "template" else "all")
+    files = {f: open(os.path.join(run, f), "rb").read() for f in os.listdir(run)
+             if os.path.isfile(os.path.join(run, f))}
+    for i in range(n):
+        new = str(uuid.UUID(int=i + 1)) if "-" in old else "%0*x" % (len(old), i + 1)
+        d = os.path.join(dest, new)
+        os.makedirs(d)
+        for f, body in files.items():
+            with open(os.path.join(d, f), "wb") as fh:
+                fh.write(body.replace(old.encode(), new.encode()))
+    shutil.rmtree(tmpl)
+    with open(stamp, "w") as f:
+        json.dump({"dir": dest}, f)
+    return dest
+
+
+def run_dirs(a, base):
+    d = a.dir or make_run_dirs(base, a.run_dirs, a.sessions)
+    runs = [os.path.join(d, r) for r in sorted(os.listdir(d)) if not r.startswith(".")]
+
+    def floor():
+        t0 = time.perf_counter()
+        for r in runs:
+            for f in os.listdir(r):
+                p = os.path.join(r, f)
+                if os.path.isfile(p):
+                    with open(p, "rb") as fh:
+                        fh.read()
+        return time.perf_counter() - t0
+
+    cases = [("ls DIR", [a.bin, "ls", d]), ("ls --format json DIR", [a.bin, "ls", "--format", "json", d])]
+    times = {"floor (read every file)": []}
+    cpus = {"floor (read every file)": []}
+    for name, _ in cases:
+        times[name], cpus[name] = [], []
+    floor()
+    for name, cmd in cases:
+        timed(cmd, None, ROOT)
+    for _ in range(a.repeat):
+        f = floor()
+        times["floor (read every file)"].append(f)
+        cpus["floor (read every file)"].append(f)
+        for name, cmd in cases:
+            dt, cpu, out = timed(cmd, None, ROOT)
+            if out.returncode not in (0, 1):
+                raise SystemExit(f"{name}: exit {out.returncode}: {out.stderr.decode()[:500]}")
+            times[name].append(dt)
+            cpus[name].append(cpu)
+    rows = subprocess.run([a.bin, "ls", "--format", "json", d], stdout=subprocess.PIPE).stdout
+    listed = [json.loads(l) for l in rows.splitlines() if l.strip().startswith(b"{")]
+    prov = sum(1 for r in listed if r.get("provisional"))
+    size = sum(os.path.getsize(os.path.join(r, f)) for r in runs for f in os.listdir(r))
+    print(f"{len(runs)} {a.run_dirs or 'run'} directories in {d} ({size / 1e6:.0f} MB); {len(listed)} runs listed, "
+          f"{prov} from metadata (provisional); medians of {a.repeat}")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'case':<36} {'wall':>10} {'x floor':>8} {'cpu':>10}")
+    f0 = statistics.median(times["floor (read every file)"])
+    for name, ts in times.items():
+        m = statistics.median(ts)
+        print(f"{name:<36} {m * 1e3:>8.1f}ms {m / f0:>8.1f} {statistics.median(cpus[name]) * 1e3:>8.1f}ms")
+    print(json.dumps({k: round(statistics.median(v) * 1e3, 1) for k, v in times.items()}))
+    if a.clean and not a.dir:
+        shutil.rmtree(os.path.dirname(os.path.dirname(d)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=2000)
@@ -80,9 +171,14 @@ def main():
     ap.add_argument("--pad-kb", type=int, default=0, help="make each session about this many KB longer")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/tracetui"))
     ap.add_argument("--baseline-bin", help="another build to time beside it (e.g. before a change)")
+    ap.add_argument("--run-dirs", metavar="FORMAT", help="time `ls DIR` over run directories of this format")
+    ap.add_argument("--dir", help="with --run-dirs: an existing directory of runs instead of generated ones")
+    ap.add_argument("--clean", action="store_true", help="with --run-dirs: delete the generated runs afterwards")
     a = ap.parse_args()
     base = os.path.join(ROOT, "target/bench-data/discovery")
     os.makedirs(base, exist_ok=True)
+    if a.run_dirs or a.dir:
+        return run_dirs(a, base)
     home = make_home(base, a.sessions, a.pad_kb)
     cwd = os.path.join(base, "empty-cwd")
     os.makedirs(cwd, exist_ok=True)

@@ -2,7 +2,7 @@
 """Load benchmark for every format: tracetui check against the floor, wc -l and lnav, in one run.
 
 Usage (from the repository root, after `cargo build --release`):
-    python3 bench/formats.py [--only agentdbg,maida] [--events 1000000] [--repeat 5] [--no-lnav]
+    python3 bench/formats.py [--only agentdbg,maida] [--events 1000000] [--repeat 5] [--no-lnav] [--explorer]
 
 Each format has a deterministic generator `bench/gen/<format>.py OUT --events N` that writes
 files that mimic the format's real ones and prints one JSON line: {"load": PATH to give
@@ -16,8 +16,13 @@ formats without a top-level timestamp, OTLP and OpenAI-chat, have none).
 The floor is bench/floor.c: read(2) into a 1 MiB buffer and count newlines (`cat >/dev/null`
 may copy nothing). Each command runs once to warm the cache, then the commands take turns,
 round by round (the load of a shared machine drifts). Medians; peak RSS from wait4().
+
+With --explorer, the explorer opens each file too, in turn with the others, on a pseudo-terminal
+of 200x60 (a detached tmux session), with TRACETUI_EXIT_AFTER_LOAD set: it quits when the load is complete and
+says when its first screen of events was drawn and when the load ended, from its own start
+(issue 13: first screen within 300 ms, load complete within 1.2x `check`'s time).
 """
-import argparse, glob, json, os, shutil, statistics, subprocess, sys, time
+import argparse, glob, json, os, re, shlex, shutil, statistics, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN_DIR = os.path.join(ROOT, "bench", "gen")
@@ -31,19 +36,55 @@ def run_once(cmd):
     return time.perf_counter() - t0, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime
 
 
+def explorer_once(cmd):
+    """The explorer in a detached tmux session of 200x60 (it asks the terminal for the cursor
+    position, which `script` with no terminal behind it never answers): (first screen, load
+    complete) in seconds as it reports them from its own start."""
+    out = os.path.join(ROOT, "target", "bench-explorer.err")
+    if os.path.exists(out):
+        os.remove(out)
+    sock = f"tracetui-bench-{os.getpid()}"
+    inner = "TRACETUI_EXIT_AFTER_LOAD=1 " + " ".join(shlex.quote(c) for c in cmd) + " 2>" + shlex.quote(out)
+    subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", "200", "-y", "60", inner], check=True)
+    t0 = time.perf_counter()
+    while subprocess.run(["tmux", "-L", sock, "has-session"], stderr=subprocess.DEVNULL).returncode == 0:
+        if time.perf_counter() - t0 > 600:
+            subprocess.run(["tmux", "-L", sock, "kill-server"])
+            sys.exit("formats.py: the explorer did not end its load within 600 s")
+        time.sleep(0.05)
+    text = open(out).read() if os.path.exists(out) else ""
+    m = re.search(r"first screen of events (\S+) ms, load complete (\S+) ms", text)
+    if not m:
+        sys.exit(f"formats.py: the explorer did not report its load: {text[-500:]!r}")
+    return float(m.group(1)) / 1e3, float(m.group(2)) / 1e3, 0.0, 0, 0.0
+
+
 def measure(cmds, repeat):
-    for _, cmd in cmds:
-        run_once(cmd)
+    def once(name, cmd):
+        if name == "explorer":
+            first, full, rss, code, cpu = explorer_once(cmd)
+            firsts.append(first)
+            return full, rss, code, cpu
+        return run_once(cmd)
+
+    firsts = []
+    for name, cmd in cmds:
+        once(name, cmd)
+    firsts.clear()
     runs = {name: [] for name, _ in cmds}
     for _ in range(repeat):
         for name, cmd in cmds:
-            runs[name].append(run_once(cmd))
+            runs[name].append(once(name, cmd))
     out = {}
     for name, _ in cmds:
         r = runs[name]
         out[name] = {"median": statistics.median(t for t, _, _, _ in r), "min": min(t for t, _, _, _ in r),
                      "rss": max(m for _, m, _, _ in r), "cpu": statistics.median(c for _, _, _, c in r),
                      "codes": sorted({c for _, _, c, _ in r})}
+        if name == "explorer":
+            out[name]["first_screen"] = statistics.median(firsts)
+            # The ratio of each round (the explorer's load and `check`'s, one after the other).
+            out[name]["x_check"] = statistics.median(e[0] / c[0] for e, c in zip(r, runs["check"]))
     return out
 
 
@@ -78,6 +119,7 @@ def main():
     ap.add_argument("--data", default=os.path.join(ROOT, "target", "bench-data", "formats"))
     ap.add_argument("--no-lnav", action="store_true")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--explorer", action="store_true", help="also time the explorer's load (on a pseudo-terminal)")
     a = ap.parse_args()
     tt = os.environ.get("TRACETUI") or os.path.join(ROOT, "target", "release", "tracetui")
     if not os.path.exists(tt):
@@ -87,8 +129,10 @@ def main():
     lnav = None if a.no_lnav else shutil.which("lnav")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {a.events} events a format; "
           f"median of {a.repeat}, commands in turns; lnav: {'yes' if lnav else 'not installed'}")
-    print("\n| format | size | floor | wc -l | check | x floor | peak RSS | CPU | lnav (text) | x lnav | lnav (JSON) | x lnav JSON | exit |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    ex_head = " explorer: first screen | load complete | x check (each round) |" if a.explorer else ""
+    print("\n| format | size | floor | wc -l | check | x floor | peak RSS | CPU | lnav (text) | x lnav | lnav (JSON) | x lnav JSON | exit |"
+          + ex_head)
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if a.explorer else ""))
     lnav_dir = os.path.join(ROOT, "bench", "lnav")
     # lnav keeps state under $HOME: a home of its own, so that a user's config plays no part.
     lnav_home = os.path.join(ROOT, "target", "bench-lnav-home")
@@ -105,7 +149,10 @@ def main():
             # The file lnav parses as JSON: the format's own (the session of claude-code).
             cmds.append(("lnav_json", ["env", "HOME=" + lnav_home, lnav, "-I", lnav_dir, "-n", "-c", ":goto 100%",
                                        g["files"][0]]))
+        if a.explorer:
+            cmds.append(("explorer", [tt, "--format", g["format"], g["load"]]))
         m = measure(cmds, a.repeat)
+        ex = m.get("explorer")
         c = m["check"]
         ln = m.get("lnav")
         lj = m.get("lnav_json")
@@ -114,7 +161,9 @@ def main():
               f"{c['median']:.3f} s | {c['median'] / m['floor']['median']:.1f} | {c['rss']:.0f} MB | {c['cpu']:.2f} s | "
               + (f"{ln['median']:.3f} s | {c['median'] / ln['median']:.2f} |" if ln else "– | – |")
               + (f" {lj['median']:.3f} s | {c['median'] / lj['median']:.2f} |" if lj else " – | – |")
-              + f" {','.join(map(str, c['codes']))} |", flush=True)
+              + f" {','.join(map(str, c['codes']))} |"
+              + (f" {ex['first_screen'] * 1e3:.0f} ms | {ex['median']:.3f} s | {ex['x_check']:.2f} |"
+                 if ex else ""), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(figures, f, indent=1)

@@ -256,6 +256,16 @@ pub(crate) struct Rec<'a> {
     what: What<'a>,
 }
 
+impl Rec<'_> {
+    /// The record with its text's key computed (see `What::Text`).
+    fn keyed(mut self) -> Self {
+        if let What::Text { text, key, .. } = &mut self.what {
+            *key = text_key(text);
+        }
+        self
+    }
+}
+
 #[derive(Debug, PartialEq)]
 enum What<'a> {
     /// Valid JSON, but not an object.
@@ -279,6 +289,9 @@ enum What<'a> {
         role: &'static str,
         copy: Copy_,
         text: Cow<'a, str>,
+        /// `text_key` of the text, set by [`Rec::keyed`]: hashed on the skim's cores, not on
+        /// the serial apply's (half a rollout's lines carry a text).
+        key: (u64, usize),
     },
     EncryptedReasoning,
     Call {
@@ -390,6 +403,15 @@ impl<'a> TextParts<'a> {
             TextParts::Parts(p) if p.len() == 1 => p[0].0.clone(),
             TextParts::Parts(p) => Cow::Owned(p.iter().map(|(s, _)| s.as_ref()).collect::<Vec<_>>().join("\n")),
             TextParts::Other => Cow::Borrowed(""),
+        }
+    }
+
+    /// `content`, taking the text out (no copy of a single part or a whole string).
+    fn into_content(self) -> Cow<'a, str> {
+        match self {
+            TextParts::Whole(s) => s,
+            TextParts::Parts(mut p) if p.len() == 1 => p.swap_remove(0).0,
+            other => other.content(),
         }
     }
 
@@ -724,7 +746,7 @@ fn read_value(v: &Value) -> Rec<'static> {
             _ => What::Neither,
         }
     };
-    Rec { ts, what }
+    Rec { ts, what }.keyed()
 }
 
 /// The envelope's type and payload (`line`: the record's line, for the old header).
@@ -857,20 +879,22 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-/// A common record kind (see `is_hot`) from its fields.
-fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
+/// A common record kind (see `is_hot`) from its fields, moved out of them: a message's text
+/// decoded from escapes, a token count's `info`, are not copied again (half a rollout's lines
+/// carry a text, and `clone` here was an allocation and a copy of each).
+fn hot<'a>(ty: &str, f: Fields<'a>) -> What<'a> {
     let pty = f.ty.as_deref().unwrap_or("");
-    let text = |s: &Option<Cow<'a, str>>| s.clone().unwrap_or(Cow::Borrowed(""));
+    let text = |s: Option<Cow<'a, str>>| s.unwrap_or(Cow::Borrowed(""));
     match (ty, pty) {
         ("turn_context", _) => What::TurnContext {
-            turn_id: f.turn_id.clone(),
-            model: f.model.clone().or_else(|| {
+            model: f.model.or_else(|| {
                 f.collaboration_mode
                     .as_ref()
                     .and_then(|c| c.get("settings"))
                     .and_then(|s| str_of(s, "model"))
                     .map(|m| Cow::Owned(m.to_string()))
             }),
+            turn_id: f.turn_id,
         },
         ("response_item", "message") => What::Text {
             role: match f.role.as_deref() {
@@ -881,20 +905,20 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
                 _ => "other",
             },
             copy: Copy_::Item,
-            text: f.content.content(),
+            text: f.content.into_content(),
+            key: (0, 0),
         },
         ("response_item", "reasoning") => {
-            let summary = f.summary.summary();
-            let text = match summary.len() {
-                0 => f.content.content(),
-                1 => match &f.summary {
+            let text = match f.summary.summary().len() {
+                0 => f.content.into_content(),
+                1 => match f.summary {
                     TextParts::Parts(p) => p
-                        .iter()
+                        .into_iter()
                         .find(|(_, bare)| !bare)
-                        .map_or(Cow::Borrowed(""), |(s, _)| s.clone()),
+                        .map_or(Cow::Borrowed(""), |(s, _)| s),
                     _ => Cow::Borrowed(""),
                 },
-                _ => Cow::Owned(summary.join("\n")),
+                _ => Cow::Owned(f.summary.summary().join("\n")),
             };
             if text.trim().is_empty() {
                 What::EncryptedReasoning
@@ -903,6 +927,7 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
                     role: "reasoning",
                     copy: Copy_::Item,
                     text,
+                    key: (0, 0),
                 }
             }
         }
@@ -912,10 +937,10 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
             } else {
                 "custom_tool_call"
             };
-            let n = f.name.clone().unwrap_or(Cow::Borrowed(item));
+            let n = f.name.unwrap_or(Cow::Borrowed(item));
             What::Call {
                 item,
-                call_id: f.call_id.clone().or_else(|| f.id.clone()).filter(|s| !s.is_empty()),
+                call_id: f.call_id.or(f.id).filter(|s| !s.is_empty()),
                 name: match f.namespace.as_deref().filter(|s| !s.is_empty()) {
                     Some(ns) => Cow::Owned(format!("{ns}.{n}")),
                     None => n,
@@ -929,28 +954,30 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
             } else {
                 "custom_tool_call_output"
             },
-            call_id: text(&f.call_id),
+            call_id: text(f.call_id),
             failed: f.output_failed,
         },
         ("event_msg", "user_message") => What::Text {
             role: "user",
             copy: Copy_::Event,
-            text: text(&f.message),
+            text: text(f.message),
+            key: (0, 0),
         },
         ("event_msg", "agent_message") => What::Text {
             role: "assistant",
             copy: Copy_::Event,
-            text: text(&f.message),
+            text: text(f.message),
+            key: (0, 0),
         },
         ("event_msg", "agent_reasoning") => What::Text {
             role: "reasoning",
             copy: Copy_::Event,
-            text: text(&f.text),
+            text: text(f.text),
+            key: (0, 0),
         },
-        ("event_msg", "token_count") => What::Tokens(f.info.clone()),
-        ("event_msg", "task_started" | "turn_started") => What::TurnStart(f.turn_id.clone()),
+        ("event_msg", "token_count") => What::Tokens(f.info),
+        ("event_msg", "task_started" | "turn_started") => What::TurnStart(f.turn_id),
         _ => What::TurnEnd {
-            turn_id: f.turn_id.clone(),
             aborted: pty == "turn_aborted",
             error: pty != "turn_aborted"
                 && f.error
@@ -959,6 +986,7 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
                     .and_then(ErrorInfo::from_value)
                     .is_some(),
             duration_ms: lenient_u64(f.duration_ms.as_ref()),
+            turn_id: f.turn_id,
         },
     }
 }
@@ -966,7 +994,7 @@ fn hot<'a>(ty: &str, f: &Fields<'a>) -> What<'a> {
 /// Any record kind, from its (normalised) type and payload.
 fn what_of(ty: &str, p: &Value) -> What<'static> {
     if is_hot(ty, str_of(p, "type")) {
-        return hot(ty, &Fields::of(p));
+        return hot(ty, Fields::of(p));
     }
     match ty {
         "session_meta" => What::SessionMeta(Box::new(session_meta(p))),
@@ -1052,6 +1080,7 @@ fn event_of(p: &Value) -> What<'static> {
             role: "reasoning",
             copy: Copy_::Event,
             text: Cow::Owned(str_of(p, "text").unwrap_or("").to_string()),
+            key: (0, 0),
         },
         "error" => What::ErrorEvent("error"),
         "stream_error" => What::ErrorEvent("stream_error"),
@@ -1140,13 +1169,16 @@ fn skim_fast(line: &[u8]) -> Option<Rec<'_>> {
         return None;
     }
     let f = raw.into_fields()?;
-    Some(Rec {
-        ts: match ts {
-            Some(t) => raw_timestamp(t)?,
-            None => None,
-        },
-        what: hot(&ty, &f),
-    })
+    Some(
+        Rec {
+            ts: match ts {
+                Some(t) => raw_timestamp(t)?,
+                None => None,
+            },
+            what: hot(&ty, f),
+        }
+        .keyed(),
+    )
 }
 
 /// `parse_timestamp` of a raw value (the outer None: not JSON).
@@ -1531,11 +1563,10 @@ impl Parser {
         }
     }
 
-    fn message(&mut self, t: &mut Trace, role: &'static str, text: &str, copy: Copy_, r: &At) {
+    fn message(&mut self, t: &mut Trace, role: &'static str, text: &str, key: (u64, usize), copy: Copy_, r: &At) {
         if text.trim().is_empty() {
             return;
         }
-        let key = text_key(text);
         if self.is_twin(role, key, copy) {
             return;
         }
@@ -1727,7 +1758,7 @@ impl Parser {
                 self.add_here(t, r, EventKind::State, "compacted", Status::Ok);
             }
             What::Quiet | What::Ignored => {}
-            What::Text { role, copy, text } => self.message(t, role, text, *copy, r),
+            What::Text { role, copy, text, key } => self.message(t, role, text, *key, *copy, r),
             What::EncryptedReasoning => {
                 // Encrypted reasoning only: still a step of the response.
                 let l = self.llm_for(t, r);

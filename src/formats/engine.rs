@@ -76,6 +76,9 @@ pub(crate) fn batch<R: Records>(r: &mut R, batch: &[(&[u8], LineLoc)], sink: &mu
         let part = parts[k];
         let (_, skimmed_next) = rayon::join(
             || {
+                // Owned here, so that the records (and what they allocated: decoded texts) are
+                // freed while the next part is skimmed, not after the join on the serial path.
+                let current = current;
                 // By reference: moving records out cost ~5% on AgentDbg.
                 for (i, (rec, (l, loc))) in current.iter().zip(part).enumerate() {
                     if let Some(Some(ahead)) = current.get(i + PREFETCH) {
