@@ -189,29 +189,19 @@ fn head(l: &[u8]) -> Option<(u64, u64, Ty, &[u8])> {
     Some((id, parent, t, run))
 }
 
-/// Whether some `"error"` in the line is a key whose value is not null, or the value of a
-/// `"status"` (at any depth: more lines than needed are kept, never fewer). One pass.
+/// Whether some `"error"` key in the line (at any depth: more lines than needed are kept,
+/// never fewer) has a value that is neither null nor a string: a call's error object or
+/// number is written out again by the parser (`ErrorInfo::from_value`), text not in the file.
+/// A string is the message as it is, and a status of "error" alone adds no text.
 fn may_hold_error(l: &[u8]) -> bool {
     static ERROR: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"error\""));
     ERROR.find_iter(l).any(|m| {
         let i = ws(l, m + 7);
-        if l.get(i) == Some(&b':') {
-            return !l[ws(l, i + 1)..].starts_with(b"null");
+        l.get(i) == Some(&b':') && {
+            let v = &l[ws(l, i + 1)..];
+            !(v.starts_with(b"null") || v.starts_with(b"\""))
         }
-        // A value: is its key "status"?
-        let mut j = m;
-        while j > 0 && matches!(l[j - 1], b' ' | b'\t' | b'\r') {
-            j -= 1;
-        }
-        if j == 0 || l[j - 1] != b':' {
-            return false;
-        }
-        j -= 1;
-        while j > 0 && matches!(l[j - 1], b' ' | b'\t' | b'\r') {
-            j -= 1;
-        }
-        l[..j].ends_with(b"\"status\"")
     })
 }
 
@@ -419,7 +409,7 @@ fn search_kept(
                 true
             }
             Ty::End => {
-                let adds = !(root && !ended);
+                let adds = !root || ended;
                 ended = true;
                 adds
             }
@@ -525,6 +515,8 @@ mod tests {
             r#"{"tool_name": "read", "args": {"q": "nee\ndle"}, "result": "a \"needle\" b", "status": "ok", "error": null}"#,
             r#"{"model": "m", "prompt": "needle", "response": "x", "error": {"code": 1, "k": "v"}}"#,
             r#"{"model": "", "prompt": "p", "status": "error"}"#,
+            r#"{"tool_name": "x", "error": "needle broke", "status": "error"}"#,
+            r#"{"tool_name": "x", "error": 1, "result": [1, 2]}"#,
             r#"{"run_name": "needle run", "status": "ok"}"#,
             r#"{"error_type": "Boom", "message": "a needle"}"#,
             r#"{"state": {"needle": [1, 2]}, "error": null}"#,
