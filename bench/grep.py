@@ -3,7 +3,10 @@
 
 Usage (from the repository root, after `cargo build --release`; ripgrep on PATH, e.g.
 `apt-get install ripgrep`, or `cargo install ripgrep --root /tmp/rg` and `--rg /tmp/rg/bin/rg`):
-    python3 bench/grep.py [--repeat 5] [--rg rg] [--runs DIR] [--big DIR]
+    python3 bench/grep.py [--repeat 5] [--rg rg] [--runs DIR] [--big DIR] [--before BIN]
+
+--before BIN times another tracetui binary (a build before a change) in the same rounds, so
+that before and after are compared under the same load.
 
 Data (read-only, shared): --runs, a directory of 2,000 AgentDbg runs x 200 events (763 MB), and
 --big, the directory of the 1M-event AgentDbg run (1.99 GB). Patterns: a rare one (a handful of
@@ -37,6 +40,7 @@ def main():
     ap.add_argument("--rare-runs", default="incident-triage-0136")
     ap.add_argument("--rare-big", default="7ade0b6f-6910-4b41-9bc7-ae3e3f7e8c6b")
     ap.add_argument("--common", default="calendar_lookup")
+    ap.add_argument("--before", help="another tracetui binary to time in the same rounds")
     a = ap.parse_args()
 
     cases = []
@@ -50,6 +54,8 @@ def main():
     rows = []
     for label, kind, pat, path in cases:
         cmds = [("rg", [a.rg, "-c", "--no-messages", pat, path]), ("tracetui", [a.bin, "grep", pat, path])]
+        if a.before:
+            cmds.append(("before", [a.before, "grep", pat, path]))
         for _, c in cmds:
             run_once(c)  # warm the cache
         res = {n: [] for n, _ in cmds}
@@ -60,6 +66,8 @@ def main():
                 res[n].append((t, cpu))
                 if n == "rg":
                     counts["lines"] = sum(int(l.rsplit(b":", 1)[-1]) for l in out.splitlines() if l)
+                elif n == "before":
+                    counts["before"] = len(out.splitlines())
                 else:
                     counts["matches"] = len(out.splitlines())
                     counts["code"] = code
@@ -69,14 +77,24 @@ def main():
               f"(exit {counts.get('code')}); wall rg {med['rg'][0]:.2f}s tracetui {med['tracetui'][0]:.2f}s "
               f"= {med['tracetui'][0] / med['rg'][0]:.2f}x; cpu rg {med['rg'][1]:.2f}s tracetui {med['tracetui'][1]:.2f}s "
               f"= {med['tracetui'][1] / max(med['rg'][1], 1e-3):.2f}x", flush=True)
+        if "before" in med:
+            print(f"{'':14} before: {counts.get('before')} matches, wall {med['before'][0]:.2f}s = "
+                  f"{med['before'][0] / med['rg'][0]:.2f}x, cpu {med['before'][1]:.2f}s = "
+                  f"{med['before'][1] / max(med['rg'][1], 1e-3):.2f}x", flush=True)
 
     print()
-    print("| data | pattern | rg lines | tracetui matches | rg wall | tracetui wall | ratio | rg cpu | tracetui cpu | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    before = " before wall | ratio | before cpu | ratio |" if a.before else ""
+    print("| data | pattern | rg lines | tracetui matches | rg wall | tracetui wall | ratio | rg cpu | tracetui cpu | ratio |"
+          + before)
+    print("|---" * (10 + (4 if a.before else 0)) + "|")
     for label, kind, pat, counts, med in rows:
         (rw, rc), (tw, tc) = med["rg"], med["tracetui"]
+        extra = ""
+        if "before" in med:
+            bw, bc = med["before"]
+            extra = f" {bw:.2f} s | {bw / rw:.2f}x | {bc:.2f} s | {bc / max(rc, 1e-3):.2f}x |"
         print(f"| {label} | {kind} `{pat}` | {counts.get('lines')} | {counts.get('matches')} | {rw:.2f} s | {tw:.2f} s | "
-              f"{tw / rw:.2f}x | {rc:.2f} s | {tc:.2f} s | {tc / max(rc, 1e-3):.2f}x |")
+              f"{tw / rw:.2f}x | {rc:.2f} s | {tc:.2f} s | {tc / max(rc, 1e-3):.2f}x |" + extra)
     print(f"\nmedians of {a.repeat} interleaved runs, warm cache; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores (shared machine)")
 

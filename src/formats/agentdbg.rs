@@ -317,7 +317,7 @@ fn fill_payload(out: &mut Payload, ty: &str, mut p: Value, second: bool) {
 }
 
 /// (run.json if this is a run directory, events file).
-fn locate(path: &Path) -> (Option<PathBuf>, PathBuf) {
+pub(crate) fn locate(path: &Path) -> (Option<PathBuf>, PathBuf) {
     if path.is_dir() {
         (Some(path.join(RUN)), path.join(EVENTS))
     } else if path.file_name().is_some_and(|n| n == RUN) {

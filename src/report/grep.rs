@@ -92,7 +92,7 @@ fn source_of<'a>(t: &'a Trace, h: &Hit) -> (Option<&'a std::path::Path>, u32) {
 fn event_id(t: &Trace, h: &Hit) -> String {
     let id = t.str(t.event(h.event).source_id);
     if id.is_empty() {
-        format!("#{}", h.event)
+        format!("#{}", h.index)
     } else {
         id.to_string()
     }
@@ -105,7 +105,7 @@ pub fn hit_json(r: &RunRef, t: &Trace, h: &Hit) -> serde_json::Value {
         "format": t.meta.format,
         "trace": t.meta.id,
         "event_id": event_id(t, h),
-        "event_index": h.event,
+        "event_index": h.index,
         "kind": e.kind.as_str(),
         "name": t.str(e.name),
         "path": breadcrumb(t, h.event),

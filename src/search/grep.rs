@@ -21,6 +21,8 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+mod fast;
+
 /// A compiled search pattern: the decoded-text matcher and the raw-bytes prefilter.
 #[derive(Clone, Debug)]
 pub struct Pattern {
@@ -201,6 +203,9 @@ pub fn scan_file(path: &Path, pre: &BytesRegex) -> std::io::Result<Option<Candid
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hit {
     pub event: u32,
+    /// The event's index in the whole trace: `event`, except on the fast path, whose trace
+    /// holds only the events a search needs.
+    pub index: u32,
     /// `name`, `arguments`, `result`, `prompt`, `response`, `content`, `input`, `output` or
     /// `error`, with a JSON path below it where the text was inside an object
     /// (`arguments.command`).
@@ -400,6 +405,15 @@ pub fn source_files(path: &Path) -> Vec<PathBuf> {
 
 /// Search one source. `Err` is a source that could not be read.
 pub fn search_source(run: &RunRef, o: &Options) -> Result<SourceResult, formats::LoadError> {
+    if let Some(r) = fast::search(run, o) {
+        return r;
+    }
+    search_source_loaded(run, o)
+}
+
+/// [`search_source`] by a full load of the source (the general path; the fast path of
+/// AgentDbg sources must agree with it).
+pub fn search_source_loaded(run: &RunRef, o: &Options) -> Result<SourceResult, formats::LoadError> {
     let mut scanned: HashMap<PathBuf, Option<Candidates>> = HashMap::new();
     if let Some(pre) = o.pattern.prefilter()
         && !LOAD_ALWAYS.contains(&run.format.id())
@@ -505,6 +519,7 @@ pub fn search_trace(t: &Trace, o: &Options, scanned: &mut HashMap<PathBuf, Optio
             }
             hits.push(Hit {
                 event: i,
+                index: i,
                 field,
                 snippet,
             });
