@@ -101,10 +101,10 @@ impl Spool {
         traces: &[(TraceKey, bool)],
     ) -> std::io::Result<Option<PathBuf>> {
         let mut started = None;
-        if self.file.is_none() || self.bytes >= self.rotate_bytes || self.spans >= self.rotate_spans {
-            started = Some(self.rotate()?);
-        }
-        let cur = self.seq;
+        // A file full: the next one is started only when something is written to it (a batch
+        // of traces that all began earlier leaves no empty file behind).
+        let full = self.file.is_none() || self.bytes >= self.rotate_bytes || self.spans >= self.rotate_spans;
+        let cur = if full { self.files.len() as u32 + 1 } else { self.seq };
         let mut elsewhere = false;
         for (k, _) in traces {
             match self.home.get(k) {
@@ -121,25 +121,21 @@ impl Spool {
                 self.home.remove(&k);
             }
         }
-        if !elsewhere {
-            self.write_current(line, spans)?;
-            return Ok(started);
-        }
-        match self.split(line) {
-            Some(parts) => {
-                for (n, part, count) in parts {
-                    if n == cur {
-                        self.write_current(&part, count)?;
-                    } else if let Some(Some(p)) = self.files.get(n as usize - 1) {
-                        // An earlier file: opened for this append only (few batches go back).
-                        let mut f = std::fs::OpenOptions::new().append(true).open(p)?;
-                        f.write_all(&with_newline(&part))?;
-                        self.file_spans[n as usize - 1] += count;
-                    }
+        let parts = if elsewhere { self.split(line, cur) } else { None };
+        // Not what the receiver writes if it does not split (it cannot happen): kept whole.
+        let parts = parts.unwrap_or_else(|| vec![(cur, line.to_vec(), spans)]);
+        for (n, part, count) in parts {
+            if n == cur {
+                if full && started.is_none() {
+                    started = Some(self.rotate()?);
                 }
+                self.write_current(&part, count)?;
+            } else if let Some(Some(p)) = self.files.get(n as usize - 1) {
+                // An earlier file: opened for this append only (few batches go back).
+                let mut f = std::fs::OpenOptions::new().append(true).open(p)?;
+                f.write_all(&with_newline(&part))?;
+                self.file_spans[n as usize - 1] += count;
             }
-            // Not what the receiver writes (it cannot happen): kept whole in the current file.
-            None => self.write_current(line, spans)?,
         }
         Ok(started)
     }
@@ -159,16 +155,16 @@ impl Spool {
     }
 
     /// Which file a trace id (hex, as the JSON line has it) goes to.
-    fn home_of(&self, id: Option<&str>) -> u32 {
+    fn home_of(&self, id: Option<&str>, cur: u32) -> u32 {
         id.and_then(hex16)
             .and_then(|k| self.home.get(&k).copied())
             .filter(|&n| self.files.get(n as usize - 1).is_some_and(Option::is_some))
-            .unwrap_or(self.seq)
+            .unwrap_or(cur)
     }
 
     /// A batch line cut into one line per file its traces belong to: (file number, line,
     /// spans in it). The resource and scope of each span or log record go with it.
-    fn split(&self, line: &[u8]) -> Option<Vec<(u32, Vec<u8>, usize)>> {
+    fn split(&self, line: &[u8], cur: u32) -> Option<Vec<(u32, Vec<u8>, usize)>> {
         let v: Value = serde_json::from_slice(line).ok()?;
         let (res_key, scope_key, item_key, spans) = if v.get("resourceSpans").is_some() {
             ("resourceSpans", "scopeSpans", "spans", true)
@@ -180,7 +176,7 @@ impl Spool {
         for r in resources {
             for sc in r.get(scope_key).and_then(Value::as_array).into_iter().flatten() {
                 for it in sc.get(item_key).and_then(Value::as_array).into_iter().flatten() {
-                    let n = self.home_of(it.get("traceId").and_then(Value::as_str));
+                    let n = self.home_of(it.get("traceId").and_then(Value::as_str), cur);
                     if !targets.contains(&n) {
                         targets.push(n);
                     }
@@ -199,7 +195,7 @@ impl Spool {
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten()
-                        .filter(|it| self.home_of(it.get("traceId").and_then(Value::as_str)) == n)
+                        .filter(|it| self.home_of(it.get("traceId").and_then(Value::as_str), cur) == n)
                         .cloned()
                         .collect();
                     if items.is_empty() {
@@ -371,6 +367,11 @@ mod tests {
         assert_eq!(ids(&second), ["b/b1", "b/b2"]);
         let counts: Vec<usize> = s.files().map(|(_, n)| n).collect();
         assert_eq!(counts, [3, 2]);
+        // The second file is full too; spans of trace a alone start no (empty) third file.
+        let (l, k) = batch(&[(&a, "a5")]);
+        assert_eq!(s.append(&l, 1, &k).unwrap(), None);
+        assert_eq!(ids(&first), ["a/a1", "a/a2", "a/a3", "a/a5"]);
+        assert_eq!(s.files().count(), 2);
         // A file removed: its trace's later spans start anew in the current one.
         s.remove(&first).unwrap();
         assert!(!first.exists());
