@@ -31,6 +31,11 @@ impl Drop for Server {
 }
 
 fn serve(save: &std::path::Path) -> Server {
+    serve_with(&["--save".as_ref(), save.as_os_str()], None)
+}
+
+/// `serve --no-tui --format json` with more arguments; its later stderr lines go to `notes`.
+fn serve_with(args: &[&std::ffi::OsStr], notes: Option<mpsc::Sender<String>>) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tracetui"))
         .args([
             "serve",
@@ -41,9 +46,8 @@ fn serve(save: &std::path::Path) -> Server {
             "127.0.0.1:0",
             "--grpc",
             "127.0.0.1:0",
-            "--save",
         ])
-        .arg(save)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -63,7 +67,12 @@ fn serve(save: &std::path::Path) -> Server {
         .nth(1)
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| panic!("no gRPC address in {first:?}"));
-    std::thread::spawn(move || for _ in err.lines() {});
+    std::thread::spawn(move || {
+        for l in err.lines() {
+            let (Ok(l), Some(tx)) = (l, &notes) else { continue };
+            let _ = tx.send(l);
+        }
+    });
     let out = child.stdout.take().unwrap();
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
@@ -232,12 +241,12 @@ fn sdk_exporters_over_http_protobuf_http_json_and_grpc() {
         let llm = events.iter().find(|v| v["kind"] == "llm").expect("the LLM call");
         assert_eq!(llm["name"], "gpt-4o");
         // Spans are exported as they end, children before their root: a child printed
-        // before its parent arrived has no parent yet; if it names one, it is the root.
-        assert!(llm["parent"].is_null() || llm["parent"] == root_id, "{llm}");
+        // before its parent arrived names the parent it waits for.
+        assert_eq!(llm["parent"], root_id, "{llm}");
         assert_eq!(llm["status"], "ok");
         let tool = events.iter().find(|v| v["kind"] == "tool").expect("the tool call");
         assert_eq!(tool["name"], "get_weather");
-        assert!(tool["parent"].is_null() || tool["parent"] == root_id, "{tool}");
+        assert_eq!(tool["parent"], root_id, "{tool}");
         parents.push((llm["id"].clone(), tool["id"].clone(), root_id.to_string()));
         assert_eq!(tool["status"], "error");
         let note = events
@@ -336,4 +345,213 @@ fn bad_bodies_get_the_answers_the_spec_gives() {
     let lines = collect(&s, 1, 0);
     assert!(lines.iter().any(|l| l["name"] == "good"));
     assert!(!lines.iter().any(|l| l["name"] == "bad"));
+}
+
+/// POST an OTLP/JSON body to /v1/traces.
+fn post_json(s: &Server, body: &Value) {
+    let r = reqwest::blocking::Client::new()
+        .post(format!("http://{}/v1/traces", s.http))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+}
+
+/// A batch of spans: (trace id digit, span id digit, parent span id digit or none).
+fn spans(list: &[(char, char, Option<char>)]) -> Value {
+    let spans: Vec<Value> = list
+        .iter()
+        .map(|&(t, id, parent)| {
+            let mut s = serde_json::json!({
+                "traceId": t.to_string().repeat(32),
+                "spanId": id.to_string().repeat(16),
+                "name": format!("span {id}"),
+                "startTimeUnixNano": "1000",
+                "endTimeUnixNano": "2000",
+                "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": if parent.is_some() { "chat" } else { "invoke_agent" }}}],
+            });
+            if let Some(p) = parent {
+                s["parentSpanId"] = Value::String(p.to_string().repeat(16));
+            }
+            s
+        })
+        .collect();
+    serde_json::json!({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]})
+}
+
+/// The stderr lines said until one containing `what` (or 10 s passed).
+fn wait_note(notes: &mpsc::Receiver<String>, what: &str) -> Vec<String> {
+    let mut said = Vec::new();
+    while let Ok(l) = notes.recv_timeout(Duration::from_secs(10)) {
+        let found = l.contains(what);
+        said.push(l);
+        if found {
+            break;
+        }
+    }
+    said
+}
+
+/// Wait for the next printed line.
+fn next(s: &Server) -> Value {
+    s.lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a line printed in time")
+}
+
+/// `tracetui ls DIR --format json`: (run id, events, status) sorted.
+fn listed(dir: &std::path::Path) -> Vec<(String, u64, String)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_tracetui"))
+        .args(["ls", "--format", "json"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut v: Vec<(String, u64, String)> = text
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+            (
+                v["id"].as_str().unwrap_or_else(|| panic!("no id: {l}")).to_string(),
+                v["events"].as_u64().unwrap_or_else(|| panic!("no events: {l}")),
+                v["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_trace_across_a_file_rotation_is_one_run_live_and_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("session");
+    // A cap of 8 spans: files rotate every 2 spans.
+    let s = serve_with(
+        &[
+            "--save".as_ref(),
+            save.as_os_str(),
+            "--max-spans".as_ref(),
+            "8".as_ref(),
+        ],
+        None,
+    );
+    // Trace a begins, trace b fills the first file; a continues as the second file starts
+    // (with trace c), then ends.
+    post_json(&s, &spans(&[('a', '1', Some('9'))]));
+    let mut got = vec![next(&s)];
+    post_json(&s, &spans(&[('b', '2', Some('8')), ('b', '8', None)]));
+    got.extend((0..3).map(|_| next(&s)));
+    post_json(&s, &spans(&[('a', '3', Some('9')), ('c', '5', None)]));
+    got.extend((0..3).map(|_| next(&s)));
+    post_json(&s, &spans(&[('a', '9', None)]));
+    got.extend((0..2).map(|_| next(&s)));
+    let ends: Vec<&Value> = got.iter().filter(|v| v["kind"] == "run_end").collect();
+    assert_eq!(ends.len(), 3, "{got:#?}");
+    let mut live: Vec<(String, u64, String)> = ends
+        .iter()
+        .map(|e| {
+            (
+                e["run"].as_str().unwrap().to_string(),
+                e["events"].as_u64().unwrap(),
+                e["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    live.sort();
+    let ok = || "ok".to_string();
+    assert_eq!(
+        live,
+        [
+            ("a".repeat(32), 3, ok()),
+            ("b".repeat(32), 2, ok()),
+            ("c".repeat(32), 1, ok())
+        ],
+        "{got:#?}"
+    );
+    drop(s);
+    let files = std::fs::read_dir(&save).unwrap().count();
+    assert!(files >= 2, "the session rotated ({files} file)");
+    assert_eq!(listed(&save), live, "tracetui DIR shows the runs the session printed");
+}
+
+#[test]
+fn the_cap_drops_the_oldest_finished_traces_and_a_saved_one_stays_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("session");
+    let (tx, notes) = mpsc::channel();
+    let s = serve_with(
+        &[
+            "--save".as_ref(),
+            save.as_os_str(),
+            "--max-spans".as_ref(),
+            "10".as_ref(),
+        ],
+        Some(tx),
+    );
+    // A trace still running (its root never comes) and five finished ones of 3 spans.
+    post_json(&s, &spans(&[('f', '1', Some('9'))]));
+    next(&s);
+    for t in ['1', '2', '3', '4', '5'] {
+        post_json(&s, &spans(&[(t, 'a', Some('c')), (t, 'b', Some('c')), (t, 'c', None)]));
+        for _ in 0..4 {
+            next(&s);
+        }
+    }
+    // 16 spans came, 10 are held at most: the oldest finished traces went first, the
+    // running one stayed.
+    let said = wait_note(&notes, "over the cap of 10 spans");
+    let dropped: Vec<&String> = said.iter().filter(|l| l.contains("over the cap of 10 spans")).collect();
+    assert!(!dropped.is_empty(), "{said:#?}");
+    assert!(dropped.iter().all(|l| l.contains("they stay in")), "{dropped:#?}");
+    assert!(!said.iter().any(|l| l.contains("still running")), "{said:#?}");
+    // A late span of a dropped trace prints as new.
+    post_json(&s, &spans(&[('1', 'd', Some('c'))]));
+    let late = next(&s);
+    assert_eq!(
+        (late["run"].as_str().unwrap(), late["name"].as_str().unwrap()),
+        ("1".repeat(32).as_str(), "span d")
+    );
+    assert_eq!(late["parent"], "c".repeat(16), "it names its parent, dropped or not");
+    drop(s);
+    // Every trace is on disk, whole.
+    let runs = listed(&save);
+    assert_eq!(runs.len(), 6, "{runs:?}");
+    assert_eq!(runs[0], ("1".repeat(32), 4, "ok".to_string()));
+    for (id, n, _) in &runs[1..5] {
+        assert_eq!(*n, 3, "{id}");
+    }
+    assert_eq!(runs[5], ("f".repeat(32), 1, "running".to_string()));
+
+    // Without --save the dropped traces are gone, and it says so.
+    let (tx, notes) = mpsc::channel();
+    let s = serve_with(&["--max-spans".as_ref(), "4".as_ref()], Some(tx));
+    for t in ['1', '2', '3'] {
+        post_json(&s, &spans(&[(t, 'a', Some('c')), (t, 'c', None)]));
+        for _ in 0..3 {
+            next(&s);
+        }
+    }
+    let said = wait_note(&notes, "over the cap of 4 spans");
+    assert!(
+        said.iter()
+            .any(|l| l.contains("over the cap of 4 spans") && l.contains("they are gone")),
+        "{said:#?}"
+    );
+}
+
+#[test]
+fn a_child_before_its_root_names_its_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(&dir.path().join("s"));
+    post_json(&s, &spans(&[('e', '1', Some('9'))]));
+    let child = next(&s);
+    assert_eq!(child["name"], "span 1");
+    assert_eq!(child["parent"], "9".repeat(16), "{child}");
+    post_json(&s, &spans(&[('e', '9', None)]));
+    let root = next(&s);
+    assert_eq!(root["name"], "span 9");
+    assert!(root["parent"].is_null(), "{root}");
+    assert_eq!(next(&s)["kind"], "run_end");
 }

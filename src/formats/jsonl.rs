@@ -53,6 +53,9 @@ pub trait LineParser: Send {
     /// Before each read: re-read metadata files that may have been replaced (run.json,
     /// meta.json). Called once before the first line too.
     fn refresh(&mut self, _sink: &mut Sink) {}
+    /// Trace `trace` was emptied by the caller (dropped from memory under the OTLP receiver's
+    /// cap): forget whatever points into its events.
+    fn forget(&mut self, _trace: usize) {}
     /// Many complete lines at once, in file order. The default hands them to `line` one by
     /// one; a parser whose work splits into a pure parse and an in-order apply overrides this
     /// to parse the batch on all cores (DESIGN §4).
@@ -659,6 +662,21 @@ impl Follow {
 
     /// Read what is new: replaced metadata, then appended lines. A file that does not exist
     /// yet is not an error (a run directory whose events have not started).
+    /// Drop one trace's events from memory (the OTLP receiver's cap): it stays in the sink,
+    /// empty, with its metadata, and a later record of it starts filling it again. Returns
+    /// the number of events dropped.
+    pub fn drop_trace(&mut self, i: usize) -> usize {
+        let Some(t) = self.sink.traces.get_mut(i) else {
+            return 0;
+        };
+        let n = t.len();
+        let mut empty = Trace::new(t.meta.clone());
+        empty.files = std::mem::take(&mut t.files);
+        *t = empty;
+        self.parser.forget(i);
+        n
+    }
+
     pub fn poll(&mut self) -> Result<Polled, LoadError> {
         self.poll_some(u64::MAX)
     }

@@ -1797,6 +1797,12 @@ impl LineParser for Parser {
         engine::batch(self, batch, sink);
     }
 
+    fn forget(&mut self, trace: usize) {
+        if let Some(r) = self.root_span.get_mut(trace) {
+            *r = None;
+        }
+    }
+
     fn flush(&mut self, sink: &mut Sink) {
         let mut dirty = std::mem::take(&mut self.dirty);
         dirty.sort_unstable();
@@ -1857,6 +1863,8 @@ impl LineParser for Parser {
                 _ if !spans => RunStatus::Unknown,
                 Some(r) if t.event(r).status == Status::Error => RunStatus::Error,
                 Some(_) => RunStatus::Ok,
+                // Dropped from memory after its root came (`forget`): it ended as it did.
+                None if self.rooted.get(ti).copied().unwrap_or(false) => t.meta.status,
                 None => RunStatus::Running,
             };
             t.meta.model = t

@@ -562,6 +562,11 @@ impl Trace {
         idx
     }
 
+    /// Children that arrived before their parent, with the id of the parent they wait for.
+    pub fn waiting_parents(&self) -> impl Iterator<Item = (u32, &str)> + '_ {
+        self.waiting.values().flatten().map(|&(c, r)| (c, self.strings.get(r)))
+    }
+
     /// The stored text of `id` if children wait for it.
     fn waiting_ref(&self, id: &str) -> Option<StrRef> {
         if id.is_empty() {

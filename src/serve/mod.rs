@@ -14,13 +14,12 @@ pub mod spool;
 
 use crate::cli::Output;
 use crate::formats::otlp;
-use crate::model::RunStatus;
+use crate::model::{RunStatus, Trace};
 use crate::source::RunRef;
 use crate::tail::Tailer;
 use crate::tail::print::Printer;
 use receiver::Incoming;
 use spool::Spool;
-use std::collections::VecDeque;
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -136,8 +135,8 @@ fn announce(s: &receiver::Servers, spool: &Spool, err: &mut dyn Write) {
 }
 
 fn spool_for(o: &Options) -> std::io::Result<Spool> {
-    // A file holds at most a quarter of the cap, so that releasing old files can keep the
-    // memory under it.
+    // A file holds at most a quarter of the cap, so that removing a private spool's old
+    // files (once their traces are dropped) keeps the disk near the cap too.
     Spool::new(o.save.as_deref(), o.rotate_bytes, (o.max_spans / 4).max(1)).map_err(|e| {
         std::io::Error::new(
             e.kind(),
@@ -165,7 +164,7 @@ pub fn print(
     let _ = err.flush();
     let mut tailer = Tailer::files(spool.dir());
     let mut printer = Printer::new(fmt);
-    let mut live: VecDeque<(usize, PathBuf)> = VecDeque::new();
+    let mut cap = Cap::new(o.max_spans);
     while !stop.load(Ordering::Relaxed) {
         let first = match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(x) => x,
@@ -176,13 +175,13 @@ pub fn print(
         let mut next = Some(first);
         let mut n = 0;
         while let Some(inc) = next.take() {
-            if let Some(p) = spool.append(&inc.line, inc.spans)? {
+            if let Some(p) = spool.append(&inc.line, inc.spans, &inc.traces)? {
                 let run = RunRef {
                     path: p.clone(),
                     format: &otlp::Otlp,
                     root: Arc::from(spool.dir()),
                 };
-                live.push_back((tailer.follow_file(run, otlp::follow_lines(&p)), p));
+                cap.live.push((tailer.follow_file(run, otlp::follow_lines(&p)), p));
             }
             n += 1;
             if n < 256 {
@@ -196,58 +195,105 @@ pub fn print(
         for e in tailer.errors.drain(..) {
             let _ = writeln!(err, "{}", crate::sanitize::line(&format!("tracetui: {e}")));
         }
-        evict(&mut tailer, &mut printer, &mut live, &spool, o.max_spans, err);
+        cap.keep(&mut tailer, &mut printer, &mut spool, err);
     }
     drop(servers);
     Ok(())
 }
 
-fn held(t: &Tailer, s: usize) -> usize {
-    t.sources[s].traces().iter().map(|t| t.len()).sum()
+/// The cap on spans held in memory by `serve --no-tui`.
+struct Cap {
+    max: usize,
+    /// The spool files followed (source index, path), oldest first.
+    live: Vec<(usize, PathBuf)>,
+    /// Traces dropped so far, and spans in them.
+    dropped: usize,
+    dropped_spans: usize,
 }
 
-/// Keep the spans held under the cap: release whole spool files, oldest first, those whose
-/// traces have all ended before any with a trace still running. The file being written is
-/// kept. A private spool's released file is deleted; a saved one stays on disk.
-fn evict(
-    t: &mut Tailer,
-    p: &mut Printer,
-    live: &mut VecDeque<(usize, PathBuf)>,
-    spool: &Spool,
-    max: usize,
-    err: &mut dyn Write,
-) {
-    let mut total: usize = live.iter().map(|(s, _)| held(t, *s)).sum();
-    if total <= max {
-        return;
+impl Cap {
+    fn new(max: usize) -> Cap {
+        Cap {
+            max,
+            live: Vec::new(),
+            dropped: 0,
+            dropped_spans: 0,
+        }
     }
-    for running_too in [false, true] {
-        let mut i = 0;
-        while total > max && i < live.len() {
-            let (s, path) = &live[i];
-            let current = spool.current() == Some(path.as_path());
-            let ended = t.sources[*s]
-                .traces()
-                .iter()
-                .all(|tr| matches!(tr.meta.status, RunStatus::Ok | RunStatus::Error));
-            if current || !(ended || running_too) {
-                i += 1;
-                continue;
+
+    /// Keep the spans held under the cap: drop whole traces from memory, the oldest finished
+    /// ones first (oldest: first seen), down to nine tenths of the cap so that this is not
+    /// done again at every batch; only when that is not enough, the oldest still running
+    /// (their later spans print as they come, starting the trace anew). A saved trace stays
+    /// on disk (`tracetui DIR` shows it); a private spool file whose traces were all dropped
+    /// is removed.
+    fn keep(&mut self, t: &mut Tailer, p: &mut Printer, spool: &mut Spool, err: &mut dyn Write) {
+        let mut total: usize = self
+            .live
+            .iter()
+            .map(|(s, _)| t.sources[*s].traces().iter().map(Trace::len).sum::<usize>())
+            .sum();
+        if total <= self.max {
+            return;
+        }
+        let goal = self.max - self.max / 10;
+        let (before, before_spans) = (self.dropped, self.dropped_spans);
+        let mut running = 0;
+        for running_too in [false, true] {
+            for &(s, _) in &self.live {
+                if total <= goal {
+                    break;
+                }
+                let n = t.sources[s].traces().len();
+                for ti in 0..n {
+                    if total <= goal {
+                        break;
+                    }
+                    let tr = &t.sources[s].traces()[ti];
+                    let ended = matches!(tr.meta.status, RunStatus::Ok | RunStatus::Error);
+                    if tr.is_empty() || !(ended || running_too) {
+                        continue;
+                    }
+                    running += usize::from(!ended);
+                    let freed = t.drop_trace(s, ti);
+                    p.dropped(s, ti);
+                    total -= freed;
+                    self.dropped += 1;
+                    self.dropped_spans += freed;
+                }
             }
-            let (s, path) = live.remove(i).expect("in range");
-            total -= held(t, s);
-            if running_too {
-                let _ = writeln!(
-                    err,
-                    "tracetui: over the cap of {max} spans: traces still running in {} are no longer followed",
-                    path.display()
-                );
-            }
-            t.release(s);
-            p.forget(s);
+        }
+        let _ = writeln!(
+            err,
+            "tracetui: over the cap of {} spans held: dropped {} trace(s) ({} spans) from memory, {} in all{}; {}",
+            self.max,
+            self.dropped - before,
+            self.dropped_spans - before_spans,
+            self.dropped,
+            if running > 0 {
+                format!(" ({running} still running: their later spans print as a new part)")
+            } else {
+                String::new()
+            },
             if spool.is_private() {
-                let _ = std::fs::remove_file(&path);
+                "they are gone (--save DIR keeps them)".to_string()
+            } else {
+                format!("they stay in {}", spool.dir().display())
             }
+        );
+        // A private file whose traces are all dropped holds nothing anyone will read again.
+        if spool.is_private() {
+            let current = spool.current().map(Path::to_path_buf);
+            self.live.retain(|(s, path)| {
+                let empty = t.sources[*s].traces().iter().all(|tr| tr.is_empty());
+                if !empty || current.as_deref() == Some(path.as_path()) {
+                    return true;
+                }
+                t.release(*s);
+                p.forget(*s);
+                let _ = spool.remove(path);
+                false
+            });
         }
     }
 }
@@ -276,7 +322,7 @@ impl Background {
                     Ok(inc) => {
                         // The explorer is on the terminal: a write error has nowhere to go
                         // but the batch itself is lost; keep receiving.
-                        let _ = spool.append(&inc.line, inc.spans);
+                        let _ = spool.append(&inc.line, inc.spans, &inc.traces);
                     }
                     Err(mpsc::RecvTimeoutError::Timeout) => {}
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,

@@ -41,6 +41,25 @@ pub struct Incoming {
     pub spans: usize,
     pub logs: usize,
     pub received: Instant,
+    /// The trace ids in the batch, each once, and whether the batch holds that trace's root
+    /// span: the spool keeps each trace in one file by them.
+    pub traces: Vec<(super::spool::TraceKey, bool)>,
+}
+
+/// The distinct trace ids of a batch (spans, or log records that name a trace) and whether
+/// each one's root span (no parent) is among them. Batches hold few traces: a list is enough.
+fn keys<'a>(ids: impl Iterator<Item = (&'a [u8], bool)>) -> Vec<(super::spool::TraceKey, bool)> {
+    let mut out: Vec<(super::spool::TraceKey, bool)> = Vec::new();
+    for (id, root) in ids {
+        let Ok(k) = <super::spool::TraceKey>::try_from(id) else {
+            continue;
+        };
+        match out.iter_mut().rev().find(|(o, _)| *o == k) {
+            Some((_, r)) => *r |= root,
+            None => out.push((k, root)),
+        }
+    }
+    out
 }
 
 /// Why a request was not taken.
@@ -117,11 +136,19 @@ fn line_of<T: serde::Serialize>(req: &T) -> Vec<u8> {
 fn take_traces(sh: &Shared, mut req: ExportTraceServiceRequest) -> Result<(usize, String), Refused> {
     let (kept, rejected, why) = check_traces(&mut req);
     if kept > 0 {
+        let traces = keys(
+            req.resource_spans
+                .iter()
+                .flat_map(|r| &r.scope_spans)
+                .flat_map(|s| &s.spans)
+                .map(|s| (&s.trace_id[..], s.parent_span_id.is_empty())),
+        );
         sh.offer(Incoming {
             line: line_of(&req),
             spans: kept,
             logs: 0,
             received: Instant::now(),
+            traces,
         })?;
     }
     Ok((rejected, why))
@@ -130,11 +157,20 @@ fn take_traces(sh: &Shared, mut req: ExportTraceServiceRequest) -> Result<(usize
 fn take_logs(sh: &Shared, req: ExportLogsServiceRequest) -> Result<(), Refused> {
     let n = count_logs(&req);
     if n > 0 {
+        let traces = keys(
+            req.resource_logs
+                .iter()
+                .flat_map(|r| &r.scope_logs)
+                .flat_map(|s| &s.log_records)
+                .filter(|l| valid_id(&l.trace_id, 16))
+                .map(|l| (&l.trace_id[..], false)),
+        );
         sh.offer(Incoming {
             line: line_of(&req),
             spans: 0,
             logs: n,
             received: Instant::now(),
+            traces,
         })?;
     }
     Ok(())
@@ -520,6 +556,7 @@ mod tests {
             spans: 1,
             logs: 0,
             received: Instant::now(),
+            traces: Vec::new(),
         };
         assert_eq!(sh.offer(inc()), Ok(()));
         assert_eq!(sh.offer(inc()), Err(Refused::Busy));

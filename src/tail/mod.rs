@@ -107,6 +107,14 @@ impl Tailer {
         }
     }
 
+    /// Drop one trace's events from memory (see [`Follow::drop_trace`]); returns how many.
+    pub fn drop_trace(&mut self, source: usize, trace: usize) -> usize {
+        match self.sources.get_mut(source).map(|s| &mut s.state) {
+            Some(State::Lines(f)) => f.drop_trace(trace),
+            _ => 0,
+        }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }

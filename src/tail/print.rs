@@ -33,6 +33,15 @@ impl Printer {
         self.seen.retain(|(s, _), _| *s != source);
     }
 
+    /// A trace was dropped from memory after it was printed: whatever of it comes later is new
+    /// (printed), its end is not said again.
+    pub fn dropped(&mut self, source: usize, trace: usize) {
+        if let Some(s) = self.seen.get_mut(&(source, trace)) {
+            s.count = 0;
+            s.ids = HashSet::new();
+        }
+    }
+
     /// Treat everything already there as printed (tail without `--from-start`).
     pub fn skip_existing(&mut self, t: &Tailer) {
         for (si, ti, trace) in t.traces() {
@@ -62,6 +71,9 @@ impl Printer {
             // A whole document read again: events already printed (by id, or by place when
             // they have none) are not printed again.
             let from = if c.reloaded { 0 } else { seen.count.min(trace.len()) };
+            // Children that came before their parent (spans end before their parents) name
+            // the parent they wait for: printed as their parent all the same.
+            let mut waiting: Option<HashMap<u32, &str>> = None;
             for i in from..trace.len() {
                 let e = trace.event(i as u32);
                 let id = trace.str(e.source_id);
@@ -71,7 +83,16 @@ impl Printer {
                 if c.reloaded && id.is_empty() && i < seen.count {
                     continue;
                 }
-                line(self.fmt, trace, i as u32, out)?;
+                let e = trace.event(i as u32);
+                let waits = if e.parent == NO_PARENT && self.fmt == Output::Json {
+                    waiting
+                        .get_or_insert_with(|| trace.waiting_parents().collect())
+                        .get(&(i as u32))
+                        .copied()
+                } else {
+                    None
+                };
+                line(self.fmt, trace, i as u32, waits, out)?;
                 n += 1;
             }
             seen.count = if c.reloaded {
@@ -127,13 +148,15 @@ fn end_line(fmt: Output, t: &Trace, out: &mut dyn Write) -> std::io::Result<()> 
     }
 }
 
-fn line(fmt: Output, t: &Trace, i: u32, out: &mut dyn Write) -> std::io::Result<()> {
+/// `waits`: the id of the parent an event waits for (it arrived first).
+fn line(fmt: Output, t: &Trace, i: u32, waits: Option<&str>, out: &mut dyn Write) -> std::io::Result<()> {
     let e = t.event(i);
     let id = t.str(e.source_id);
     match fmt {
         Output::Json => {
             let parent = (e.parent != NO_PARENT)
                 .then(|| t.str(t.event(e.parent).source_id))
+                .or(waits)
                 .filter(|s| !s.is_empty());
             let v = json!({
                 "run": t.meta.id,
