@@ -131,6 +131,11 @@ pub const TRANSCRIPT_TURNS: usize = 20_000;
 /// The chat view of event `i`, or None when it holds no conversation (then the JSON view).
 pub fn event_doc(t: &Trace, i: u32, t0: Option<i64>, plain: bool) -> Option<Doc> {
     let e = t.event(i);
+    // Only these can be a conversation: the others are not decoded (nor their document built)
+    // twice just to find that out.
+    if !matches!(e.kind, EventKind::LlmCall | EventKind::Message(_)) {
+        return None;
+    }
     let p = formats::payload(t, e);
     let mut w = Writer::new(header(t, i, t0), plain);
     match e.kind {

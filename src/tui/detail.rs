@@ -45,7 +45,15 @@ impl Line {
     pub fn width(&self) -> usize {
         self.spans
             .iter()
-            .map(|(_, s)| unicode_width::UnicodeWidthStr::width(s.as_str()))
+            .map(|(_, s)| {
+                // A cell a byte (checked a byte at a time, vectorized): a 50 MB value is not
+                // decoded character by character to measure it.
+                if printable_ascii(s) {
+                    s.len()
+                } else {
+                    unicode_width::UnicodeWidthStr::width(s.as_str())
+                }
+            })
             .sum()
     }
 }
@@ -77,6 +85,20 @@ pub struct Doc {
     pub folded: Vec<bool>,
     /// The value the cut fell in (what `o` and `y` give whole from the note that says so).
     pub cut_copy: Option<u32>,
+    /// Roots whose (long) string was moved into a line rather than copied: (root, line); the
+    /// string is that line's [`MOVED_SPAN`] span.
+    pub moved: Vec<(u32, u32)>,
+}
+
+/// The span of a moved string's line that holds the string (after the indent and the quote).
+pub const MOVED_SPAN: usize = 2;
+/// Strings at least this long are moved into their line, not copied, and lines at least this
+/// long are laid out by arithmetic (see [`Rows`]).
+pub const BIG: usize = 1 << 20;
+
+/// Printable ASCII only: a cell a byte, nothing to escape.
+pub fn printable_ascii(s: &str) -> bool {
+    s.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
 /// A JSON object or array spread over lines `open..=close`.
@@ -164,6 +186,9 @@ impl Doc {
     /// The text `y` copies for a line: strings as they are, other values as pretty JSON.
     pub fn copy_value(&self, line: usize) -> Option<String> {
         let c = &self.copies[self.lines.get(line)?.copy? as usize];
+        if let Some(&(_, at)) = self.moved.iter().find(|(r, _)| *r == c.root) {
+            return Some(self.lines.get(at as usize)?.spans.get(MOVED_SPAN)?.1.clone());
+        }
         let v = self.roots.get(c.root as usize)?.pointer(&c.pointer)?;
         Some(match v {
             Value::String(s) => s.clone(),
@@ -510,6 +535,8 @@ pub struct Rows {
     first: Vec<usize>,
     /// Row starts of the lines that take more than one row.
     breaks: std::collections::HashMap<u32, Breaks>,
+    /// The long lines laid out by arithmetic instead.
+    even: std::collections::HashMap<u32, Even>,
     /// With wrap off: the widest line's cells (how far `→` can go).
     pub max_width: usize,
 }
@@ -518,6 +545,7 @@ impl Rows {
     pub fn new(doc: &Doc, width: usize, wrap: bool) -> Rows {
         let mut first = Vec::with_capacity(doc.lines.len() + 1);
         let mut map = std::collections::HashMap::new();
+        let mut even = std::collections::HashMap::new();
         let mut n = 0;
         let mut max_width = 0;
         let folds = doc.folded.iter().any(|&f| f);
@@ -555,6 +583,13 @@ impl Rows {
             }
             // A cell takes at least a byte: a line no longer in bytes than the pane fits.
             let bytes: usize = l.spans.iter().map(|(_, s)| s.len()).sum();
+            if wrap && bytes >= BIG && l.spans.iter().all(|(_, s)| printable_ascii(s)) {
+                let e = Even::new(l, width);
+                n += e.rows;
+                even.insert(i as u32, e);
+                i += 1;
+                continue;
+            }
             let b = if wrap && bytes > width {
                 breaks(l, width, l.hang as usize)
             } else {
@@ -574,6 +609,7 @@ impl Rows {
             wrap,
             first,
             breaks: map,
+            even,
             max_width,
         }
     }
@@ -611,6 +647,9 @@ impl Rows {
         }
         let (li, k) = self.locate(row);
         let line = doc.lines.get(li)?;
+        if let Some(e) = self.even.get(&(li as u32)) {
+            return Some((li, e.ranges(line, k), if k > 0 { e.hang } else { 0 }));
+        }
         Some(match self.breaks.get(&(li as u32)) {
             Some(b) => (
                 li,
@@ -631,6 +670,9 @@ impl Rows {
     /// The row that shows byte `byte` of span `span` of line `line`.
     pub fn row_at(&self, line: usize, span: usize, byte: usize) -> usize {
         let base = self.row_of(line);
+        if let Some(e) = self.even.get(&(line as u32)) {
+            return base + e.row_at(span, byte);
+        }
         match self.breaks.get(&(line as u32)) {
             Some(b) => {
                 let k = b.partition_point(|&(s, o)| (s as usize, o as usize) <= (span, byte));
@@ -638,6 +680,86 @@ impl Rows {
             }
             None => base,
         }
+    }
+}
+
+/// A long line of printable ASCII (a cell a byte) laid out by arithmetic: rows cut at
+/// characters, the first `width` cells, the others `width - hang` (they are indented). So a
+/// 50 MB value is laid out in no time and holds nothing per row; spaces are not looked for
+/// (a value this long is rarely prose).
+#[derive(Clone, Debug)]
+struct Even {
+    /// Each span's end as an offset into the line.
+    ends: Vec<usize>,
+    first: usize,
+    rest: usize,
+    hang: usize,
+    rows: usize,
+}
+
+impl Even {
+    fn new(line: &Line, width: usize) -> Even {
+        let width = width.max(1);
+        let hang = hang_at(line, width);
+        let ends: Vec<usize> = line
+            .spans
+            .iter()
+            .scan(0, |at, (_, s)| {
+                *at += s.len();
+                Some(*at)
+            })
+            .collect();
+        let total = ends.last().copied().unwrap_or(0);
+        let rest = (width - hang).max(1);
+        let rows = if total <= width {
+            1
+        } else {
+            1 + (total - width).div_ceil(rest)
+        };
+        Even {
+            ends,
+            first: width,
+            rest,
+            hang,
+            rows,
+        }
+    }
+    /// Where row `k` starts in the line.
+    fn start(&self, k: usize) -> usize {
+        let total = self.ends.last().copied().unwrap_or(0);
+        if k == 0 {
+            0
+        } else {
+            (self.first + (k - 1) * self.rest).min(total)
+        }
+    }
+    fn ranges(&self, line: &Line, k: usize) -> Vec<Piece> {
+        let (a, b) = (self.start(k), self.start(k + 1));
+        let mut out = Vec::new();
+        let mut from = 0;
+        for (si, &end) in self.ends.iter().enumerate() {
+            let (x, y) = (a.max(from), b.min(end));
+            if x < y {
+                out.push((si, x - from, y - from));
+            }
+            from = end;
+        }
+        // An empty line still has a row: its first span, empty.
+        if out.is_empty() && !line.spans.is_empty() && k == 0 {
+            out.push((0, 0, 0));
+        }
+        out
+    }
+    /// The row (within the line) that shows byte `byte` of span `span`.
+    fn row_at(&self, span: usize, byte: usize) -> usize {
+        let from = span.checked_sub(1).and_then(|s| self.ends.get(s)).copied().unwrap_or(0);
+        let at = from + byte;
+        let k = if at < self.first {
+            0
+        } else {
+            1 + (at - self.first) / self.rest
+        };
+        k.min(self.rows - 1)
     }
 }
 
@@ -1025,8 +1147,7 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
             let root = d.add_root(Value::Null);
             // `Y` copies the path in the source record where it can be found (jq on the file).
             let path = section_path(records, &v).unwrap_or_else(|| format!("$.{name}"));
-            json(d, root, &v, "", &path, None, 0, true, NO_NODE);
-            d.roots[root as usize] = v;
+            section_value(d, root, v, &path);
             d.blank();
         }
     }
@@ -1034,9 +1155,33 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
         d.section(&sanitize::line(&k));
         let root = d.add_root(Value::Null);
         let path = section_path(records, &v).unwrap_or_else(|| format!("$.{}", path_key(&k)));
-        json(d, root, &v, "", &path, None, 0, true, NO_NODE);
-        d.roots[root as usize] = v;
+        section_value(d, root, v, &path);
         d.blank();
+    }
+}
+
+/// A section's value as lines; it then becomes the root. A long one-line string that needs
+/// no escaping is moved into its line instead (a 50 MB result is held once, not twice, and
+/// not copied on the way to the first frame); `y` and `o` read it back from there.
+fn section_value(d: &mut Doc, root: u32, v: Value, path: &str) {
+    match v {
+        Value::String(s) if s.len() >= BIG && printable_ascii(&s) => {
+            let tok = if Marker::of_str(&s).is_some() {
+                Tok::Badge
+            } else {
+                Tok::Str
+            };
+            let mut l = Line::default();
+            l.push(Tok::Text, "");
+            l.copy = Some(d.copy(root, String::new(), path.to_string()));
+            l.push(tok, "\"").push(tok, s).push(tok, "\"");
+            d.moved.push((root, d.lines.len() as u32));
+            d.line(l);
+        }
+        v => {
+            json(d, root, &v, "", path, None, 0, true, NO_NODE);
+            d.roots[root as usize] = v;
+        }
     }
 }
 
@@ -1465,6 +1610,46 @@ pub(crate) mod tests {
         let last: String = last.iter().map(|(_, s)| *s).collect();
         assert!(last.ends_with("END-MARKER\""), "{last}");
         assert_eq!(rows.locate(rows.row_of(3)), (3, 0));
+    }
+
+    #[test]
+    fn a_long_value_is_moved_into_its_line_and_laid_out_by_arithmetic() {
+        let long = format!("{}END-MARKER", "abc-def ".repeat(BIG / 8 + 1000));
+        let t = one(Payload {
+            input: Some(json!({"url": "x"})),
+            output: Some(json!(long)),
+            ..Default::default()
+        });
+        let d = build(&t, 0, false, None);
+        let li = text(&d).iter().position(|l| l.contains("END-MARKER")).unwrap();
+        assert_eq!(text(&d)[li], format!("\"{long}\""), "shown whole, quoted");
+        assert_eq!(d.moved.len(), 1, "held once, in its line");
+        assert_eq!(d.copy_value(li).unwrap(), long, "`y` and `o` give the value");
+        for hang in [0u16, 12] {
+            let mut d = d.clone();
+            d.lines[li].hang = hang;
+            let rows = Rows::new(&d, 37, true);
+            assert!(rows.even.contains_key(&(li as u32)));
+            let mut all = String::new();
+            for k in 0..rows.rows_in(li) {
+                let (pieces, indent) = rows.row(&d, rows.row_of(li) + k).unwrap();
+                let w: usize = pieces.iter().map(|(_, s)| s.len()).sum::<usize>() + indent;
+                assert!(w <= 37, "row {k} is {w} cells");
+                assert_eq!(indent, if k > 0 { hang as usize } else { 0 });
+                all.extend(pieces.iter().map(|(_, s)| *s));
+            }
+            assert_eq!(all, format!("\"{long}\""), "every row, in order, nothing twice");
+            // The row of a byte (a search match) is the row that shows it.
+            let at = long.len() - 3;
+            let r = rows.row_at(li, MOVED_SPAN, at);
+            let len = |k: usize| -> usize { rows.row(&d, k).unwrap().0.iter().map(|(_, s)| s.len()).sum() };
+            let before: usize = (rows.row_of(li)..r).map(len).sum();
+            // The line is the quote, then the value: byte `at` is at `1 + at` in it.
+            assert!(before <= 1 + at && 1 + at < before + len(r), "row {r}");
+        }
+        let hits = search(&d, "end-marker");
+        assert_eq!(hits.len(), 1);
+        assert_eq!((hits[0].line as usize, hits[0].span as usize), (li, MOVED_SPAN));
     }
 
     #[test]

@@ -58,8 +58,9 @@ pub fn lines(t: &Trace, e: &Event, prices: &Prices) -> Vec<Line> {
     }
 }
 
+/// The kinds the call's format recorded, and the total: a kind a format does not record is
+/// left out rather than shown as `?` on every call.
 fn token_line(label: &str, u: &Usage) -> Line {
-    let n = |x: Option<u64>| x.map(thousands).unwrap_or_else(|| "?".into());
     let mut s = vec![(Tok::Dim, label.to_string())];
     for (k, v) in [
         ("  in ", u.input),
@@ -68,11 +69,13 @@ fn token_line(label: &str, u: &Usage) -> Line {
         ("  out ", u.output),
         ("  reasoning ", u.reasoning),
     ] {
-        s.push((Tok::Dim, k.into()));
-        s.push((Tok::Num, n(v)));
+        if let Some(v) = v {
+            s.push((Tok::Dim, k.into()));
+            s.push((Tok::Num, thousands(v)));
+        }
     }
     s.push((Tok::Dim, "  total ".into()));
-    s.push((Tok::Num, n(u.sum())));
+    s.push((Tok::Num, u.sum().map(thousands).unwrap_or_else(|| "?".into())));
     line(s)
 }
 
@@ -236,7 +239,7 @@ mod tests {
     }
 
     #[test]
-    fn a_call_shows_five_kinds_and_the_price_used() {
+    fn a_call_shows_the_kinds_recorded_and_the_price_used() {
         let p = Prices::builtin();
         let u = Usage {
             input: Some(1000),
@@ -248,8 +251,15 @@ mod tests {
         let l = token_line("tokens", &u);
         assert_eq!(
             text(&l),
-            "tokens  in 1,000  cache read 2,000  cache write 500  out 400  reasoning ?  total 3,900"
+            "tokens  in 1,000  cache read 2,000  cache write 500  out 400  total 3,900",
+            "reasoning is not recorded: left out, not `?`"
         );
+        let only_out = Usage {
+            output: Some(12),
+            ..Default::default()
+        };
+        assert_eq!(text(&token_line("tokens", &only_out)), "tokens  out 12  total 12");
+        assert_eq!(text(&token_line("tokens", &Usage::default())), "tokens  total ?");
         let c = call_cost(p, Some("claude-sonnet-4-5-20250929"), Some(&u));
         let l = text(&cost_line(&c, p));
         // 1,000 x $3 + 2,000 x $0.30 + 500 x $3.75 + 400 x $15 per million = $0.011475.

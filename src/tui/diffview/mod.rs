@@ -413,6 +413,8 @@ fn push_section(d: &mut Doc, title: &str) {
 fn append(dst: &mut Doc, src: Doc) {
     let (roots, copies) = (dst.roots.len() as u32, dst.copies.len() as u32);
     dst.roots.extend(src.roots);
+    let lines = dst.lines.len() as u32;
+    dst.moved.extend(src.moved.iter().map(|&(r, l)| (r + roots, l + lines)));
     dst.copies.extend(src.copies.into_iter().map(|mut c| {
         c.root += roots;
         c
