@@ -113,6 +113,11 @@ impl Strings {
     }
 
     /// Bytes held (strings and their length headers, and the table of interned ones).
+    /// Give back the text buffer's spare capacity (a store that is likely complete).
+    pub fn shrink_to_fit(&mut self) {
+        self.buf.shrink_to_fit();
+    }
+
     pub fn bytes(&self) -> usize {
         self.buf.capacity() + self.interned.capacity() * (std::mem::size_of::<StrRef>() + 1)
     }
