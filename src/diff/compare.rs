@@ -1,8 +1,9 @@
 //! Many runs against one baseline: for each run its verdict, the metric deltas a compare table
 //! shows (tool calls, LLM calls, tokens, cost when known, duration, errors) and its first
-//! divergence. Built from a finished [`Diff`]; no terminal, no I/O.
+//! divergence. Built from a finished [`Diff`], or made directly ([`RunDelta::compare`]) without
+//! comparing more pairs than the row needs; no terminal.
 
-use super::{Diff, Metric, Op, Verdict};
+use super::{Diff, Metric, Op, Options, Verdict};
 use crate::cost::Prices;
 use crate::model::Trace;
 
@@ -20,8 +21,6 @@ pub struct RunDelta {
     pub first: Option<String>,
     /// Index of the first differing row in [`Diff::rows`].
     pub first_row: Option<usize>,
-    /// Rows that differ (changed, added, removed, moved calls).
-    pub changed: usize,
 }
 
 /// Microdollars of a run's LLM calls; `None` when some call's price is unknown.
@@ -31,6 +30,20 @@ pub fn cost(t: &Trace, prices: &Prices) -> Option<i64> {
 }
 
 impl RunDelta {
+    /// The row of `b` against the baseline `a`: what [`RunDelta::new`] makes of their
+    /// [`super::diff`], with only the pairs compared that the verdict and the first divergence
+    /// need (see [`super::summary_diff`]). `None` soon after `cancel` is set.
+    pub fn compare(
+        a: &Trace,
+        b: &Trace,
+        opts: &Options,
+        prices: &Prices,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Option<RunDelta> {
+        let d = super::summary_diff(a, b, opts, cancel)?;
+        Some(RunDelta::new(&d, a, b, prices))
+    }
+
     pub fn new(d: &Diff, a: &Trace, b: &Trace, prices: &Prices) -> RunDelta {
         let mut metrics: Vec<Metric> = COLUMNS
             .iter()
@@ -76,7 +89,6 @@ impl RunDelta {
             metrics,
             first,
             first_row,
-            changed: d.changes().count() + usize::from(!d.run.is_empty()),
         }
     }
 
@@ -111,12 +123,17 @@ mod tests {
         let p = Prices::builtin();
         let row = |name: &str| {
             let b = load(&format!("sample-traces/compare/{name}"));
-            RunDelta::new(&super::super::diff(&base, &b, &Default::default()), &base, &b, p)
+            let full = RunDelta::new(&super::super::diff(&base, &b, &Default::default()), &base, &b, p);
+            // The table's shortcut says the same as the whole diff.
+            assert_eq!(
+                RunDelta::compare(&base, &b, &Default::default(), p, None),
+                Some(full.clone())
+            );
+            full
         };
         let same = row("rerun-same");
         assert_eq!(same.verdict, Verdict::Passed);
         assert_eq!(same.first, None);
-        assert_eq!(same.changed, 0);
         let names: Vec<_> = same.metrics.iter().map(|m| m.name).collect();
         assert_eq!(names, COLUMNS);
         // gpt-4o has a price: the cost is known on both sides and equal.
@@ -138,7 +155,6 @@ mod tests {
             Some("~ llm[0] gpt-4o changed · llm[0].prompt[0].content")
         );
         assert_eq!(prompt.metric("tool_calls").unwrap().delta(), Some(1));
-        assert_eq!(prompt.changed, 2);
 
         let error = row("rerun-error");
         assert_eq!(error.verdict, Verdict::Regression);

@@ -224,6 +224,27 @@ fn diff_overlapping(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap) -> D
 }
 
 fn diff_until(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap, cancel: Option<&AtomicBool>) -> Option<Diff> {
+    diff_inner(a, b, opts, overlap, cancel, false)
+}
+
+/// A diff made for [`compare::RunDelta`] (the row of a compare table): its verdict, metrics,
+/// run changes and first differing row (with that row's paths) are those of [`diff`], but the
+/// pairs after the first divergence are compared only while the verdict is still open. So
+/// later rows may lack their paths (and show as unchanged), and `regressions` and `notes` may
+/// lack what those pairs would have said. Of two unrelated runs of 10,000 events, where calls
+/// are added and removed from the start, this compares a few pairs instead of thousands.
+pub(crate) fn summary_diff(a: &Trace, b: &Trace, opts: &Options, cancel: Option<&AtomicBool>) -> Option<Diff> {
+    diff_inner(a, b, opts, Overlap::Off, cancel, true)
+}
+
+fn diff_inner(
+    a: &Trace,
+    b: &Trace,
+    opts: &Options,
+    overlap: Overlap,
+    cancel: Option<&AtomicBool>,
+    summary: bool,
+) -> Option<Diff> {
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     // Across formats only tool calls are shared vocabulary (agentsnap has no LLM calls).
     let cross = a.meta.format != b.meta.format;
@@ -277,31 +298,65 @@ fn diff_until(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap, cancel: Op
             _ => None,
         })
         .collect();
-    let todo: Vec<usize> = (0..work.len()).filter(|&k| compared[k].is_none()).collect();
-    let late: Vec<Compared> = todo
-        .par_chunks(CHUNK)
-        .flat_map_iter(|chunk| {
-            if cancelled() {
-                return Vec::new();
-            }
-            let mut ra = PayloadReader::new(a);
-            let mut rb = PayloadReader::new(b);
-            chunk
-                .iter()
-                .map(|&k| ctx.compare_call(work[k].1, work[k].2, &mut ra, &mut rb))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    if cancelled() {
-        return None;
-    }
-    for (k, c) in todo.into_iter().zip(late) {
-        compared[k] = Some(c);
-    }
-    let compared = work
+    let compare = |todo: &[usize]| -> Vec<Compared> {
+        todo.par_chunks(CHUNK)
+            .flat_map_iter(|chunk| {
+                if cancelled() {
+                    return Vec::new();
+                }
+                let mut ra = PayloadReader::new(a);
+                let mut rb = PayloadReader::new(b);
+                chunk
+                    .iter()
+                    .map(|&k| ctx.compare_call(work[k].1, work[k].2, &mut ra, &mut rb))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    // A paired call fails in the current run and not in the baseline: a regression, known
+    // from the events alone (`compare_call` says so for exactly these pairs).
+    let pair_regression = work
         .iter()
-        .zip(compared)
-        .map(|(&(row, _, _), c)| (row, c.expect("every pair compared")));
+        .any(|&(_, x, y)| b.event(y.event).is_error() && !a.event(x.event).is_error());
+    let run = ctx.compare_runs();
+    let mut other_regressions = Vec::new();
+    for row in rows.iter().filter(|r| r.op == Op::Added) {
+        let ev = b.event(row.current.unwrap().event);
+        if ev.is_error() {
+            let p = crate::formats::payload(b, ev);
+            other_regressions.push(format!("{} {} (added) fails{}", row.label(), row.name, error_text(&p)));
+        }
+    }
+    if b.meta.status == crate::model::RunStatus::Error && a.meta.status != crate::model::RunStatus::Error {
+        other_regressions.push(format!("the run ended in error (baseline: {})", a.meta.status.as_str()));
+    }
+    if !cross {
+        other_regressions.extend(new_error_events(a, b));
+    }
+    if summary {
+        summary_pairs(
+            &rows,
+            &work,
+            &run,
+            pair_regression || !other_regressions.is_empty(),
+            &mut compared,
+            &compare,
+            &cancelled,
+        )?;
+    } else {
+        let todo: Vec<usize> = (0..work.len()).filter(|&k| compared[k].is_none()).collect();
+        let late = compare(&todo);
+        if cancelled() {
+            return None;
+        }
+        for (k, c) in todo.into_iter().zip(late) {
+            compared[k] = Some(c);
+        }
+    }
+    let compared = work.iter().zip(compared).filter_map(|(&(row, _, _), c)| {
+        assert!(summary || c.is_some(), "every pair compared");
+        c.map(|c| (row, c))
+    });
 
     let mut regressions = Vec::new();
     let mut hash_vs_value = 0;
@@ -316,22 +371,8 @@ fn diff_until(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap, cancel: Op
             regressions.push(r);
         }
     }
-    for row in rows.iter().filter(|r| r.op == Op::Added) {
-        let ev = b.event(row.current.unwrap().event);
-        if ev.is_error() {
-            let p = crate::formats::payload(b, ev);
-            regressions.push(format!("{} {} (added) fails{}", row.label(), row.name, error_text(&p)));
-        }
-    }
-    if b.meta.status == crate::model::RunStatus::Error && a.meta.status != crate::model::RunStatus::Error {
-        regressions.push(format!("the run ended in error (baseline: {})", a.meta.status.as_str()));
-    }
-    if !cross {
-        regressions.extend(new_error_events(a, b));
-    }
-
-    let run = ctx.compare_runs();
-    let verdict = classify(&rows, &run, !regressions.is_empty());
+    regressions.extend(other_regressions);
+    let verdict = classify(&rows, &run, pair_regression || !regressions.is_empty());
 
     let mut notes = Vec::new();
     if cross {
@@ -366,8 +407,51 @@ fn diff_until(a: &Trace, b: &Trace, opts: &Options, overlap: Overlap, cancel: Op
     })
 }
 
+/// Whether a change is in the arguments (what makes `TOOLS_CHANGED`).
+fn args_changed(paths: &[PathChange]) -> bool {
+    paths.iter().any(|p| p.section == Section::Input)
+}
+
+/// The pairs [`summary_diff`] compares, in row order, in growing blocks: until the first
+/// differing row is known (a pair before the first added, removed or moved row that differs,
+/// or every pair up to and including that row: a moved row's label names its first path) and
+/// the verdict is settled (a regression, an added or removed call, or changed arguments
+/// anywhere decide it; otherwise every pair counts). `None` when cancelled.
+fn summary_pairs(
+    rows: &[Row],
+    work: &[(usize, CallRef, CallRef)],
+    run: &[PathChange],
+    regression: bool,
+    compared: &mut [Option<Compared>],
+    compare: &(dyn Fn(&[usize]) -> Vec<Compared> + Sync),
+    cancelled: &dyn Fn() -> bool,
+) -> Option<()> {
+    let mut settled = regression || args_changed(run) || rows.iter().any(|r| matches!(r.op, Op::Added | Op::Removed));
+    let structural = rows.iter().position(|r| r.op != Op::Same).unwrap_or(rows.len());
+    let (mut next, mut block, mut first_known) = (0, 32, false);
+    while next < work.len() && !(first_known && settled) {
+        let end = (next + block).min(work.len());
+        let todo: Vec<usize> = (next..end).filter(|&k| compared[k].is_none()).collect();
+        let got = compare(&todo);
+        if cancelled() {
+            return None;
+        }
+        for (k, c) in todo.into_iter().zip(got) {
+            compared[k] = Some(c);
+        }
+        for k in next..end {
+            let paths = compared[k].as_ref().map_or(&[][..], |c| &c.paths[..]);
+            settled |= args_changed(paths);
+            first_known |= work[k].0 < structural && !paths.is_empty();
+        }
+        next = end;
+        first_known |= next == work.len() || work[next].0 > structural;
+        block = (block * 4).min(4096);
+    }
+    Some(())
+}
+
 fn classify(rows: &[Row], run: &[PathChange], regression: bool) -> Verdict {
-    let args_changed = |paths: &[PathChange]| paths.iter().any(|p| p.section == Section::Input);
     if regression {
         Verdict::Regression
     } else if args_changed(run)

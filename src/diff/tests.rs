@@ -397,3 +397,81 @@ fn cancelling_from_another_thread_stops_a_long_diff() {
         assert_eq!(format!("{d:?}"), format!("{full:?}"));
     }
 }
+
+/// The compare table's row made with [`summary_diff`] (only the pairs its verdict and first
+/// divergence need) equals the row made from the whole diff, on every pair of fixtures, both
+/// ways, plain and strict, and on long generated runs that differ here and there.
+#[test]
+fn a_table_row_from_the_summary_diff_is_the_row_from_the_whole_diff() {
+    use super::compare::RunDelta;
+    let prices = crate::cost::Prices::builtin();
+    let mut traces = vec![
+        snap("trip.snap.json"),
+        snap("passed.current.json"),
+        snap("drift.current.json"),
+        snap("changed.current.json"),
+        snap("reordered.current.json"),
+        snap("regression.current.json"),
+        snap("python.current.json"),
+        fixture("agentdbg/baseline"),
+        fixture("agentdbg/rerun"),
+        fixture("agentdbg/failing"),
+    ];
+    for name in ["baseline", "rerun-same", "rerun-wording", "rerun-prompt", "rerun-error"] {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("sample-traces/compare")
+            .join(name);
+        traces.push(crate::formats::load(&p, None).unwrap().traces.remove(0));
+    }
+    let (dir, ga, gb) = generated_pair(1500);
+    // The first run again with one late call's arguments and another's result changed: the
+    // first divergence lies past several blocks of unchanged pairs.
+    let text = std::fs::read_to_string(dir.path().join("a/events.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let tool_lines: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].contains("\"k\":\"v\"")).collect();
+    let (late, later) = (tool_lines[tool_lines.len() - 40], tool_lines[tool_lines.len() - 3]);
+    lines[later] = lines[later].replacen("\"k\":\"v\"", "\"k\":\"w\"", 1);
+    lines[late] = lines[late].replacen("{\\\"n\\\":", "{\\\"n\\\":1", 1);
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    std::fs::write(dir.path().join("c/events.jsonl"), lines.join("\n") + "\n").unwrap();
+    let gc = crate::formats::load(&dir.path().join("c"), None)
+        .unwrap()
+        .traces
+        .remove(0);
+    let strict = Options {
+        strict: true,
+        ..Default::default()
+    };
+    let mut verdicts = std::collections::HashSet::new();
+    let mut check = |a: &Trace, b: &Trace| {
+        for opts in [&Options::default(), &strict] {
+            let full = RunDelta::new(&diff(a, b, opts), a, b, prices);
+            let quick = RunDelta::compare(a, b, opts, prices, None).expect("not cancelled");
+            assert_eq!(
+                quick,
+                full,
+                "{} against {}",
+                b.meta.source.display(),
+                a.meta.source.display()
+            );
+            verdicts.insert(full.verdict);
+        }
+    };
+    for a in &traces {
+        for b in &traces {
+            check(a, b);
+        }
+    }
+    check(&ga, &gb);
+    check(&gb, &ga);
+    check(&ga, &ga);
+    check(&ga, &gc);
+    check(&gc, &ga);
+    let d = diff(&ga, &gc, &Options::default());
+    let first = d.rows.iter().position(|r| r.op != Op::Same).expect("c differs");
+    assert!(first > 1000, "the first divergence is late: row {first}");
+    assert_eq!(d.verdict, Verdict::ToolsChanged);
+    assert_eq!(verdicts.len(), Verdict::ALL.len(), "every verdict met: {verdicts:?}");
+    let flag = std::sync::atomic::AtomicBool::new(true);
+    assert!(RunDelta::compare(&ga, &gb, &Options::default(), prices, Some(&flag)).is_none());
+}

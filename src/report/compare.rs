@@ -6,7 +6,7 @@ use crate::diff::{Diff, Metric, Verdict};
 use crate::model::Trace;
 use crate::report::diff::Paint;
 use crate::sanitize;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::io::Write;
 
 /// One run of a many-run diff, everything the outputs need (the traces are dropped).
@@ -15,11 +15,25 @@ pub struct Compared {
     pub spec: String,
     pub name: String,
     pub delta: RunDelta,
-    /// The run's single-diff JSON object with `cost` among its metrics and `first_divergence`.
-    pub json: Value,
+    /// JSON reports: the run's single-diff JSON object with `cost` among its metrics and
+    /// `first_divergence`, as one line (written where the diff was made: ten diffs of large
+    /// runs held as JSON values took a gigabyte).
+    pub json: Option<Vec<u8>>,
 }
 
 impl Compared {
+    /// A table row only (text, Markdown): no more of the pair compared than the row needs.
+    pub fn row(spec: &str, a: &Trace, b: &Trace, opts: &crate::diff::Options) -> Compared {
+        let delta = RunDelta::compare(a, b, opts, crate::cost::Prices::builtin(), None).expect("not cancellable");
+        Compared {
+            spec: spec.to_string(),
+            name: b.meta.name.clone().unwrap_or_else(|| b.meta.id.clone()),
+            delta,
+            json: None,
+        }
+    }
+
+    /// The row and the whole diff's JSON line.
     pub fn new(spec: &str, d: &Diff, a: &Trace, b: &Trace) -> Compared {
         let delta = RunDelta::new(d, a, b, crate::cost::Prices::builtin());
         let mut json = super::diff::to_json(d, a, b);
@@ -33,11 +47,13 @@ impl Compared {
             });
         }
         json["first_divergence"] = json!(delta.first);
+        let mut line = Vec::new();
+        crate::json::write_line(&mut line, &json).expect("writing to memory");
         Compared {
             spec: spec.to_string(),
             name: b.meta.name.clone().unwrap_or_else(|| b.meta.id.clone()),
             delta,
-            json,
+            json: Some(line),
         }
     }
 }
@@ -164,7 +180,9 @@ pub fn text(
 
 pub fn json_lines(runs: &[Compared], fail_on: &[Verdict], out: &mut dyn Write) -> std::io::Result<()> {
     for r in runs {
-        crate::json::write_line(out, &r.json)?;
+        if let Some(line) = &r.json {
+            out.write_all(line)?;
+        }
     }
     let mut counts = serde_json::Map::new();
     for (v, n) in tally(runs.iter().map(|r| &r.delta.verdict)) {
@@ -302,8 +320,13 @@ pub fn run(r: &Request, out: &mut dyn Write) -> Result<u8, RunError> {
         .par_iter()
         .map(|spec| {
             let b = super::diff::open(spec, r.forced)?;
-            let d = crate::diff::diff(&a.trace, &b.trace, &r.opts);
-            let c = Compared::new(&spec.display().to_string(), &d, &a.trace, &b.trace);
+            let spec = spec.display().to_string();
+            let c = if r.report == Report::Json {
+                let d = crate::diff::diff(&a.trace, &b.trace, &r.opts);
+                Compared::new(&spec, &d, &a.trace, &b.trace)
+            } else {
+                Compared::row(&spec, &a.trace, &b.trace, &r.opts)
+            };
             Ok((c, b.warnings))
         })
         .collect();

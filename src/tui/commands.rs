@@ -64,12 +64,12 @@ const RUNS: &[Entry] = &[
     e(
         Command::Select,
         "select the run for the compare table (again: unselect)",
-        None,
+        Some("select"),
     ),
     e(
         Command::Visual,
         "visual range: start here, move to extend, again to select it",
-        None,
+        Some("range"),
     ),
     MOVE[0],
     MOVE[1],

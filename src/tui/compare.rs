@@ -190,6 +190,8 @@ pub fn open(s: &mut State) {
         say(s, "select runs other than the baseline (x, or v for a range)", false);
         return;
     }
+    // The range becomes part of the selection: back from the table, `d` compares them again.
+    s.runs_selection.extend(runs.iter().copied());
     s.runs_visual = None;
     s.diff_gen += 1;
     let rows: Vec<CompareRow> = runs
@@ -249,9 +251,10 @@ pub fn compute(
         if cancel.load(Ordering::Relaxed) {
             return;
         }
+        // Only what the row shows: the pairs past the first divergence are not compared once
+        // the verdict is settled (RunDelta::compare).
         let r = super::diffview::task::load_source(src).and_then(|t: Trace| {
-            let d = crate::diff::try_diff(&base, &t, opts, cancel).ok_or("cancelled")?;
-            Ok(RunDelta::new(&d, &base, &t, prices))
+            RunDelta::compare(&base, &t, opts, prices, Some(cancel)).ok_or_else(|| "cancelled".to_string())
         });
         if !cancel.load(Ordering::Relaxed) {
             send(i, r);

@@ -99,6 +99,8 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
         Context::Detail => "event detail",
         Context::Diff => "diff",
         Context::Pair => "pair detail",
+        Context::Compare => "compare table",
+        Context::Stats => "stats view",
         _ => "",
     };
     out.push((format!("keys of the {what}"), String::new(), Role::Section));
