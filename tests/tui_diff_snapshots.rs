@@ -3,13 +3,13 @@
 
 use std::path::{Path, PathBuf};
 use tracetui::tui::action::Action;
-use tracetui::tui::diffview::{Source, task};
+use tracetui::tui::diffview::Source;
 use tracetui::tui::keymap::Keymap;
 use tracetui::tui::state::{Effect, State, View};
 use tracetui::tui::update::update;
 
 mod common;
-use common::press;
+use common::{finish_diff as finish, press};
 
 fn screen(s: &State) -> String {
     common::screen(s, s.size.0, s.size.1)
@@ -17,22 +17,6 @@ fn screen(s: &State) -> String {
 
 fn path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-/// Run the pending diff as the app's thread would.
-fn finish(s: &mut State) {
-    let Some(Effect::Diff {
-        generation,
-        baseline,
-        current,
-        opts,
-        ..
-    }) = s.effects.pop()
-    else {
-        panic!("no diff effect")
-    };
-    let result = task::compute(&baseline, &current, &opts);
-    update(s, Action::DiffReady { generation, result });
 }
 
 /// The diff view of two sources, as `tracetui diff A B` opens it.

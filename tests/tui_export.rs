@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use tracetui::export::To;
 use tracetui::tui::action::Action;
-use tracetui::tui::diffview::{Source, task};
+use tracetui::tui::diffview::Source;
 use tracetui::tui::keymap::Keymap;
 use tracetui::tui::state::{Effect, State, View, read};
 use tracetui::tui::update::update;
@@ -206,18 +206,7 @@ fn export_of_an_open_diff_writes_its_report() {
         src("tests/fixtures/diff/agentdbg/baseline"),
         src("tests/fixtures/diff/agentdbg/failing"),
     );
-    let Some(Effect::Diff {
-        generation,
-        baseline,
-        current,
-        opts,
-        ..
-    }) = s.effects.pop()
-    else {
-        panic!("no diff effect")
-    };
-    let result = task::compute(&baseline, &current, &opts);
-    update(&mut s, Action::DiffReady { generation, result });
+    common::finish_diff(&mut s);
     press(&mut s, &["X"]);
     set_cwd(&mut s, d.path());
     let p = s.export.prompt.as_ref().unwrap();

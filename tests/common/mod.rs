@@ -81,3 +81,19 @@ pub fn open_selected(s: &mut State) {
     update(s, Action::RunLoaded { generation, result });
     assert_eq!(s.view, View::Run);
 }
+
+/// Run the pending diff as the app's thread would.
+pub fn finish_diff(s: &mut State) {
+    let Some(Effect::Diff {
+        generation,
+        baseline,
+        current,
+        opts,
+        ..
+    }) = s.effects.pop()
+    else {
+        panic!("no diff effect")
+    };
+    let result = tracetui::tui::diffview::task::compute(&baseline, &current, &opts);
+    update(s, Action::DiffReady { generation, result });
+}
