@@ -13,16 +13,9 @@ of check) and peak RSS (the budget: within check's, 300 MB at 1M events). With -
 the other binary's export is timed in the same rounds.
 """
 import argparse, glob, os, statistics, subprocess, sys, time
+from timing import run_once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_once(cmd):
-    """(seconds, peak RSS in MB, exit code), output discarded."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    return time.perf_counter() - t0, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
 
 def main():
@@ -47,7 +40,7 @@ def main():
     runs = {n: [] for n, _ in cmds}
     for _ in range(a.repeat):
         for n, cmd in cmds:
-            runs[n].append(run_once(cmd))
+            runs[n].append(run_once(cmd)[:3])
     print(f"{path}  ({a.repeat} rounds, medians)")
     check = statistics.median(t for t, _, _ in runs["check"])
     print(f"{'command':<18} {'median s':>9} {'min s':>7} {'x check':>8} {'speed':>6} {'peak RSS MB':>12}  exit")

@@ -23,17 +23,10 @@ says when its first screen of events was drawn and when the load ended, from its
 (issue 13: first screen within 300 ms, load complete within 1.2x `check`'s time).
 """
 import argparse, glob, json, os, re, shlex, shutil, statistics, subprocess, sys, time
+from timing import run_once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN_DIR = os.path.join(ROOT, "bench", "gen")
-
-
-def run_once(cmd):
-    """(seconds, peak RSS in MB, exit code, CPU seconds), output discarded."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    return time.perf_counter() - t0, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime
 
 
 def explorer_once(cmd):

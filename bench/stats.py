@@ -14,16 +14,9 @@ Each command runs once to warm the cache, then the commands take turns, round by
 load of a shared machine drifts); medians, peak RSS from wait4(), ratios of medians.
 """
 import argparse, os, statistics, subprocess, sys, time
+from timing import run_once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_once(cmd):
-    """(seconds, peak RSS in MB, exit code), output discarded."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    return time.perf_counter() - t0, ru.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
 
 def measure(cmds, repeat):
@@ -32,7 +25,7 @@ def measure(cmds, repeat):
     runs = {name: [] for name, _ in cmds}
     for _ in range(repeat):
         for name, cmd in cmds:
-            runs[name].append(run_once(cmd))
+            runs[name].append(run_once(cmd)[:3])
     return {
         name: {
             "median": statistics.median(t for t, _, _ in r),

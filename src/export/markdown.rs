@@ -72,21 +72,25 @@ pub fn text(s: &str) -> String {
     out
 }
 
+/// The longest run of backticks in `s`: a code span or fence must be longer to hold it.
+pub fn longest_backtick_run(s: &str) -> usize {
+    let (mut best, mut cur) = (0, 0);
+    for c in s.chars() {
+        if c == '`' {
+            cur += 1;
+            best = best.max(cur);
+        } else {
+            cur = 0;
+        }
+    }
+    best
+}
+
 /// A fenced code block that its value cannot close: the fence is longer than any run of
 /// backticks inside.
 pub fn fence(value: &str, info: &str) -> String {
     let v = crate::sanitize::text(value);
-    let mut longest = 0;
-    let mut run = 0;
-    for c in v.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    let f = "`".repeat((longest + 1).max(3));
+    let f = "`".repeat((longest_backtick_run(&v) + 1).max(3));
     let nl = if v.ends_with('\n') { "" } else { "\n" };
     format!("{f}{info}\n{v}{nl}{f}\n")
 }

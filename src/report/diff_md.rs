@@ -18,23 +18,10 @@ const MAX_CALLS: usize = 50;
 /// Characters of a value shown (`from → to`).
 const VALUE_MAX: usize = 200;
 
-fn longest_backtick_run(s: &str) -> usize {
-    let (mut best, mut cur) = (0, 0);
-    for c in s.chars() {
-        if c == '`' {
-            cur += 1;
-            best = best.max(cur);
-        } else {
-            cur = 0;
-        }
-    }
-    best
-}
-
 /// An inline code span of one line of trace text (controls escaped, newlines shown as `\n`).
 pub fn code(s: &str) -> String {
     let s = sanitize::line(s);
-    let ticks = "`".repeat(longest_backtick_run(&s) + 1);
+    let ticks = "`".repeat(crate::export::markdown::longest_backtick_run(&s) + 1);
     // A space inside the fence when the text touches a backtick (CommonMark strips one).
     let pad = if s.starts_with('`') || s.ends_with('`') || s.is_empty() {
         " "
@@ -52,7 +39,7 @@ pub fn cell(s: &str) -> String {
 /// A fenced block of multi-line trace text.
 pub fn fenced(s: &str, info: &str) -> String {
     let s = sanitize::text(s);
-    let n = (longest_backtick_run(&s) + 1).max(3);
+    let n = (crate::export::markdown::longest_backtick_run(&s) + 1).max(3);
     let fence = "`".repeat(n);
     format!("{fence}{info}\n{s}\n{fence}")
 }
