@@ -137,7 +137,7 @@ pub fn event_doc(t: &Trace, i: u32, t0: Option<i64>, plain: bool) -> Option<Doc>
         return None;
     }
     let p = formats::payload(t, e);
-    let mut w = Writer::new(header(t, i, t0), plain);
+    let mut w = Writer::new(detail::header(t, i, t0, &p), plain);
     match e.kind {
         EventKind::LlmCall => {
             let (prompt, response) = transcript::llm_messages(&p);
@@ -252,26 +252,6 @@ pub fn transcript_doc(t: &Trace, plain: bool) -> (Doc, Vec<(u32, usize)>) {
 
 /// The header of the event's detail (name, status, time, ids, tokens, source, badges): the
 /// JSON view's, so both views start alike.
-fn header(t: &Trace, i: u32, t0: Option<i64>) -> Doc {
-    // The JSON view's lines up to its first blank line (the header ends with one); its
-    // payload lines are dropped (their copy targets stay, unused).
-    let mut d = detail::build(t, i, false, t0);
-    let end = d
-        .lines
-        .iter()
-        .position(|l| l.spans.is_empty())
-        .map_or(d.lines.len(), |k| k + 1);
-    d.lines.truncate(end);
-    d.truncated = false;
-    d.dropped = 0;
-    // The JSON view's foldable nodes point at the payload lines just dropped: folding in
-    // the chat view would fold the conversation's lines by them.
-    d.nodes.clear();
-    d.folded.clear();
-    d.cut_copy = None;
-    d
-}
-
 trait KindRole {
     fn kind_role(&self) -> &'static str;
 }

@@ -916,16 +916,11 @@ fn file_name(t: &Trace, file: u16) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// Build the detail of event `i`: the decoded payload, or with `raw` the source record(s).
-/// `t0` is the start of the run's time axis (start offsets are shown against it).
-pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
+/// The document's header (name, status, times, id and model, usage, source, markers, and a
+/// blank line), from the event and its decoded payload; the chat view uses it too.
+pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
     let e = t.event(i);
     let mut d = Doc::default();
-    let (payload, raw_records) = formats::payload_with_records(t, e);
-    // Parsed (when small enough to look for the sections' paths in), and the bytes let go: a
-    // huge record is not held twice.
-    let records = if raw { Vec::new() } else { parse_records(&raw_records) };
-    drop(raw_records);
     for v in [&payload.input, &payload.output].into_iter().flatten() {
         markers_in(v, &mut d.markers);
     }
@@ -996,7 +991,19 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
         d.line(l);
     }
     d.blank();
+    d
+}
 
+/// Build the detail of event `i`: the decoded payload, or with `raw` the source record(s).
+/// `t0` is the start of the run's time axis (start offsets are shown against it).
+pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
+    let e = t.event(i);
+    let (payload, raw_records) = formats::payload_with_records(t, e);
+    // Parsed (when small enough to look for the sections' paths in), and the bytes let go: a
+    // huge record is not held twice.
+    let records = if raw { Vec::new() } else { parse_records(&raw_records) };
+    drop(raw_records);
+    let mut d = header(t, i, t0, &payload);
     if raw {
         raw_section(t, i, &mut d);
     } else if payload.is_empty() {
