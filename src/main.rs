@@ -81,6 +81,20 @@ fn init_prices() {
     }
 }
 
+/// Standard output as a file of its own (a duplicate of the descriptor), buffered in large
+/// blocks and not by line.
+#[cfg(unix)]
+fn block_stdout() -> Option<std::io::BufWriter<std::fs::File>> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    Some(std::io::BufWriter::with_capacity(1 << 20, std::fs::File::from(fd)))
+}
+
+#[cfg(not(unix))]
+fn block_stdout() -> Option<std::io::BufWriter<std::fs::File>> {
+    None
+}
+
 fn run(cli: Cli) -> anyhow::Result<u8> {
     init_prices();
     // Not `stdout.lock()` for the whole run: the explorer's terminal restore (from a signal
@@ -382,7 +396,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 output: output.as_deref(),
                 forced,
             };
-            tracetui::export::command::run(&req, &mut out)?
+            // Exports are big: written past stdout's line buffer, which would search every
+            // block it is given for its last newline.
+            match block_stdout() {
+                Some(mut w) => {
+                    let code = tracetui::export::command::run(&req, &mut w)?;
+                    w.flush()?;
+                    code
+                }
+                None => tracetui::export::command::run(&req, &mut out)?,
+            }
         }
         Some(Command::Sources { format }) => {
             let places = source::places::resolve_env();

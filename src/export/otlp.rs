@@ -13,7 +13,7 @@
 //! are read from disk in one positioned read of the range they lie in, decoded and serialized
 //! on every core, and dropped once written, so memory stays the loaded index plus a few lines.
 
-use crate::formats;
+use crate::formats::{self, RawText};
 use crate::model::{ErrorInfo, Event, EventKind, NO_PARENT, Payload, PayloadRef, Status, Trace, Usage};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -69,8 +69,9 @@ fn trace_id(t: &Trace) -> String {
     s
 }
 
-fn span_id(i: u32) -> String {
-    format!("{:016x}", i as u64 + 1)
+/// The span id of event `i`, as 16 hex digits.
+fn span_id(b: &mut Vec<u8>, i: u32) {
+    let _ = write!(b, "{:016x}", i as u64 + 1);
 }
 
 /// `{"resourceSpans":[{"resource":{...},"scopeSpans":[{"scope":{...},"spans":[`
@@ -122,10 +123,7 @@ fn spans(t: &Trace, range: std::ops::Range<usize>, trace_id: &str) -> Vec<u8> {
                     raw.push(slice(*o2));
                 }
                 match fmt.decode_payload_raw(t, e, &raw) {
-                    Some(rp) => {
-                        let texts = (rp.input.map(|r| r.get()), rp.output.map(|r| r.get()));
-                        span(t, i as u32, &rp.payload, texts, trace_id, &mut b)
-                    }
+                    Some(rp) => span(t, i as u32, &rp.payload, (rp.input, rp.output), trace_id, &mut b),
                     None => span(t, i as u32, &fmt.decode_payload(t, e, &raw), NO_TEXT, trace_id, &mut b),
                 }
             }
@@ -135,8 +133,8 @@ fn spans(t: &Trace, range: std::ops::Range<usize>, trace_id: &str) -> Vec<u8> {
     b
 }
 
-/// Input and output as JSON text (an object or array), in place of the payload's own.
-type Texts<'a> = (Option<&'a str>, Option<&'a str>);
+/// Input and output as their text in the record, in place of the payload's own.
+type Texts<'a> = (Option<RawText<'a>>, Option<RawText<'a>>);
 const NO_TEXT: Texts = (None, None);
 
 /// The bytes that the deferred payloads of `evs` lie in, and the offset they start at, when
@@ -181,25 +179,30 @@ fn span(t: &Trace, i: u32, p: &Payload, texts: Texts, trace_id: &str, b: &mut Ve
         .model
         .as_deref()
         .filter(|_| e.kind == EventKind::LlmCall));
-    let (op, span_name, kind) = match e.kind {
-        EventKind::Run => ("invoke_agent", format!("invoke_agent {name}"), 1),
-        EventKind::LlmCall => ("chat", format!("chat {}", model.unwrap_or(name)), 3),
-        EventKind::ToolCall => ("execute_tool", format!("execute_tool {name}"), 1),
-        _ => ("", name.to_string(), 1),
+    let (op, name_rest, kind) = match e.kind {
+        EventKind::Run => ("invoke_agent", name, 1),
+        EventKind::LlmCall => ("chat", model.unwrap_or(name), 3),
+        EventKind::ToolCall => ("execute_tool", name, 1),
+        _ => ("", name, 1),
     };
     b.extend_from_slice(b"{\"traceId\":\"");
     b.extend_from_slice(trace_id.as_bytes());
     b.extend_from_slice(b"\",\"spanId\":\"");
-    b.extend_from_slice(span_id(i).as_bytes());
+    span_id(b, i);
     b.push(b'"');
     if e.parent != NO_PARENT {
         b.extend_from_slice(b",\"parentSpanId\":\"");
-        b.extend_from_slice(span_id(e.parent).as_bytes());
+        span_id(b, e.parent);
         b.push(b'"');
     }
-    b.extend_from_slice(b",\"name\":");
-    json_str(b, &span_name);
-    b.extend_from_slice(format!(",\"kind\":{kind}").as_bytes());
+    // The span's name: the operation and what it acts on (`chat gpt-4o`), or the event's name.
+    b.extend_from_slice(b",\"name\":\"");
+    if !op.is_empty() {
+        b.extend_from_slice(op.as_bytes());
+        b.push(b' ');
+    }
+    escape_into(b, name_rest.as_bytes());
+    let _ = write!(b, "\",\"kind\":{kind}");
     // No clock is invented: a span without a recorded start has none (0 in protobuf terms).
     let end = e.end().or(if e.status == Status::Pending {
         None
@@ -207,10 +210,10 @@ fn span(t: &Trace, i: u32, p: &Payload, texts: Texts, trace_id: &str, b: &mut Ve
         e.start.into()
     });
     if let Some(s) = e.start.get() {
-        b.extend_from_slice(format!(",\"startTimeUnixNano\":\"{}\"", s.max(0)).as_bytes());
+        let _ = write!(b, ",\"startTimeUnixNano\":\"{}\"", s.max(0));
     }
     if let Some(x) = end {
-        b.extend_from_slice(format!(",\"endTimeUnixNano\":\"{}\"", x.max(0)).as_bytes());
+        let _ = write!(b, ",\"endTimeUnixNano\":\"{}\"", x.max(0));
     }
     b.extend_from_slice(b",\"attributes\":[");
     let mut a = Attrs::new(b);
@@ -323,29 +326,39 @@ fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload, texts: Texts) {
         _ => ("input.value", "output.value"),
     };
     let llm = e.kind == EventKind::LlmCall;
-    // JSON text from the record is written as its value would be: an LLM call's message list
-    // under its own key, its other JSON as `input.value` / `output.value`.
-    let text = |a: &mut Attrs, text: &str, key: &'static str, other: &'static str| {
-        a.json_text(if llm && !text.starts_with('[') { other } else { key }, text)
+    // Text from the record is written as its value would be: an LLM call's message list
+    // under its own key, its other JSON as `input.value` / `output.value`, a string as a
+    // message; a string whose escapes the copy does not take is decoded after all.
+    let text = |a: &mut Attrs, text: RawText, key: &'static str, other: &'static str, role: &str| match text {
+        RawText::Json(t) => {
+            a.json_text(if llm && !t.starts_with('[') { other } else { key }, t);
+            None
+        }
+        RawText::Str(w) if llm => (!a.written_message(key, role, w)).then(|| text.value()).flatten(),
+        RawText::Str(w) => (!a.written_str(key, w)).then(|| text.value()).flatten(),
+    };
+    let decoded = |a: &mut Attrs, v: &Value, key: &'static str, other: &'static str, role: &str| match v {
+        Value::String(s) if llm => a.raw_json(key, &text_message(role, s)),
+        Value::Array(_) if llm => a.json(key, v),
+        _ if llm => a.json(other, v),
+        _ => a.value(key, v),
     };
     match (texts.0, &p.input) {
-        (Some(t), _) => text(a, t, ik, "input.value"),
-        (None, Some(v)) => match v {
-            Value::String(s) if llm => a.raw_json(ik, &text_message("user", s)),
-            Value::Array(_) if llm => a.json(ik, v),
-            _ if llm => a.json("input.value", v),
-            _ => a.value(ik, v),
-        },
+        (Some(t), _) => {
+            if let Some(v) = text(a, t, ik, "input.value", "user") {
+                decoded(a, &v, ik, "input.value", "user");
+            }
+        }
+        (None, Some(v)) => decoded(a, v, ik, "input.value", "user"),
         (None, None) => {}
     }
     match (texts.1, &p.output) {
-        (Some(t), _) => text(a, t, ok, "output.value"),
-        (None, Some(v)) => match v {
-            Value::String(s) if llm => a.raw_json(ok, &text_message("assistant", s)),
-            Value::Array(_) if llm => a.json(ok, v),
-            _ if llm => a.json("output.value", v),
-            _ => a.value(ok, v),
-        },
+        (Some(t), _) => {
+            if let Some(v) = text(a, t, ok, "output.value", "assistant") {
+                decoded(a, &v, ok, "output.value", "assistant");
+            }
+        }
+        (None, Some(v)) => decoded(a, v, ok, "output.value", "assistant"),
         (None, None) => {}
     }
     for (k, v) in &p.extra {
@@ -407,72 +420,164 @@ static SPECIAL: [bool; 256] = {
 };
 
 fn escape_into(b: &mut Vec<u8>, s: &[u8]) {
+    // Plain text has no escape, so this cannot fail.
+    let _ = escape(b, s, false, false);
+}
+
+/// A bit for each of 16 bytes that may start something to escape ([`SPECIAL`]).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn special_mask(b: [u8; 16]) -> u32 {
+    // SSE2 is part of x86_64: no runtime check needed.
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is always present on x86_64; the load is unaligned and reads 16 bytes
+    // of a 16-byte array.
+    unsafe {
+        let v = _mm_loadu_si128(b.as_ptr() as *const __m128i);
+        let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+        // Unsigned v <= 0x1f: max(v, 0x1f) == 0x1f.
+        let control = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));
+        let any = _mm_or_si128(
+            _mm_or_si128(_mm_or_si128(control, eq(b'"')), _mm_or_si128(eq(b'\\'), eq(0x7f))),
+            _mm_or_si128(_mm_or_si128(eq(0xc2), eq(0xd8)), eq(0xe2)),
+        );
+        _mm_movemask_epi8(any) as u32
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn special_mask(b: [u8; 16]) -> u32 {
+    let mut m = 0;
+    for (k, c) in b.iter().enumerate() {
+        m |= (SPECIAL[*c as usize] as u32) << k;
+    }
+    m
+}
+
+/// Write `s` escaped as the contents of a JSON string, as `crate::json` escapes (C0 and C1
+/// controls, DEL, bidi controls, U+2028/9 as `\u` escapes; `"`, `\\`, `\n`, `\r`, `\t` short).
+/// With `written`, `s` is the inside of a JSON string as a record writes it: its escapes are
+/// decoded first (the text written is that of the string's value); None, with `b` partly
+/// written, on an escape serde would refuse. With `twice`, the escaped text is escaped again:
+/// the contents of a JSON string holding JSON text that holds this string.
+fn escape(b: &mut Vec<u8>, s: &[u8], written: bool, twice: bool) -> Option<()> {
     b.reserve(s.len());
     let mut start = 0;
     let mut i = 0;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     while i < s.len() {
-        // Eight plain ASCII bytes at a time (no control, quote, backslash, DEL or non-ASCII).
-        if let Some(word) = s.get(i..i + 8) {
-            let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-            let control = w.wrapping_sub(0x20 * ONES) & !w & HIGH;
-            let odd = zero_byte(w ^ (b'"' as u64 * ONES))
-                | zero_byte(w ^ (b'\\' as u64 * ONES))
-                | zero_byte(w ^ (0x7f * ONES));
-            if (w & HIGH) | control | odd == 0 {
-                i += 8;
+        if let Some(block) = s.get(i..i + 16) {
+            let m = special_mask(block.try_into().unwrap_or([0; 16]));
+            if m == 0 {
+                i += 16;
                 continue;
             }
+            i += m.trailing_zeros() as usize;
         }
         let c = s[i];
         if !SPECIAL[c as usize] {
             i += 1;
             continue;
         }
-        // The code point to escape and its length in bytes, if this is one.
-        let esc: Option<(u32, usize)> = match c {
-            b'"' | b'\\' => {
-                b.extend_from_slice(&s[start..i]);
-                b.push(b'\\');
-                b.push(c);
-                i += 1;
-                start = i;
-                continue;
+        b.extend_from_slice(&s[start..i]);
+        let (esc, len): (Option<u32>, usize) = match c {
+            b'\\' if written => {
+                let (cp, len) = written_escape(s, i)?;
+                (Some(cp), len)
             }
-            b'\n' | b'\r' | b'\t' => {
-                b.extend_from_slice(&s[start..i]);
-                b.extend_from_slice(match c {
-                    b'\n' => b"\\n",
-                    b'\r' => b"\\r",
-                    _ => b"\\t",
-                });
-                i += 1;
-                start = i;
-                continue;
-            }
-            0..=0x1f | 0x7f => Some((c as u32, 1)),
-            0xc2 if matches!(s.get(i + 1), Some(0x80..=0x9f)) => Some((s[i + 1] as u32, 2)),
-            0xd8 if s.get(i + 1) == Some(&0x9c) => Some((0x061c, 2)),
+            // serde refuses these raw in a string.
+            b'"' | 0..=0x1f if written => return None,
+            0xc2 if matches!(s.get(i + 1), Some(0x80..=0x9f)) => (Some(s[i + 1] as u32), 2),
+            0xd8 if s.get(i + 1) == Some(&0x9c) => (Some(0x061c), 2),
             0xe2 => match (s.get(i + 1), s.get(i + 2)) {
-                (Some(0x80), Some(&x @ (0x8e | 0x8f | 0xa8..=0xae))) => Some((0x2000 + (x as u32 - 0x80), 3)),
-                (Some(0x81), Some(&x @ 0xa6..=0xa9)) => Some((0x2040 + (x as u32 - 0x80), 3)),
-                _ => None,
+                (Some(0x80), Some(&x @ (0x8e | 0x8f | 0xa8..=0xae))) => (Some(0x2000 + (x as u32 - 0x80)), 3),
+                (Some(0x81), Some(&x @ 0xa6..=0xa9)) => (Some(0x2040 + (x as u32 - 0x80)), 3),
+                _ => (None, 1),
             },
-            _ => None,
+            0xc2 | 0xd8 => (None, 1),
+            _ => (Some(c as u32), 1),
         };
+        i += len;
         match esc {
-            Some((cp, len)) => {
-                b.extend_from_slice(&s[start..i]);
-                b.extend_from_slice(format!("\\u{cp:04x}").as_bytes());
-                i += len;
-                start = i;
+            // A lead byte of a character that needs no escape: the rest of it follows as is.
+            None => {
+                start = i - len;
+                continue;
             }
-            None => i += 1,
+            Some(cp) => put_char(b, cp, twice),
         }
+        start = i;
     }
     b.extend_from_slice(&s[start..]);
+    Some(())
+}
+
+/// A decoded escape of a written JSON string at `s[i]` (a backslash): its code point and the
+/// escape's length. None for what serde would refuse (a bad or lone surrogate, a bad letter).
+fn written_escape(s: &[u8], i: usize) -> Option<(u32, usize)> {
+    let hex = |at: usize| -> Option<u32> {
+        let h = std::str::from_utf8(s.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(h, 16)
+            .ok()
+            .filter(|_| h.bytes().all(|c| c.is_ascii_hexdigit()))
+    };
+    Some(match *s.get(i + 1)? {
+        b'"' => (b'"' as u32, 2),
+        b'\\' => (b'\\' as u32, 2),
+        b'/' => (b'/' as u32, 2),
+        b'b' => (8, 2),
+        b'f' => (12, 2),
+        b'n' => (b'\n' as u32, 2),
+        b'r' => (b'\r' as u32, 2),
+        b't' => (b'\t' as u32, 2),
+        b'u' => {
+            let hi = hex(i + 2)?;
+            match hi {
+                0xd800..=0xdbff => {
+                    if s.get(i + 6) != Some(&b'\\') || s.get(i + 7) != Some(&b'u') {
+                        return None;
+                    }
+                    let lo = hex(i + 8).filter(|lo| (0xdc00..=0xdfff).contains(lo))?;
+                    (0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00), 12)
+                }
+                0xdc00..=0xdfff => return None,
+                _ => (hi, 6),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// One character as `crate::json` writes it in a string (escaped when it must be), and with
+/// `twice` that text escaped once more.
+fn put_char(b: &mut Vec<u8>, cp: u32, twice: bool) {
+    let bs: &[u8] = if twice { b"\\\\" } else { b"\\" };
+    match cp {
+        0x22 => {
+            b.extend_from_slice(bs);
+            b.extend_from_slice(if twice { b"\\\"" } else { b"\"" });
+        }
+        0x5c => {
+            b.extend_from_slice(bs);
+            b.extend_from_slice(bs);
+        }
+        0x0a | 0x0d | 0x09 => {
+            b.extend_from_slice(bs);
+            b.push(match cp {
+                0x0a => b'n',
+                0x0d => b'r',
+                _ => b't',
+            });
+        }
+        0..=0x1f | 0x7f..=0x9f | 0x061c | 0x200e | 0x200f | 0x2028..=0x202e | 0x2066..=0x2069 => {
+            b.extend_from_slice(bs);
+            let _ = write!(b, "u{cp:04x}");
+        }
+        _ => {
+            let mut tmp = [0u8; 4];
+            let c = char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER);
+            b.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
+        }
+    }
 }
 
 /// Valid JSON text without the whitespace between its tokens, escaped as the contents of a
@@ -560,7 +665,7 @@ impl<'a> Attrs<'a> {
         self.key(k);
         // int64 is a decimal string in the protobuf JSON mapping.
         let v = v.min(i64::MAX as u64);
-        self.b.extend_from_slice(format!("\"intValue\":\"{v}\"}}}}").as_bytes());
+        let _ = write!(self.b, "\"intValue\":\"{v}\"}}}}");
     }
     /// Compact JSON of any value as a string attribute.
     fn json(&mut self, k: &str, v: &Value) {
@@ -577,6 +682,40 @@ impl<'a> Attrs<'a> {
         self.b.extend_from_slice(b"\"stringValue\":\"");
         minify_escaped(self.b, text.as_bytes());
         self.b.extend_from_slice(b"\"}}");
+    }
+    /// A string attribute from a string as a record writes it (quotes included), its escapes
+    /// decoded and written as [`json_str`] would write the value. False, with nothing
+    /// written, on an escape that needs the decoded value.
+    fn written_str(&mut self, k: &str, w: &str) -> bool {
+        let (mark, first) = (self.b.len(), self.first);
+        self.key(k);
+        self.b.extend_from_slice(b"\"stringValue\":\"");
+        let inner = w.as_bytes().get(1..w.len().saturating_sub(1)).unwrap_or_default();
+        if escape(self.b, inner, true, false).is_none() {
+            self.b.truncate(mark);
+            self.first = first;
+            return false;
+        }
+        self.b.extend_from_slice(b"\"}}");
+        true
+    }
+    /// [`text_message`] of a string as a record writes it, as a string attribute (what
+    /// `raw_json(k, &text_message(role, value))` writes, without decoding the value).
+    fn written_message(&mut self, k: &str, role: &str, w: &str) -> bool {
+        let (mark, first) = (self.b.len(), self.first);
+        self.key(k);
+        self.b.extend_from_slice(b"\"stringValue\":\"[{\\\"role\\\":\\\"");
+        escape_into(self.b, role.as_bytes());
+        self.b
+            .extend_from_slice(b"\\\",\\\"parts\\\":[{\\\"type\\\":\\\"text\\\",\\\"content\\\":\\\"");
+        let inner = w.as_bytes().get(1..w.len().saturating_sub(1)).unwrap_or_default();
+        if escape(self.b, inner, true, true).is_none() {
+            self.b.truncate(mark);
+            self.first = first;
+            return false;
+        }
+        self.b.extend_from_slice(b"\\\"}]}]\"}}");
+        true
     }
     fn raw_json(&mut self, k: &str, s: &str) {
         self.str(k, s);
@@ -797,5 +936,83 @@ mod tests {
             })
             .collect();
         assert_eq!(ids.len(), 1);
+    }
+
+    #[test]
+    fn the_vector_test_matches_the_table() {
+        for c in 0..=255u8 {
+            for at in 0..16 {
+                let mut b = [b'a'; 16];
+                b[at] = c;
+                let want = if SPECIAL[c as usize] { 1 << at } else { 0 };
+                assert_eq!(special_mask(b), want, "byte {c:#x} at {at}");
+            }
+        }
+    }
+
+    /// A string as a record may write it: any character may be a `\u` escape (astral ones
+    /// as a surrogate pair), `/` may be `\/`, and what JSON allows raw may stay raw.
+    fn written(s: &str, how: &[u8]) -> String {
+        let mut w = String::from("\"");
+        for (k, c) in s.chars().enumerate() {
+            let h = how.get(k % how.len().max(1)).copied().unwrap_or(0) % 4;
+            match c {
+                _ if h == 0 => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        w.push_str(&format!("\\u{u:04X}"));
+                    }
+                }
+                '/' if h == 1 => w.push_str("\\/"),
+                '"' | '\\' | '\u{0}'..='\u{1f}' => {
+                    let e = serde_json::to_string(&c.to_string()).unwrap();
+                    w.push_str(&e[1..e.len() - 1]);
+                }
+                _ => w.push(c),
+            }
+        }
+        w.push('"');
+        w
+    }
+
+    proptest::proptest! {
+        /// A string copied from its written form is the bytes the decoded string gives,
+        /// alone and as a message (escaped twice).
+        #[test]
+        fn written_strings_export_as_decoded_ones(
+            s in "(\\PC|[\"\\\\/\n\r\t\u{0}-\u{1f}\u{7f}-\u{9f}\u{61c}\u{200e}\u{2028}-\u{202e}\u{2066}-\u{2069}é🚀])*",
+            how in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..8),
+        ) {
+            let w = written(&s, &how);
+            proptest::prop_assert_eq!(serde_json::from_str::<String>(&w).unwrap(), s.clone());
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            proptest::prop_assert!(Attrs::new(&mut fast).written_str("k", &w));
+            Attrs::new(&mut slow).str("k", &s);
+            proptest::prop_assert_eq!(String::from_utf8(fast).unwrap(), String::from_utf8(slow).unwrap());
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            proptest::prop_assert!(Attrs::new(&mut fast).written_message("k", "user", &w));
+            Attrs::new(&mut slow).raw_json("k", &text_message("user", &s));
+            proptest::prop_assert_eq!(String::from_utf8(fast).unwrap(), String::from_utf8(slow).unwrap());
+        }
+    }
+
+    #[test]
+    fn an_escape_serde_refuses_writes_nothing() {
+        for w in [
+            r#""lone \ud800 surrogate""#,
+            r#""bad \x escape""#,
+            r#""low \udc00 first""#,
+            r#""short \u12""#,
+        ] {
+            let mut b = b"[".to_vec();
+            let mut a = Attrs::new(&mut b);
+            assert!(!a.written_str("k", w), "{w}");
+            assert!(!a.written_message("k", "user", w), "{w}");
+            a.str("after", "x");
+            assert_eq!(
+                String::from_utf8(b).unwrap(),
+                r#"[{"key":"after","value":{"stringValue":"x"}}"#
+            );
+        }
     }
 }

@@ -176,7 +176,8 @@ impl Format for AgentDbg {
     }
 }
 
-/// A record for [`AgentDbg::decode_payload_raw`]: its payload's fields as their text.
+/// A record for [`AgentDbg::decode_payload_raw`] as serde reads it: its payload's fields as
+/// their text.
 #[derive(Deserialize)]
 struct RawRecord<'a> {
     #[serde(borrow, default)]
@@ -187,32 +188,137 @@ struct RawRecord<'a> {
     meta: Option<&'a serde_json::value::RawValue>,
 }
 
+/// A record's type, its payload's fields (in record order; a repeated key's last value
+/// counts, as in a map) and its meta, each value as its JSON text.
+#[derive(Default)]
+struct RecordText<'a> {
+    ty: Option<Cow<'a, str>>,
+    fields: Vec<(Cow<'a, str>, &'a str)>,
+    meta: Option<&'a str>,
+}
+
+impl<'a> RecordText<'a> {
+    /// The skimmer's reading (one pass, no values built); None when it is unsure, and serde
+    /// then reads the record ([`RecordText::serde`]).
+    fn skim(bytes: &'a [u8]) -> Option<RecordText<'a>> {
+        // The record's text is copied out, so all of it is checked once here.
+        let text = std::str::from_utf8(bytes).ok()?;
+        let sub = |v: &[u8]| {
+            text.get(v.as_ptr() as usize - bytes.as_ptr() as usize..)?
+                .get(..v.len())
+        };
+        let mut rec = RecordText::default();
+        let mut seen = Seen::default();
+        let mut sk = Skim::new(bytes);
+        sk.object(|sk, key| {
+            // serde compares keys unescaped; the skimmer compares them as written.
+            if key.contains(&b'\\') {
+                return None;
+            }
+            match key {
+                b"event_type" => {
+                    seen.first(0)?;
+                    rec.ty = sk.opt_cow()?;
+                }
+                b"payload" => {
+                    seen.first(1)?;
+                    if sk.is_null_next() {
+                        return sk.skip();
+                    }
+                    if sk.peek_byte()? != b'{' {
+                        return None;
+                    }
+                    sk.object(|sk, k| {
+                        if k.contains(&b'\\') {
+                            return None;
+                        }
+                        let v = sk.value()?;
+                        rec.fields.push((Cow::Borrowed(sub(k)?), sub(v)?));
+                        Some(())
+                    })?;
+                }
+                b"meta" => {
+                    seen.first(2)?;
+                    rec.meta = Some(sub(sk.value()?)?);
+                }
+                _ => sk.skip()?,
+            }
+            Some(())
+        })?;
+        sk.at_end().then_some(rec)
+    }
+
+    /// serde's reading; None when the record is not one `decode_raw` handles.
+    fn serde(bytes: &'a [u8]) -> Option<RecordText<'a>> {
+        let rec: RawRecord = serde_json::from_slice(bytes).ok()?;
+        let fields = match rec.payload {
+            Some(p) if p.get().starts_with('{') => serde_json::from_str::<RawFields>(p.get())
+                .ok()?
+                .into_iter()
+                .map(|(k, v)| (k, v.get()))
+                .collect(),
+            Some(p) if p.get() != "null" => return None,
+            _ => Vec::new(),
+        };
+        Some(RecordText {
+            ty: rec.event_type,
+            fields,
+            meta: rec.meta.map(|m| m.get()),
+        })
+    }
+
+    /// Take a payload field's text (its last value, as a map keeps).
+    fn take(&mut self, k: &str) -> Option<&'a str> {
+        let at = self.fields.iter().rposition(|(key, _)| key == k)?;
+        let v = self.fields[at].1;
+        self.fields.retain(|(key, _)| key != k);
+        Some(v)
+    }
+}
+
 type RawFields<'a> = std::collections::HashMap<Cow<'a, str>, &'a serde_json::value::RawValue>;
 
-/// [`AgentDbg::decode_payload`] for the records whose big values are arguments, results,
-/// prompts, responses and states: an object or array among those stays as its text; the rest
-/// decodes as `fill_payload` does. `None` for anything else (or anything unreadable), which
-/// `decode_payload` then handles, diagnostics and all.
-fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>> {
-    use serde_json::value::RawValue;
-    let mut out = super::RawPayload::default();
-    // A present, non-null field: its text when an object or array, else decoded.
-    fn part<'a>(f: &mut RawFields<'a>, k: &str) -> Option<Result<&'a RawValue, Value>> {
-        let v = f.remove(k)?;
-        match v.get().as_bytes().first() {
-            Some(b'{' | b'[') => Some(Ok(v)),
-            Some(b'n') => None,
-            _ => serde_json::from_str(v.get())
-                .ok()
-                .map(|x| Err(decode_embedded_owned(x))),
+/// Whether a JSON string as written (quotes included) decodes to text that
+/// `decode_embedded_owned` keeps as a string: its first character after leading whitespace
+/// cannot start JSON. Only what is sure from the written text says yes (a non-ASCII first
+/// character might be Unicode whitespace; an escape other than whitespace might be a quote).
+fn plain_string(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    let mut i = 1;
+    loop {
+        match b.get(i) {
+            Some(b' ') => i += 1,
+            Some(b'\\') if matches!(b.get(i + 1), Some(b'n' | b'r' | b't')) => i += 2,
+            Some(b'\\' | b'{' | b'[') | None => return false,
+            Some(&c) => return c.is_ascii(),
         }
     }
-    fn value(f: &mut RawFields, k: &str) -> Option<Value> {
-        f.remove(k)
-            .and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
+}
+
+/// [`AgentDbg::decode_payload`] for the records whose big values are arguments, results,
+/// prompts, responses and states: an object or array among those stays as its text, and so
+/// does a string that stays a string; the rest decodes as `fill_payload` does. `None` for
+/// anything else (or anything unreadable), which `decode_payload` then handles, diagnostics
+/// and all.
+fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>> {
+    use super::RawText;
+    let mut out = super::RawPayload::default();
+    // A present, non-null field: its text when an object, array or plain string, else decoded.
+    fn part<'a>(f: &mut RecordText<'a>, k: &str) -> Option<Result<RawText<'a>, Value>> {
+        let v = f.take(k)?;
+        match v.as_bytes().first() {
+            Some(b'{' | b'[') => Some(Ok(RawText::Json(v))),
+            Some(b'n') => None,
+            Some(b'"') if plain_string(v) => Some(Ok(RawText::Str(v))),
+            _ => serde_json::from_str(v).ok().map(|x| Err(decode_embedded_owned(x))),
+        }
+    }
+    fn value(f: &mut RecordText, k: &str) -> Option<Value> {
+        f.take(k)
+            .and_then(|v| serde_json::from_str::<Value>(v).ok())
             .filter(|v| !v.is_null())
     }
-    fn set<'a>(v: Option<Result<&'a RawValue, Value>>, raw: &mut Option<&'a RawValue>, val: &mut Option<Value>) {
+    fn set<'a>(v: Option<Result<RawText<'a>, Value>>, raw: &mut Option<RawText<'a>>, val: &mut Option<Value>) {
         (*raw, *val) = match v {
             Some(Ok(r)) => (Some(r), None),
             Some(Err(x)) => (None, Some(x)),
@@ -220,15 +326,10 @@ fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>>
         };
     }
     for bytes in raw {
-        let rec: RawRecord = serde_json::from_slice(bytes).ok()?;
-        let ty = rec.event_type.as_deref().unwrap_or("");
-        let mut f: RawFields = match rec.payload {
-            Some(p) if p.get().starts_with('{') => serde_json::from_str(p.get()).ok()?,
-            Some(p) if p.get() != "null" => return None,
-            _ => RawFields::new(),
-        };
+        let mut f = RecordText::skim(bytes).or_else(|| RecordText::serde(bytes))?;
+        let ty = f.ty.take().unwrap_or_default();
         let p = &mut out.payload;
-        match ty {
+        match &*ty {
             "LLM_CALL" | "TOOL_CALL" => {
                 let (i, o) = if ty == "LLM_CALL" {
                     ("prompt", "response")
@@ -254,8 +355,8 @@ fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>>
             }
             _ => return None,
         }
-        if let Some(m) = rec.meta.filter(|m| m.get() != "null") {
-            let m: Value = serde_json::from_str(m.get()).ok()?;
+        if let Some(m) = f.meta.filter(|m| *m != "null") {
+            let m: Value = serde_json::from_str(m).ok()?;
             if m.as_object().is_none_or(|o| !o.is_empty()) {
                 p.extra.push(("meta".into(), m));
             }
@@ -979,7 +1080,7 @@ mod tests {
             match decode_raw(&ev, &raw) {
                 None => prop_assert!(!matches!(ty, "TOOL_CALL" | "LLM_CALL" | "STATE_UPDATE"), "{line}"),
                 Some(rp) => {
-                    let text = |r: Option<&serde_json::value::RawValue>| r.map(|r| serde_json::from_str::<Value>(r.get()).unwrap());
+                    let text = |r: Option<crate::formats::RawText>| r.map(|r| r.value().unwrap());
                     let mut fast = rp.payload;
                     if rp.input.is_some() {
                         prop_assert!(fast.input.is_none());

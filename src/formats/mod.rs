@@ -59,12 +59,31 @@ pub static REGISTRY: &[&dyn Format] = &[
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when
-/// they are JSON objects or arrays, which are here as their text in the record.
+/// they are here as their text in the record.
 #[derive(Debug, Default)]
 pub struct RawPayload<'a> {
     pub payload: Payload,
-    pub input: Option<&'a serde_json::value::RawValue>,
-    pub output: Option<&'a serde_json::value::RawValue>,
+    pub input: Option<RawText<'a>>,
+    pub output: Option<RawText<'a>>,
+}
+
+/// A value as its JSON text in a record (valid JSON, UTF-8 checked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawText<'a> {
+    /// An object or array.
+    Json(&'a str),
+    /// A string, quotes and escapes as written, whose text the format keeps as a string (it
+    /// is not JSON that the format would decode).
+    Str(&'a str),
+}
+
+impl RawText<'_> {
+    /// The value it stands for.
+    pub fn value(&self) -> Option<serde_json::Value> {
+        match self {
+            RawText::Json(t) | RawText::Str(t) => serde_json::from_str(t).ok(),
+        }
+    }
 }
 
 /// What a format does: recognise a source and load it.
@@ -295,19 +314,9 @@ pub fn read_origin(trace: &Trace, o: crate::model::Origin) -> std::io::Result<Ve
         .ok_or_else(|| std::io::Error::other("event has no source file"))?;
     let mut f = open_regular(path)?;
     f.seek(SeekFrom::Start(o.offset))?;
-    let mut buf = vec![0; o.len as usize];
-    let n = read_full(&mut f, &mut buf)?;
-    buf.truncate(n);
-    return Ok(buf);
-
-    fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut n = 0;
-        while n < buf.len() {
-            match f.read(&mut buf[n..])? {
-                0 => break,
-                k => n += k,
-            }
-        }
-        Ok(n)
-    }
+    // Not a zeroed buffer first: a large read (the export reads megabytes at once) would
+    // spend as long zeroing as reading.
+    let mut buf = Vec::with_capacity(o.len as usize);
+    f.take(o.len as u64).read_to_end(&mut buf)?;
+    Ok(buf)
 }
