@@ -69,9 +69,27 @@ fn trace_id(t: &Trace) -> String {
     s
 }
 
+/// A number in decimal (what `format!` spends most of a span's small writes on).
+fn decimal(b: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    b.extend_from_slice(&digits[at..]);
+}
+
 /// The span id of event `i`, as 16 hex digits.
 fn span_id(b: &mut Vec<u8>, i: u32) {
-    let _ = write!(b, "{:016x}", i as u64 + 1);
+    let v = i as u64 + 1;
+    for k in (0..16).rev() {
+        b.push(b"0123456789abcdef"[(v >> (k * 4)) as usize & 15]);
+    }
 }
 
 /// `{"resourceSpans":[{"resource":{...},"scopeSpans":[{"scope":{...},"spans":[`
@@ -107,7 +125,9 @@ fn spans(t: &Trace, range: std::ops::Range<usize>, trace_id: &str) -> Vec<u8> {
     let evs = &t.events[range.clone()];
     let block = read_block(t, evs);
     let fmt = formats::by_id(t.meta.format);
-    let mut b = Vec::with_capacity(range.len() * 2048);
+    // The records' text and about 1 KB of span around each (measured: a span's names,
+    // ids and attribute keys), so the buffer rarely grows.
+    let mut b = Vec::with_capacity(block.as_ref().map_or(0, |(x, _)| x.len() + x.len() / 4) + range.len() * 1024);
     for (k, (i, e)) in range.zip(evs).enumerate() {
         if k > 0 {
             b.push(b',');
@@ -202,7 +222,8 @@ fn span(t: &Trace, i: u32, p: &Payload, texts: Texts, trace_id: &str, b: &mut Ve
         b.push(b' ');
     }
     escape_into(b, name_rest.as_bytes());
-    let _ = write!(b, "\",\"kind\":{kind}");
+    b.extend_from_slice(b"\",\"kind\":");
+    decimal(b, kind);
     // No clock is invented: a span without a recorded start has none (0 in protobuf terms).
     let end = e.end().or(if e.status == Status::Pending {
         None
@@ -210,10 +231,14 @@ fn span(t: &Trace, i: u32, p: &Payload, texts: Texts, trace_id: &str, b: &mut Ve
         e.start.into()
     });
     if let Some(s) = e.start.get() {
-        let _ = write!(b, ",\"startTimeUnixNano\":\"{}\"", s.max(0));
+        b.extend_from_slice(b",\"startTimeUnixNano\":\"");
+        decimal(b, s.max(0) as u64);
+        b.push(b'"');
     }
     if let Some(x) = end {
-        let _ = write!(b, ",\"endTimeUnixNano\":\"{}\"", x.max(0));
+        b.extend_from_slice(b",\"endTimeUnixNano\":\"");
+        decimal(b, x.max(0) as u64);
+        b.push(b'"');
     }
     b.extend_from_slice(b",\"attributes\":[");
     let mut a = Attrs::new(b);
@@ -665,7 +690,9 @@ impl<'a> Attrs<'a> {
         self.key(k);
         // int64 is a decimal string in the protobuf JSON mapping.
         let v = v.min(i64::MAX as u64);
-        let _ = write!(self.b, "\"intValue\":\"{v}\"}}}}");
+        self.b.extend_from_slice(b"\"intValue\":\"");
+        decimal(self.b, v);
+        self.b.extend_from_slice(b"\"}}");
     }
     /// Compact JSON of any value as a string attribute.
     fn json(&mut self, k: &str, v: &Value) {
