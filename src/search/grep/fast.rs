@@ -348,7 +348,12 @@ pub(super) fn search(run: &RunRef, o: &Options) -> Option<Result<SourceResult, L
     let f = formats::open_regular(&events).ok()?;
     let size = f.metadata().ok()?.len();
     let bounds = slices(&f, size)?;
-    let parts: Vec<Option<Part>> = bounds.par_windows(2).map(|w| read_part(&f, pre, w[0], w[1])).collect();
+    // One slice (most files) is read here: handing it to the pool would cost a wake-up.
+    let parts: Vec<Option<Part>> = if bounds.len() == 2 {
+        vec![read_part(&f, pre, bounds[0], bounds[1])]
+    } else {
+        bounds.par_windows(2).map(|w| read_part(&f, pre, w[0], w[1])).collect()
+    };
     if parts.len() == 1
         && let Some(Some(p)) = parts.first()
         && p.skipped
