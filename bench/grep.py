@@ -11,6 +11,10 @@ that before and after are compared under the same load.
 Data (read-only, shared): --runs, a directory of 2,000 AgentDbg runs x 200 events (763 MB), and
 --big, the directory of the 1M-event AgentDbg run (1.99 GB). Patterns: a rare one (a handful of
 lines) and one on about 1% of lines, per data set; the script prints how many lines rg counts.
+The rare pattern is in text grep searches (a tool's argument: `/workspace/src/refund_783.py`,
+5 lines of the 2,000 runs, 7 of the 1M-event run), so that both tools find the same lines;
+an id (which grep does not search) would let tracetui skip work rg does.
+With --before, the JSON output of both binaries is compared once per case (it must be the same).
 
 Warm cache: every command runs once first, then the commands take turns, round by round (the
 load of a shared machine drifts). Medians of wall time and of CPU time (user + sys, from
@@ -37,8 +41,8 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "tracetui"))
     ap.add_argument("--runs", default="/work/bench-shared/runs-2000x200")
     ap.add_argument("--big", default="/work/main/target/bench-data/formats/agentdbg-1000000/data")
-    ap.add_argument("--rare-runs", default="incident-triage-0136")
-    ap.add_argument("--rare-big", default="7ade0b6f-6910-4b41-9bc7-ae3e3f7e8c6b")
+    ap.add_argument("--rare-runs", default="refund_78")
+    ap.add_argument("--rare-big", default="refund_78")
     ap.add_argument("--common", default="calendar_lookup")
     ap.add_argument("--before", help="another tracetui binary to time in the same rounds")
     a = ap.parse_args()
@@ -58,6 +62,11 @@ def main():
             cmds.append(("before", [a.before, "grep", pat, path]))
         for _, c in cmds:
             run_once(c)  # warm the cache
+        if a.before:
+            outs = [run_once([b, "grep", "--format", "json", pat, path])[3] for b in (a.bin, a.before)]
+            same = "the same" if outs[0] == outs[1] else "DIFFERENT"
+            print(f"{label:14} {kind:5} {pat!r}: JSON output of tracetui and before: {same} "
+                  f"({len(outs[0].splitlines())} lines)", flush=True)
         res = {n: [] for n, _ in cmds}
         counts = {}
         for _ in range(a.repeat):

@@ -6,7 +6,6 @@ use crate::model::Trace;
 use crate::sanitize;
 use crate::search::grep::{Hit, Options, SourceResult, breadcrumb, search_source};
 use crate::source::{Discovery, RunRef};
-use rayon::prelude::*;
 use serde_json::json;
 use std::io::Write;
 
@@ -51,20 +50,84 @@ pub fn run(
     if d.skipped.any() {
         writeln!(err, "{}", sanitize::line(&format!("tracetui: {}", d.skipped.message())))?;
     }
-    for chunk in d.runs.chunks(BATCH) {
-        let results: Vec<_> = chunk.par_iter().map(|r| (r, search_source(r, o))).collect();
-        for (r, res) in results {
-            match res {
-                Ok(s) => outcome.matches += print_source(r, &s, out, fmt, color)?,
-                Err(e) => {
-                    writeln!(err, "{}", sanitize::line(&format!("tracetui: {e}")))?;
-                    outcome.failed += 1;
+    let mut io = Ok(());
+    in_order(&d.runs, o, |r, res| {
+        let step = match res {
+            Ok(s) => print_source(r, &s, out, fmt, color).map(|n| outcome.matches += n),
+            Err(e) => {
+                outcome.failed += 1;
+                writeln!(err, "{}", sanitize::line(&format!("tracetui: {e}")))
+            }
+        };
+        io = step.and_then(|_| out.flush());
+        io.is_ok()
+    });
+    io?;
+    Ok(outcome)
+}
+
+/// Search the sources on every core and hand each result to `each` in discovery order, as
+/// soon as it and all before it are done (`each` returns false to stop). Workers take the
+/// next source as they finish one, so that one slow source holds up no other core (batches
+/// waited on their slowest); they stay at most BATCH sources ahead of the printing, which
+/// bounds the results held.
+fn in_order(
+    runs: &[RunRef],
+    o: &Options,
+    mut each: impl FnMut(&RunRef, Result<SourceResult, crate::formats::LoadError>) -> bool,
+) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let printed = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..rayon::current_num_threads().min(runs.len()) {
+            let tx = tx.clone();
+            let (next, printed, stop) = (&next, &printed, &stop);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= runs.len() {
+                        return;
+                    }
+                    while i >= printed.load(Ordering::Acquire) + BATCH && !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    // A worker that panicked would leave a hole in the order: its source
+                    // is reported as unreadable instead.
+                    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| search_source(&runs[i], o)))
+                        .unwrap_or_else(|_| {
+                            Err(crate::formats::LoadError::io(
+                                &runs[i].path,
+                                std::io::Error::other("the search failed"),
+                            ))
+                        });
+                    if tx.send((i, res)).is_err() {
+                        return;
+                    }
                 }
+            });
+        }
+        drop(tx);
+        let mut pending: std::collections::HashMap<usize, Result<SourceResult, crate::formats::LoadError>> =
+            std::collections::HashMap::new();
+        let mut at = 0;
+        for (i, res) in rx {
+            pending.insert(i, res);
+            while let Some(res) = pending.remove(&at) {
+                if !each(&runs[at], res) {
+                    stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+                at += 1;
+                printed.store(at, Ordering::Release);
             }
         }
-        out.flush()?;
-    }
-    Ok(outcome)
+    });
 }
 
 fn print_source(r: &RunRef, s: &SourceResult, out: &mut dyn Write, fmt: Output, color: bool) -> std::io::Result<usize> {

@@ -14,6 +14,7 @@ use crate::formats;
 use crate::model::{EventKind, NO_PARENT, Payload, PayloadRef, StrRef, Trace};
 use crate::search::{NameCache, Query, Verdict};
 use crate::source::RunRef;
+use rayon::prelude::*;
 use regex::bytes::Regex as BytesRegex;
 use regex::{Regex, RegexBuilder};
 use serde_json::Value;
@@ -28,6 +29,10 @@ mod fast;
 pub struct Pattern {
     re: Regex,
     pre: Option<BytesRegex>,
+    /// No match can lie inside a number's text (`-1.5e+3`): a literal with a character no
+    /// number is written with. Then only strings, keys and booleans can hold a match, and
+    /// those are in the file as they are (see [`search_trace`]).
+    number_free: bool,
 }
 
 /// Whether a character always appears as itself in a JSON file, whatever the encoder: not
@@ -84,7 +89,8 @@ impl Pattern {
                 .build()
                 .ok()
         };
-        Ok(Pattern { re, pre })
+        let number_free = !regex && !pattern.chars().all(|c| "0123456789.+-eE".contains(c));
+        Ok(Pattern { re, pre, number_free })
     }
 
     /// The first match in decoded text: byte range.
@@ -442,6 +448,19 @@ pub fn search_source_loaded(run: &RunRef, o: &Options) -> Result<SourceResult, f
     Ok(out)
 }
 
+/// Formats whose decoded payloads hold, besides the error, only the strings, keys, numbers
+/// and booleans of the record (no words of the parser's): AgentDbg's arguments, results,
+/// prompts, responses and states are its values, JSON text in a string decoded.
+const ERROR_TEXT_ONLY: &[&str] = &["agentdbg"];
+
+/// How much of an event's payload a search decodes.
+enum Decode {
+    No,
+    Full,
+    /// The error alone ([`fast::error_only`]), the full payload when that cannot say.
+    Error,
+}
+
 /// Search a loaded trace. `scanned` caches the raw scans of its files (filled as needed).
 pub fn search_trace(t: &Trace, o: &Options, scanned: &mut HashMap<PathBuf, Option<Candidates>>) -> Vec<Hit> {
     // Per file of the trace: its candidate lines, or None to decode every record in it.
@@ -458,6 +477,44 @@ pub fn search_trace(t: &Trace, o: &Options, scanned: &mut HashMap<PathBuf, Optio
             .collect(),
         None => vec![None; t.files.len()],
     };
+    let max = o.max_count.unwrap_or(usize::MAX);
+    let n = t.len() as u32;
+    if n <= SPAN {
+        return search_events(t, o, &cands, 0..n, max);
+    }
+    // A big trace (the 1M-event run, or many matches) in spans on every core: decoding the
+    // payloads of the candidates is most of a search. Hits are kept in event order and cut at
+    // `max`, as one pass would; spans go a few per core at a time, so that a search with
+    // `--max-count` stops soon.
+    let spans: Vec<std::ops::Range<u32>> = (0..n).step_by(SPAN as usize).map(|s| s..(s + SPAN).min(n)).collect();
+    let mut hits = Vec::new();
+    for group in spans.chunks(2 * rayon::current_num_threads()) {
+        let found: Vec<Vec<Hit>> = group
+            .par_iter()
+            .map(|r| search_events(t, o, &cands, r.clone(), max))
+            .collect();
+        for f in found {
+            hits.extend(f);
+            if hits.len() >= max {
+                hits.truncate(max);
+                return hits;
+            }
+        }
+    }
+    hits
+}
+
+/// Events searched at once by one core (see [`search_trace`]).
+const SPAN: u32 = 4096;
+
+/// [`search_trace`] over the events `range`: at most `max` hits.
+fn search_events(
+    t: &Trace,
+    o: &Options,
+    cands: &[Option<Candidates>],
+    range: std::ops::Range<u32>,
+    max: usize,
+) -> Vec<Hit> {
     let candidate = |file: u16, off: u64, len: u32| match cands.get(file as usize) {
         Some(Some(c)) => c.overlaps(off, len as u64),
         _ => true,
@@ -465,8 +522,7 @@ pub fn search_trace(t: &Trace, o: &Options, scanned: &mut HashMap<PathBuf, Optio
     let mut names = NameCache::default();
     let mut name_hit: HashMap<StrRef, Option<Snippet>> = HashMap::new();
     let mut hits = Vec::new();
-    let max = o.max_count.unwrap_or(usize::MAX);
-    for i in 0..t.len() as u32 {
+    for i in range {
         if hits.len() >= max {
             break;
         }
@@ -487,22 +543,45 @@ pub fn search_trace(t: &Trace, o: &Options, scanned: &mut HashMap<PathBuf, Optio
             .clone();
         let mut found: Vec<(String, Snippet)> = name.map(|s| ("name".to_string(), s)).into_iter().collect();
         let decode = match &e.payload {
-            PayloadRef::None => false,
-            PayloadRef::Inline(_) => true,
-            // Errors are few, and their message may be the parser's words, not the file's.
-            PayloadRef::Deferred if e.is_error() => true,
-            PayloadRef::Deferred => {
-                candidate(e.origin.file, e.origin.offset, e.origin.len)
+            PayloadRef::None => Decode::No,
+            PayloadRef::Inline(_) => Decode::Full,
+            PayloadRef::Deferred
+                if candidate(e.origin.file, e.origin.offset, e.origin.len)
                     || e.origin2
                         .as_deref()
-                        .is_some_and(|o2| candidate(o2.file, o2.offset, o2.len))
+                        .is_some_and(|o2| candidate(o2.file, o2.offset, o2.len)) =>
+            {
+                Decode::Full
             }
+            // Errors are few, and their message may be the parser's words, not the file's.
+            // Where the rest of the payload is the file's own text (a format of
+            // ERROR_TEXT_ONLY), which the raw scan ruled out, and no number can hold the
+            // match, only the error can match: it alone is decoded.
+            PayloadRef::Deferred if e.is_error() => {
+                if o.pattern.number_free && ERROR_TEXT_ONLY.contains(&t.meta.format) {
+                    Decode::Error
+                } else {
+                    Decode::Full
+                }
+            }
+            PayloadRef::Deferred => Decode::No,
         };
         let mut payload = None;
-        if decode {
-            let p = formats::payload(t, e);
-            found.extend(payload_hits(&o.pattern, e.kind, &p));
-            payload = Some(p);
+        match decode {
+            Decode::No => {}
+            Decode::Error => match fast::error_only(t, e) {
+                Some(p) => found.extend(payload_hits(&o.pattern, e.kind, &p)),
+                None => {
+                    let p = formats::payload(t, e);
+                    found.extend(payload_hits(&o.pattern, e.kind, &p));
+                    payload = Some(p);
+                }
+            },
+            Decode::Full => {
+                let p = formats::payload(t, e);
+                found.extend(payload_hits(&o.pattern, e.kind, &p));
+                payload = Some(p);
+            }
         }
         if found.is_empty() {
             continue;

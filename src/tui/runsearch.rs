@@ -6,7 +6,6 @@ use super::action::Action;
 use super::state::{Effect, State};
 use crate::search::grep::{Options, Pattern, search_source};
 use crate::source::RunRef;
-use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,10 +71,12 @@ pub fn restart(s: &mut State, again: bool) {
     p.counts = vec![0; s.runs.entries.len()];
     p.done = 0;
     p.total = 0;
+    // A new generation even when the search stops: batches of the old one still on their way
+    // must not bring its counts back into the list.
+    p.generation += 1;
     if !p.active() {
         return;
     }
-    p.generation += 1;
     let cancel = Arc::new(AtomicBool::new(false));
     p.cancel = Some(cancel.clone());
     let generation = p.generation;
@@ -192,27 +193,57 @@ pub fn run(jobs: Vec<Job>, key: (String, String), generation: u64, cancel: Arc<A
     };
     let total = jobs.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
-    jobs.par_iter().for_each(|job| {
-        if cancel.load(Ordering::Relaxed) {
-            return;
+    // Every core takes the next job in list order (the rows shown first): a parallel
+    // iterator would cut the list in halves, one core starting in the middle of it.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    rayon::scope(|scope| {
+        for _ in 0..rayon::current_num_threads() {
+            scope.spawn(|_| {
+                while let Some(job) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    search_job(job, &o, generation, &cancel, &done, total, &tx);
+                }
+            });
         }
-        let mut hits = Vec::new();
-        if let Ok(Ok(res)) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| search_source(&job.run, &o))) {
-            for th in &res.traces {
-                for (entry, index) in &job.entries {
-                    if th.index == *index {
-                        hits.push((*entry, th.hits.len()));
-                    }
+    });
+}
+
+/// Sources searched between two reports of progress alone.
+const PROGRESS_EVERY: usize = 64;
+
+/// One job of [`run`]: its matches sent as a batch.
+fn search_job(
+    job: &Job,
+    o: &Options,
+    generation: u64,
+    cancel: &AtomicBool,
+    done: &std::sync::atomic::AtomicUsize,
+    total: usize,
+    tx: &Sender<Action>,
+) {
+    if cancel.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut hits = Vec::new();
+    if let Ok(Ok(res)) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| search_source(&job.run, o))) {
+        for th in &res.traces {
+            for (entry, index) in &job.entries {
+                if th.index == *index {
+                    hits.push((*entry, th.hits.len()));
                 }
             }
         }
-        let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-        let _ = tx.send(Action::RunsSearchBatch {
-            generation,
-            hits,
-            done: d,
-            total,
-        });
+    }
+    let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+    // Progress alone is sent every PROGRESS_EVERY sources: each message wakes the loop and
+    // draws a frame, which took a core's time from the search.
+    if hits.is_empty() && !d.is_multiple_of(PROGRESS_EVERY) && d != total {
+        return;
+    }
+    let _ = tx.send(Action::RunsSearchBatch {
+        generation,
+        hits,
+        done: d,
+        total,
     });
 }
 

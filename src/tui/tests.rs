@@ -964,6 +964,34 @@ fn runs_filter_searches_payloads_and_opens_on_the_first_match() {
     assert_eq!(s.runs.payload.open_with.as_deref(), Some("Lisbon"));
 }
 
+/// A search stopped by clearing the filter: its batches still on the way bring no counts back.
+#[test]
+fn a_cleared_runs_filter_ignores_the_old_search_s_batches() {
+    let mut s = runs_state();
+    press(&mut s, &["/"]);
+    typed(&mut s, "Lisbon");
+    let Some(Effect::RunsSearch {
+        generation,
+        jobs,
+        key,
+        cancel,
+    }) = s.effects.drain(..).rfind(|e| matches!(e, Effect::RunsSearch { .. }))
+    else {
+        panic!("a payload search starts")
+    };
+    press(&mut s, &["esc"]);
+    assert!(cancel.load(std::sync::atomic::Ordering::Relaxed));
+    // Batches sent before the search saw its cancel flag.
+    let in_flight = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    super::runsearch::run(jobs, key, generation, in_flight, tx);
+    for a in rx.try_iter() {
+        update(&mut s, a);
+    }
+    assert!(!s.runs.payload.active());
+    assert!((0..s.runs.entries.len()).all(|e| s.runs.payload.count(e) == 0));
+}
+
 /// The text of the detail line under the cursor.
 fn cursor_text(s: &State) -> String {
     let d = run(s).detail.as_ref().unwrap();
