@@ -435,7 +435,10 @@ impl Trace {
     /// new place among its siblings.
     pub fn event_mut(&mut self, i: u32) -> &mut Event {
         let (start, duration) = (self.events[i as usize].start, self.events[i as usize].duration);
-        if self.touched.last().is_none_or(|t| t.0 != i) {
+        // An event added since the last finalize sits in no sorted part: it is sorted in by
+        // its times then, whatever they were (a load in one go noted every call's and
+        // response's event here: a map of 300,000 notes for nothing, 3% of a Codex load).
+        if i < self.base && self.touched.last().is_none_or(|t| t.0 != i) {
             if self.touched.len() >= self.touched_cap {
                 self.compact_touched();
             }

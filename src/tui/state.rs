@@ -440,8 +440,12 @@ pub struct RunView {
     extent: (Option<i64>, Option<i64>),
     /// Updates applied in place (every so often the counts are made again from scratch).
     grows: u64,
+    /// The last `summarize` was a full pass (see `counted_all`).
+    summarized_all: bool,
     /// When the view was last made again from the whole trace (`reindex_with`).
     reindexed: Option<std::time::Instant>,
+    /// How long the last full pass took.
+    reindex_took: std::time::Duration,
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
     pub counts: Counts,
@@ -494,7 +498,9 @@ impl RunView {
             live: Live::default(),
             extent: (None, None),
             grows: 0,
+            summarized_all: false,
             reindexed: None,
+            reindex_took: std::time::Duration::ZERO,
             generation: 0,
             trace,
             entry,
@@ -510,7 +516,8 @@ impl RunView {
     /// Recompute everything derived from the whole trace (order, counts, span), and the
     /// rows too: straight from the walk when nothing is collapsed or filtered (one pass).
     fn reindex_with(&mut self, trace: &Trace) {
-        self.reindexed = Some(std::time::Instant::now());
+        let started = std::time::Instant::now();
+        self.reindexed = Some(started);
         let keep_ev = self.selected_event();
         let n = trace.len();
         let walk = trace.walk();
@@ -537,6 +544,7 @@ impl RunView {
         } else {
             self.rebuild_rows_with(trace);
         }
+        self.reindex_took = started.elapsed();
     }
 
     /// Counts, span and model from the events `from` on, added to what the view has (all of
@@ -545,9 +553,22 @@ impl RunView {
     fn summarize(&mut self, trace: &Trace, from: usize) {
         let new = &trace.events[from.min(trace.len())..];
         let prices = super::config::prices();
+        self.summarized_all = from == 0;
         if from == 0 {
-            self.counts = trace.counts();
-            self.cost = crate::cost::usage::run_cost(trace, prices);
+            // Two passes over every event: on a large trace the cost takes a core of its own
+            // (the last update of a 1M-event load waited 60 + 110 ms for them, one after the
+            // other, before its frame).
+            if trace.len() >= PARALLEL_SUMMARY {
+                let cost = std::thread::scope(|sc| {
+                    let h = sc.spawn(|| crate::cost::usage::run_cost(trace, prices));
+                    self.counts = trace.counts();
+                    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+                });
+                self.cost = cost;
+            } else {
+                self.counts = trace.counts();
+                self.cost = crate::cost::usage::run_cost(trace, prices);
+            }
             self.extent = (None, None);
         } else {
             crate::cost::usage::add_calls(&mut self.cost, trace, from, prices);
@@ -588,6 +609,11 @@ impl RunView {
         self.summarize(t, 0);
     }
 
+    /// Whether the last `grow_with` counted every event (then a recount has nothing to add).
+    pub fn counted_all(&self) -> bool {
+        self.summarized_all
+    }
+
     /// The trace grew (or was read again from the start): bring order, rows, counts and
     /// detail up to date. Collapsed events, the filter and the selected event are kept; a
     /// selection on the last row stays on the last row (follow). Returns the index of the
@@ -600,6 +626,7 @@ impl RunView {
 
     /// [`RunView::grow`] with the trace's guard held by the caller.
     pub fn grow_with(&mut self, t: &Trace, restarted: bool) -> usize {
+        self.summarized_all = false;
         let n0 = self.order.len();
         let n1 = t.len();
         let at_bottom = self.selected + 1 >= self.rows.len();
@@ -646,7 +673,9 @@ impl RunView {
                 // the last update of the load makes the view whole.
                 _ if self.live.loading.is_some()
                     && !self.filter.active()
-                    && self.reindexed.is_some_and(|at| at.elapsed() < REINDEX_EVERY) =>
+                    && self
+                        .reindexed
+                        .is_some_and(|at| at.elapsed() < REINDEX_EVERY.max(self.reindex_took * REINDEX_SHARE)) =>
                 {
                     return n0;
                 }
@@ -854,6 +883,12 @@ impl RunView {
 
 /// At most one full pass of the view over a trace that is still loading in this time.
 const REINDEX_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+/// ... and not before this many times as long as the last one took: a pass over a 1M-event
+/// Maida run (every span waits for the root, written last, so its events never simply
+/// follow) took 150-400 ms, and the loader waited for each one, once a second.
+const REINDEX_SHARE: u32 = 8;
+/// From this many events, a full count runs its two passes on two threads.
+const PARALLEL_SUMMARY: usize = 100_000;
 
 /// What the detail of an event depends on besides its index (a call's result arriving later
 /// changes its status, duration and payload).

@@ -312,7 +312,7 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
         let h = r.trace.clone();
         let t = read(&h);
         let from = r.grow_with(&t, restarted);
-        if finished {
+        if finished && !r.counted_all() {
             r.recount_with(&t); // exact counts once everything is read
         }
         if r.filter.active() {
