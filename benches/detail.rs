@@ -187,6 +187,39 @@ fn bench(c: &mut Criterion) {
         first_frame_after_decode(b, &mut s, &mut term, &theme, &items)
     });
     drop(items);
+    // The whole array is there: `G` reaches its last item, and a search reads all of it.
+    g.bench_function("G and draw (from the top)", |b| {
+        b.iter(|| {
+            update(&mut s, Action::Cmd(Command::Top));
+            update(&mut s, Action::Cmd(Command::Bottom));
+            term.draw(|f| render(f, &s, &theme)).unwrap();
+        })
+    });
+    update(&mut s, Action::Cmd(Command::Bottom));
+    term.draw(|f| render(f, &s, &theme)).unwrap();
+    assert!(screen(&term).contains("item 999999"), "G shows the last item");
+    let word = "item 999998";
+    g.bench_function("search the whole value: a term in the last items, shown", |b| {
+        b.iter(|| {
+            update(&mut s, Action::Cmd(Command::Top));
+            update(&mut s, Action::Cmd(Command::Filter));
+            s.prompt.as_mut().unwrap().text = word[..word.len() - 1].into();
+            update(&mut s, Action::Input('8'));
+            update(&mut s, Action::InputSubmit);
+            term.draw(|f| render(f, &s, &theme)).unwrap();
+        })
+    });
+    update(&mut s, Action::Cmd(Command::Top));
+    update(&mut s, Action::Cmd(Command::Filter));
+    s.prompt.as_mut().unwrap().text = word[..word.len() - 1].into();
+    update(&mut s, Action::Input('8'));
+    update(&mut s, Action::InputSubmit);
+    term.draw(|f| render(f, &s, &theme)).unwrap();
+    assert!(
+        screen(&term).contains("/item 999998 1/1"),
+        "the one match, counted and shown"
+    );
+    update(&mut s, Action::Cmd(Command::Top));
     // `z` on the header: every section folded down to its top-level keys; `Z` unfolds.
     g.bench_function("fold all (z) and draw", |b| {
         b.iter(|| {
@@ -199,6 +232,13 @@ fn bench(c: &mut Criterion) {
     update(&mut s, Action::Cmd(Command::CollapseAll));
     term.draw(|f| render(f, &s, &theme)).unwrap();
     assert!(screen(&term).contains("{…} 2 keys"), "the items folded with their size");
+    // Folded to the items: the last one is a row of its own, the array's end below it.
+    update(&mut s, Action::Cmd(Command::Bottom));
+    term.draw(|f| render(f, &s, &theme)).unwrap();
+    let rows = s.run.as_ref().unwrap().detail.as_ref().unwrap().total_rows();
+    assert!((1_000_000..1_000_100).contains(&rows), "{rows} rows folded");
+    update(&mut s, Action::Cmd(Command::Top));
+    update(&mut s, Action::Cmd(Command::CollapseAll));
     g.bench_function("unfold all (Z) and draw", |b| {
         b.iter(|| {
             update(&mut s, Action::Cmd(Command::ExpandAll));

@@ -390,7 +390,7 @@ impl DetailState {
             let (ol, ok) = at(self.offset);
             let new = detail::Rows::new(&self.doc, width, wrap);
             let back = |(l, k): (usize, usize)| {
-                let l = l.min(self.doc.lines.len().saturating_sub(1));
+                let l = l.min(self.doc.len().saturating_sub(1));
                 new.row_of(l) + k.min(new.rows_in(l).saturating_sub(1))
             };
             self.cursor = back((cl, ck));
@@ -419,7 +419,7 @@ impl DetailState {
 
     /// Rows in the document as last laid out (lines before any layout).
     pub fn total_rows(&self) -> usize {
-        self.rows.as_ref().map_or(self.doc.lines.len(), |r| r.total())
+        self.rows.as_ref().map_or(self.doc.len(), |r| r.total())
     }
     /// The line under the cursor (what `y` copies).
     pub fn cursor_line(&self) -> usize {
@@ -820,6 +820,11 @@ impl RunView {
     pub fn rebuild_detail_with(&mut self, t: &Trace, ev: u32) {
         if super::chat::follow_selection(self, ev) {
             return;
+        }
+        // The document shown so far is let go first, and a large one freed on another thread:
+        // the next frame does not wait for a million values to be freed.
+        if let Some(old) = self.detail.take().filter(|d| d.doc.len() > 100_000) {
+            std::thread::spawn(move || drop(old));
         }
         let doc = super::chat::doc(self, t, ev).unwrap_or_else(|| detail::build(t, ev, self.raw, self.span.0));
         let stamp = detail_stamp(t, ev);
