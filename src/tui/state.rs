@@ -821,11 +821,6 @@ impl RunView {
         if super::chat::follow_selection(self, ev) {
             return;
         }
-        // The document shown so far is let go first, and a large one freed on another thread:
-        // the next frame does not wait for a million values to be freed.
-        if let Some(old) = self.detail.take().filter(|d| d.doc.len() > 100_000) {
-            std::thread::spawn(move || drop(old));
-        }
         let doc = super::chat::doc(self, t, ev).unwrap_or_else(|| detail::build(t, ev, self.raw, self.span.0));
         let stamp = detail_stamp(t, ev);
         self.detail = Some(DetailState {

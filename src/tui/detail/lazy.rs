@@ -89,23 +89,8 @@ struct At<'v> {
     at: u32,
 }
 
-/// A line as the walk over the value meets it.
-enum Step {
-    Open { object: bool, len: usize, indent: usize },
-    Close,
-    Leaf,
-}
-
-/// Walk `v` in line order, calling `f` with each line (its place, what it is).
-fn walk<'v>(
-    v: &'v Value,
-    key: Option<&'v str>,
-    indent: usize,
-    last: bool,
-    (parent, child): (u32, u32),
-    line: &mut u32,
-    f: &mut impl FnMut(&At<'v>, Rec, Step),
-) {
+/// Walk `v` in line order, calling `f` with each line (what a search reads).
+fn walk<'v>(v: &'v Value, key: Option<&'v str>, indent: usize, last: bool, f: &mut impl FnMut(&At<'v>)) {
     let at = |a: u32| At {
         v,
         key,
@@ -113,62 +98,31 @@ fn walk<'v>(
         last,
         at: a,
     };
-    let rec = |a: u32| Rec::new(parent, child, a);
     match v {
         Value::Object(m) if !m.is_empty() => {
-            let me = *line;
-            f(
-                &at(0),
-                rec(0),
-                Step::Open {
-                    object: true,
-                    len: m.len(),
-                    indent,
-                },
-            );
-            *line += 1;
+            f(&at(0));
             let n = m.len();
             for (i, (k, x)) in m.iter().enumerate() {
-                walk(x, Some(k), indent + 1, i + 1 == n, (me, i as u32), line, f);
+                walk(x, Some(k), indent + 1, i + 1 == n, f);
             }
-            let c = if last { CLOSE } else { CLOSE_COMMA };
-            f(&at(c), rec(c), Step::Close);
-            *line += 1;
+            f(&at(if last { CLOSE } else { CLOSE_COMMA }));
         }
         Value::Array(a) if !a.is_empty() => {
-            let me = *line;
-            f(
-                &at(0),
-                rec(0),
-                Step::Open {
-                    object: false,
-                    len: a.len(),
-                    indent,
-                },
-            );
-            *line += 1;
+            f(&at(0));
             let n = a.len();
             for (i, x) in a.iter().enumerate() {
-                walk(x, None, indent + 1, i + 1 == n, (me, i as u32), line, f);
+                walk(x, None, indent + 1, i + 1 == n, f);
             }
-            let c = if last { CLOSE } else { CLOSE_COMMA };
-            f(&at(c), rec(c), Step::Close);
-            *line += 1;
+            f(&at(if last { CLOSE } else { CLOSE_COMMA }));
         }
         Value::String(s) if s.contains('\n') => {
-            let body = s.trim_end_matches('\n');
             let mut off = 0usize;
-            for part in body.split('\n') {
-                let o = off.min(u32::MAX as usize - 2) as u32;
-                f(&at(o), rec(o), Step::Leaf);
-                *line += 1;
+            for part in s.trim_end_matches('\n').split('\n') {
+                f(&at(off.min(u32::MAX as usize - 2) as u32));
                 off += part.len() + 1;
             }
         }
-        _ => {
-            f(&at(0), rec(0), Step::Leaf);
-            *line += 1;
-        }
+        _ => f(&at(0)),
     }
 }
 
@@ -340,6 +294,153 @@ fn spans(a: &At, buf: &mut String, f: &mut impl FnMut(Tok, &str)) -> usize {
     hang
 }
 
+/// `Rec::parent` of a value at the top of a share built apart (see [`Builder::spread`]).
+const TOP: u32 = u32::MAX - 1;
+/// Objects and arrays with at least this many members are indexed on every core, in shares.
+const PAR: usize = 1 << 15;
+
+/// The index of a value (or of a share of an object's or array's members), lines numbered
+/// from its first.
+struct Builder {
+    recs: Vec<Rec>,
+    texts: Vec<(u32, u32)>,
+    nodes: Vec<Node>,
+    wide: Vec<u32>,
+    /// See [`PAR`] (the tests lower it).
+    par: usize,
+}
+
+impl Builder {
+    fn new(par: usize) -> Builder {
+        Builder {
+            recs: Vec::new(),
+            texts: Vec::new(),
+            nodes: Vec::new(),
+            wide: Vec::new(),
+            par,
+        }
+    }
+
+    fn line(&mut self, a: &At, mut r: Rec) {
+        let me = self.recs.len() as u32;
+        r.width = width(a).min(u32::MAX as usize) as u32;
+        if r.width >= WIDE {
+            self.wide.push(me);
+        }
+        if r.child & F_TEXT != 0 {
+            self.texts.push((me, a.at));
+        }
+        self.recs.push(r);
+    }
+
+    /// Index `v`: `parent` is the line of the object or array holding it (`node` that
+    /// node), `child` its place there.
+    #[allow(clippy::too_many_arguments)]
+    fn value(&mut self, v: &Value, key: Option<&str>, indent: usize, last: bool, parent: u32, child: u32, node: u32) {
+        let at = |a: u32| At {
+            v,
+            key,
+            indent,
+            last,
+            at: a,
+        };
+        let len = match v {
+            Value::Object(m) => m.len(),
+            Value::Array(x) => x.len(),
+            _ => 0,
+        };
+        if len > 0 {
+            let me = self.recs.len() as u32;
+            self.line(&at(0), Rec::new(parent, child, 0));
+            let mine = self.nodes.len() as u32;
+            self.nodes.push(Node {
+                open: me,
+                close: me,
+                depth: indent.min(u16::MAX as usize) as u16,
+                object: v.is_object(),
+                len: len.min(u32::MAX as usize) as u32,
+                parent: node,
+            });
+            match v {
+                Value::Object(m) if len >= self.par => {
+                    let kids: Vec<(Option<&str>, &Value)> = m.iter().map(|(k, x)| (Some(k.as_str()), x)).collect();
+                    self.spread(&kids, indent + 1, me, mine);
+                }
+                Value::Array(x) if len >= self.par => {
+                    let kids: Vec<(Option<&str>, &Value)> = x.iter().map(|x| (None, x)).collect();
+                    self.spread(&kids, indent + 1, me, mine);
+                }
+                Value::Object(m) => {
+                    for (i, (k, x)) in m.iter().enumerate() {
+                        self.value(x, Some(k), indent + 1, i + 1 == len, me, i as u32, mine);
+                    }
+                }
+                Value::Array(a) => {
+                    for (i, x) in a.iter().enumerate() {
+                        self.value(x, None, indent + 1, i + 1 == len, me, i as u32, mine);
+                    }
+                }
+                _ => {}
+            }
+            let c = if last { CLOSE } else { CLOSE_COMMA };
+            let close = self.recs.len() as u32;
+            self.line(&at(c), Rec::new(parent, child, c));
+            self.nodes[mine as usize].close = close;
+            return;
+        }
+        match v {
+            Value::String(s) if s.contains('\n') => {
+                let mut off = 0usize;
+                for part in s.trim_end_matches('\n').split('\n') {
+                    let o = off.min(u32::MAX as usize - 2) as u32;
+                    self.line(&at(o), Rec::new(parent, child, o));
+                    off += part.len() + 1;
+                }
+            }
+            _ => self.line(&at(0), Rec::new(parent, child, 0)),
+        }
+    }
+
+    /// The members of a large object or array, indexed in shares on every core and joined in
+    /// order (a million items take the time of a fraction of them).
+    fn spread(&mut self, kids: &[(Option<&str>, &Value)], indent: usize, open: u32, node: u32) {
+        use rayon::prelude::*;
+        let n = kids.len();
+        let size = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
+        let par = self.par;
+        let shares: Vec<Builder> = kids
+            .par_chunks(size)
+            .enumerate()
+            .map(|(ci, share)| {
+                let mut b = Builder::new(par);
+                for (i, (k, x)) in share.iter().enumerate() {
+                    let idx = ci * size + i;
+                    b.value(x, *k, indent, idx + 1 == n, TOP, idx as u32, super::NO_NODE);
+                }
+                b
+            })
+            .collect();
+        for b in shares {
+            let (lines, nodes) = (self.recs.len() as u32, self.nodes.len() as u32);
+            self.recs.extend(b.recs.into_iter().map(|mut r| {
+                r.parent = if r.parent == TOP { open } else { r.parent + lines };
+                r
+            }));
+            self.nodes.extend(b.nodes.into_iter().map(|mut x| {
+                (x.open, x.close) = (x.open + lines, x.close + lines);
+                x.parent = if x.parent == super::NO_NODE {
+                    node
+                } else {
+                    x.parent + nodes
+                };
+                x
+            }));
+            self.texts.extend(b.texts.into_iter().map(|(l, o)| (l + lines, o)));
+            self.wide.extend(b.wide.into_iter().map(|l| l + lines));
+        }
+    }
+}
+
 /// Index `v` (shown from document line `at`, its objects and arrays appended to `nodes`).
 #[allow(clippy::too_many_arguments)]
 pub fn build(
@@ -351,56 +452,44 @@ pub fn build(
     indent: usize,
     nodes: &mut Vec<Node>,
 ) -> Part {
-    let mut recs: Vec<Rec> = Vec::new();
-    let mut texts = std::collections::HashMap::new();
-    let mut open: Vec<u32> = Vec::new();
-    let mut wide = Vec::new();
-    let mut line = 0u32;
-    let k = key.as_deref();
-    walk(v, k, indent, true, (ROOT, 0), &mut line, &mut |a, mut r, step| {
-        let me = recs.len() as u32;
-        r.width = width(a).min(u32::MAX as usize) as u32;
-        if r.width >= WIDE {
-            wide.push(me);
+    build_with(v, at, before, (root, ptr, path), key, indent, nodes, PAR)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_with(
+    v: &Value,
+    at: u32,
+    before: u32,
+    (root, ptr, path): (u32, String, String),
+    key: Option<String>,
+    indent: usize,
+    nodes: &mut Vec<Node>,
+    par: usize,
+) -> Part {
+    let mut b = Builder::new(par);
+    b.value(v, key.as_deref(), indent, true, ROOT, 0, super::NO_NODE);
+    let base = nodes.len() as u32;
+    nodes.extend(b.nodes.into_iter().map(|mut x| {
+        (x.open, x.close) = (x.open + at, x.close + at);
+        if x.parent != super::NO_NODE {
+            x.parent += base;
         }
-        if r.child & F_TEXT != 0 {
-            texts.insert(me, a.at);
-        }
-        recs.push(r);
-        match step {
-            Step::Open { object, len, indent } => {
-                nodes.push(Node {
-                    open: at + me,
-                    close: at + me,
-                    depth: indent.min(u16::MAX as usize) as u16,
-                    object,
-                    len: len.min(u32::MAX as usize) as u32,
-                    parent: open.last().copied().unwrap_or(super::NO_NODE),
-                });
-                open.push((nodes.len() - 1) as u32);
-            }
-            Step::Close => {
-                if let Some(n) = open.pop().and_then(|n| nodes.get_mut(n as usize)) {
-                    n.close = at + me;
-                }
-            }
-            Step::Leaf => {}
-        }
-    });
+        x
+    }));
     let mut p = Part {
         at,
-        len: recs.len() as u32,
+        len: b.recs.len() as u32,
         before,
         root,
         ptr,
         path,
         key,
         indent,
-        recs,
-        texts,
+        recs: b.recs,
+        texts: b.texts.into_iter().collect(),
         wide: Default::default(),
     };
-    for k in wide {
+    for k in b.wide {
         if let Some(l) = p.make(v, k as usize) {
             p.wide.insert(k, l);
         }
@@ -501,34 +590,25 @@ impl Part {
         })
     }
 
-    /// Every line's spans in order, `f(line in the section, span, tok, text)`: what a search
+    /// Every line's spans in order, `f(line in the section, span, text)`: what a search
     /// reads (one walk over the value, no line made).
     pub fn each_span(&self, v: &Value, f: &mut impl FnMut(usize, usize, &str)) {
         let mut buf = String::new();
-        let mut line = 0u32;
         let mut k = 0usize;
-        walk(
-            v,
-            self.key.as_deref(),
-            self.indent,
-            true,
-            (ROOT, 0),
-            &mut line,
-            &mut |a, _, _| {
-                if let Some(l) = (!self.wide.is_empty()).then(|| self.wide.get(&(k as u32))).flatten() {
-                    for (si, (_, s)) in l.spans.iter().enumerate() {
-                        f(k, si, s);
-                    }
-                } else {
-                    let mut si = 0;
-                    spans(a, &mut buf, &mut |_, s| {
-                        f(k, si, s);
-                        si += 1;
-                    });
+        walk(v, self.key.as_deref(), self.indent, true, &mut |a| {
+            if let Some(l) = (!self.wide.is_empty()).then(|| self.wide.get(&(k as u32))).flatten() {
+                for (si, (_, s)) in l.spans.iter().enumerate() {
+                    f(k, si, s);
                 }
-                k += 1;
-            },
-        );
+            } else {
+                let mut si = 0;
+                spans(a, &mut buf, &mut |_, s| {
+                    f(k, si, s);
+                    si += 1;
+                });
+            }
+            k += 1;
+        });
     }
 }
 
@@ -539,8 +619,12 @@ mod tests {
     use serde_json::json;
 
     fn part(v: &Value) -> (Part, Vec<Node>) {
+        part_par(v, PAR)
+    }
+
+    fn part_par(v: &Value, par: usize) -> (Part, Vec<Node>) {
         let mut nodes = Vec::new();
-        let p = build(v, 0, 0, (0, String::new(), "$.output".into()), None, 0, &mut nodes);
+        let p = build_with(v, 0, 0, (0, String::new(), "$.output".into()), None, 0, &mut nodes, par);
         (p, nodes)
     }
 
@@ -593,6 +677,16 @@ mod tests {
             for n in &nodes {
                 let close = p.closing(n.close as usize, n.object);
                 prop_assert!(close.is_some());
+            }
+            // Indexed in shares (as a large value is, on every core): the same index.
+            for par in [1, 2, 3] {
+                let (q, qn) = part_par(&v, par);
+                prop_assert_eq!(&qn, &nodes);
+                prop_assert_eq!(lines(&q, &v), lines(&p, &v));
+                for k in 0..p.len as usize {
+                    prop_assert_eq!(q.width(k), p.width(k));
+                    prop_assert_eq!(q.value_at(&v, k).map(|x| x.1), p.value_at(&v, k).map(|x| x.1));
+                }
             }
         }
     }
