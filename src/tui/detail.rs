@@ -252,6 +252,7 @@ impl Doc {
             }
             n
         }));
+        self.folded.resize(nodes as usize, false);
         self.folded.extend(src.folded);
         self.folded.resize(self.nodes.len(), false);
         self.markers.extend(src.markers);
@@ -1684,6 +1685,43 @@ pub(crate) mod tests {
         );
         d.reveal(last);
         assert!(!d.hidden(last));
+    }
+
+    #[test]
+    fn appended_documents_keep_their_values_folds_and_matches() {
+        let a = build(
+            &one(Payload {
+                output: Some(json!({"k": [1, 2]})),
+                ..Default::default()
+            }),
+            0,
+            false,
+            None,
+        );
+        let b = build(
+            &one(Payload {
+                input: Some(json!({"q": ["x", "needle"]})),
+                ..Default::default()
+            }),
+            0,
+            false,
+            None,
+        );
+        let mut d = a.clone();
+        d.append(b.clone());
+        assert_eq!(text(&d), [text(&a), text(&b)].concat());
+        assert_eq!(d.nodes.len(), a.nodes.len() + b.nodes.len());
+        assert_eq!(d.folded.len(), d.nodes.len());
+        let hits = search(&d, "needle");
+        assert_eq!(hits.len(), 1);
+        let li = hits[0].line as usize;
+        assert_eq!(li, a.len() + search(&b, "needle")[0].line as usize);
+        assert_eq!(d.copy_value(li).as_deref(), Some("needle"));
+        assert_eq!(d.copy_path(li).as_deref(), Some("$.input.q[1]"));
+        let q = d.node_around(li).unwrap();
+        assert_eq!(d.nodes[q].parent as usize, a.nodes.len());
+        d.set_folded(q, true);
+        assert!(d.hidden(li));
     }
 
     #[test]
