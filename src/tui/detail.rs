@@ -1,7 +1,12 @@
 //! The detail of one event as a document of styled lines: header, marker badges, error with
 //! stack, arguments / result / prompt / response as pretty-printed JSON, extra fields, or the
 //! raw source record(s). Built once when the selection changes; rendering only slices it.
+//! JSON values are not printed ahead: [`lazy`] indexes them and makes the lines asked for, so
+//! a document of millions of lines is whole (no cap) and costs a few bytes a line.
 //! Every string from the trace is sanitized here, before it can reach a terminal.
+
+mod lazy;
+pub use lazy::Part;
 
 use crate::formats;
 use crate::model::{EventKind, Marker, Payload, Status, Trace, format_duration, format_ts, markers_in};
@@ -43,18 +48,18 @@ impl Line {
     }
     /// Display width in terminal cells.
     pub fn width(&self) -> usize {
-        self.spans
-            .iter()
-            .map(|(_, s)| {
-                // A cell a byte (checked a byte at a time, vectorized): a 50 MB value is not
-                // decoded character by character to measure it.
-                if printable_ascii(s) {
-                    s.len()
-                } else {
-                    unicode_width::UnicodeWidthStr::width(s.as_str())
-                }
-            })
-            .sum()
+        self.spans.iter().map(|(_, s)| span_width(s)).sum()
+    }
+}
+
+/// Cells of a span.
+fn span_width(s: &str) -> usize {
+    // A cell a byte (checked a byte at a time, vectorized): a 50 MB value is not decoded
+    // character by character to measure it.
+    if printable_ascii(s) {
+        s.len()
+    } else {
+        unicode_width::UnicodeWidthStr::width(s)
     }
 }
 
@@ -70,23 +75,21 @@ pub struct CopyTarget {
 
 #[derive(Clone, Debug, Default)]
 pub struct Doc {
+    /// The lines built ahead (header, text, sections' titles); the JSON values' lines are
+    /// made on demand by `parts`, between them. [`Doc::line`] reads both by line number.
     pub lines: Vec<Line>,
+    /// The JSON values, in line order.
+    pub parts: Vec<Part>,
     pub copies: Vec<CopyTarget>,
     pub roots: Vec<Value>,
     pub markers: Vec<Marker>,
-    /// The document was cut at [`MAX_LINES`].
-    pub truncated: bool,
-    /// Lines left out past the cut.
-    pub dropped: usize,
     /// The JSON objects and arrays of more than one line, in the order they open (so by
     /// `open`): what can be folded.
     pub nodes: Vec<Node>,
     /// Per node: folded (shown as its opening line and a size, `{…} 12 keys`).
     pub folded: Vec<bool>,
-    /// The value the cut fell in (what `o` and `y` give whole from the note that says so).
-    pub cut_copy: Option<u32>,
-    /// Roots whose (long) string was moved into a line rather than copied: (root, line); the
-    /// string is that line's [`MOVED_SPAN`] span.
+    /// Roots whose (long) string was moved into a line rather than copied: (root, index in
+    /// `lines`); the string is that line's [`MOVED_SPAN`] span.
     pub moved: Vec<(u32, u32)>,
 }
 
@@ -117,63 +120,144 @@ pub struct Node {
 
 pub const NO_NODE: u32 = u32::MAX;
 
-/// Lines kept per document (each costs about a hundred bytes; rendering is lazy, so the
-/// bound is memory, not speed). A cut says so on screen; `y` still copies whole values.
-pub const MAX_LINES: usize = 200_000;
+/// Where a line of a document is: in `lines`, or line `k` of part `p`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loc {
+    Eager(usize),
+    Lazy(usize, usize),
+}
+
 /// Bytes of a whole-document source shown in the raw view.
 const MAX_RAW: usize = 1 << 20;
 
 impl Doc {
-    fn line(&mut self, l: Line) {
-        if self.lines.len() < MAX_LINES {
-            self.lines.push(l);
-        } else {
-            self.truncated = true;
-            self.dropped += 1;
-        }
+    fn push(&mut self, l: Line) {
+        self.lines.push(l);
     }
     fn blank(&mut self) {
-        self.line(Line::default());
+        self.push(Line::default());
     }
     fn section(&mut self, title: &str) {
         let mut l = Line::default();
         l.push(Tok::Section, format!("── {title} "));
-        self.line(l);
+        self.push(l);
     }
-    /// Past the line cap: count the lines these values would make, and note the value the cut
-    /// fell in.
-    fn cut<'a>(&mut self, root: u32, rest: impl Iterator<Item = &'a Value>) {
-        self.truncated = true;
-        self.dropped += rest.map(count_lines).sum::<usize>();
-        if self.cut_copy.is_none() {
-            // The section's own line copies its whole value.
-            self.cut_copy = self
-                .copies
-                .iter()
-                .position(|c| c.root == root && c.pointer.is_empty())
-                .map(|i| i as u32);
+
+    /// Lines in the lazy parts.
+    fn lazy_lines(&self) -> usize {
+        self.parts.last().map_or(0, |p| (p.before + p.len) as usize)
+    }
+
+    /// Lines in the document.
+    pub fn len(&self) -> usize {
+        self.lines.len() + self.lazy_lines()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn locate(&self, i: usize) -> Loc {
+        match self.parts.partition_point(|p| p.at as usize <= i).checked_sub(1) {
+            None => Loc::Eager(i),
+            Some(pi) => {
+                let p = &self.parts[pi];
+                let k = i - p.at as usize;
+                if k < p.len as usize {
+                    Loc::Lazy(pi, k)
+                } else {
+                    Loc::Eager(i - (p.before + p.len) as usize)
+                }
+            }
         }
     }
-    /// A node opening on the next line (which the caller pushes).
-    fn open_node(&mut self, object: bool, len: usize, depth: usize, parent: u32) -> u32 {
-        let open = self.lines.len() as u32;
-        self.nodes.push(Node {
-            open,
-            close: open,
-            depth: depth.min(u16::MAX as usize) as u16,
-            object,
-            len: len.min(u32::MAX as usize) as u32,
-            parent,
-        });
-        (self.nodes.len() - 1) as u32
+
+    /// The value a part shows.
+    fn part_value(&self, p: &Part) -> Option<&Value> {
+        self.roots.get(p.root as usize)?.pointer(&p.ptr)
     }
-    /// The node ends on the last line pushed (a cut document: where the cut is).
-    fn close_node(&mut self, node: u32) {
-        let last = self.lines.len().saturating_sub(1) as u32;
-        if let Some(n) = self.nodes.get_mut(node as usize) {
-            n.close = last.max(n.open);
+
+    /// Line `i` (made now, when a JSON value's).
+    pub fn get(&self, i: usize) -> Option<std::borrow::Cow<'_, Line>> {
+        match self.locate(i) {
+            Loc::Eager(e) => self.lines.get(e).map(std::borrow::Cow::Borrowed),
+            Loc::Lazy(pi, k) => {
+                let p = &self.parts[pi];
+                p.line(self.part_value(p)?, k)
+            }
         }
     }
+
+    /// Line `i`, or an empty one past the end.
+    pub fn line(&self, i: usize) -> std::borrow::Cow<'_, Line> {
+        self.get(i).unwrap_or_default()
+    }
+
+    /// Every line in order (a JSON value's made as it comes).
+    pub fn all_lines(&self) -> impl Iterator<Item = std::borrow::Cow<'_, Line>> {
+        (0..self.len()).map(|i| self.line(i))
+    }
+
+    /// Cells of line `i`, without making a JSON value's line.
+    pub fn width_of(&self, i: usize) -> usize {
+        match self.locate(i) {
+            Loc::Eager(e) => self.lines.get(e).map_or(0, Line::width),
+            Loc::Lazy(pi, k) => self.parts[pi].width(k),
+        }
+    }
+
+    /// Show `v` (the value at `ptr` in root `root`, path `path`) from the next line on,
+    /// made line by line on demand.
+    fn lazy(&mut self, root: u32, ptr: &str, path: &str, key: Option<&str>, indent: usize) {
+        let (at, before) = (self.len() as u32, self.lazy_lines() as u32);
+        let Some(v) = self.roots.get(root as usize).and_then(|r| r.pointer(ptr)) else {
+            return;
+        };
+        let p = lazy::build(
+            v,
+            at,
+            before,
+            (root, ptr.to_string(), path.to_string()),
+            key.map(str::to_string),
+            indent,
+            &mut self.nodes,
+        );
+        self.parts.push(p);
+    }
+
+    /// Append `src` below this document: its lines, values, folds and copy targets.
+    pub fn append(&mut self, src: Doc) {
+        let (roots, copies) = (self.roots.len() as u32, self.copies.len() as u32);
+        let (at, before, nodes) = (self.len() as u32, self.lazy_lines() as u32, self.nodes.len() as u32);
+        let eager = self.lines.len() as u32;
+        self.roots.extend(src.roots);
+        self.moved
+            .extend(src.moved.iter().map(|&(r, l)| (r + roots, l + eager)));
+        self.copies.extend(src.copies.into_iter().map(|mut c| {
+            c.root += roots;
+            c
+        }));
+        self.lines.extend(src.lines.into_iter().map(|mut l| {
+            l.copy = l.copy.map(|c| c + copies);
+            l
+        }));
+        self.parts.extend(src.parts.into_iter().map(|mut p| {
+            (p.at, p.before, p.root) = (p.at + at, p.before + before, p.root + roots);
+            p
+        }));
+        self.nodes.extend(src.nodes.into_iter().map(|mut n| {
+            (n.open, n.close) = (n.open + at, n.close + at);
+            if n.parent != NO_NODE {
+                n.parent += nodes;
+            }
+            n
+        }));
+        self.folded.resize(nodes as usize, false);
+        self.folded.extend(src.folded);
+        self.folded.resize(self.nodes.len(), false);
+        self.markers.extend(src.markers);
+    }
+
     fn add_root(&mut self, v: Value) -> u32 {
         self.roots.push(v);
         (self.roots.len() - 1) as u32
@@ -185,11 +269,19 @@ impl Doc {
 
     /// The text `y` copies for a line: strings as they are, other values as pretty JSON.
     pub fn copy_value(&self, line: usize) -> Option<String> {
-        let c = &self.copies[self.lines.get(line)?.copy? as usize];
-        if let Some(&(_, at)) = self.moved.iter().find(|(r, _)| *r == c.root) {
-            return Some(self.lines.get(at as usize)?.spans.get(MOVED_SPAN)?.1.clone());
-        }
-        let v = self.roots.get(c.root as usize)?.pointer(&c.pointer)?;
+        let v = match self.locate(line) {
+            Loc::Lazy(pi, k) => {
+                let p = &self.parts[pi];
+                p.value_at(self.part_value(p)?, k)?.0
+            }
+            Loc::Eager(e) => {
+                let c = &self.copies[self.lines.get(e)?.copy? as usize];
+                if let Some(&(_, at)) = self.moved.iter().find(|(r, _)| *r == c.root) {
+                    return Some(self.lines.get(at as usize)?.spans.get(MOVED_SPAN)?.1.clone());
+                }
+                self.roots.get(c.root as usize)?.pointer(&c.pointer)?
+            }
+        };
         Some(match v {
             Value::String(s) => s.clone(),
             other => serde_json::to_string_pretty(other).unwrap_or_default(),
@@ -199,8 +291,8 @@ impl Doc {
     /// The whole document as text, as shown (what `o` opens off a value).
     pub fn text(&self) -> String {
         let mut out = String::new();
-        for l in &self.lines {
-            for (_, s) in &l.spans {
+        for i in 0..self.len() {
+            for (_, s) in &self.line(i).spans {
                 out.push_str(s);
             }
             out.push('\n');
@@ -271,12 +363,15 @@ impl Doc {
     /// What a folded node shows after its opening line: `…} 12 keys,`.
     pub fn fold_tail(&self, node: usize) -> Vec<(Tok, String)> {
         let n = &self.nodes[node];
-        let close = self
-            .lines
-            .get(n.close as usize)
-            .and_then(|l| l.spans.last())
-            .map(|(_, s)| s.as_str())
-            .unwrap_or("");
+        let close = match self.locate(n.close as usize) {
+            Loc::Lazy(pi, k) => self.parts[pi].closing(k, n.object).unwrap_or(""),
+            Loc::Eager(e) => self
+                .lines
+                .get(e)
+                .and_then(|l| l.spans.last())
+                .map(|(_, s)| s.as_str())
+                .unwrap_or(""),
+        };
         let what = match (n.object, n.len) {
             (true, 1) => "1 key".to_string(),
             (true, k) => format!("{} keys", grouped(k as usize)),
@@ -309,9 +404,15 @@ impl Doc {
     }
 
     pub fn copy_path(&self, line: usize) -> Option<String> {
-        let p = &self.copies[self.lines.get(line)?.copy? as usize].path;
+        let p = match self.locate(line) {
+            Loc::Lazy(pi, k) => {
+                let p = &self.parts[pi];
+                p.value_at(self.part_value(p)?, k)?.2
+            }
+            Loc::Eager(e) => self.copies[self.lines.get(e)?.copy? as usize].path.clone(),
+        };
         // The whole source record: jq's identity.
-        Some(if p.is_empty() { ".".into() } else { p.clone() })
+        Some(if p.is_empty() { ".".into() } else { p })
     }
 }
 
@@ -543,7 +644,8 @@ pub struct Rows {
 
 impl Rows {
     pub fn new(doc: &Doc, width: usize, wrap: bool) -> Rows {
-        let mut first = Vec::with_capacity(doc.lines.len() + 1);
+        let lines = doc.len();
+        let mut first = Vec::with_capacity(lines + 1);
         let mut map = std::collections::HashMap::new();
         let mut even = std::collections::HashMap::new();
         let mut n = 0;
@@ -552,8 +654,7 @@ impl Rows {
         // Nodes open in line order: the next one that may open at or after the line.
         let mut next = 0usize;
         let mut i = 0usize;
-        while i < doc.lines.len() {
-            let l = &doc.lines[i];
+        while i < lines {
             first.push(n);
             if folds {
                 while doc.nodes.get(next).is_some_and(|x| (x.open as usize) < i) {
@@ -568,9 +669,9 @@ impl Rows {
                             .iter()
                             .map(|(_, s)| unicode_width::UnicodeWidthStr::width(s.as_str()))
                             .sum();
-                        max_width = max_width.max(l.width() + tail);
+                        max_width = max_width.max(doc.width_of(i) + tail);
                     }
-                    let close = (doc.nodes[next].close as usize).min(doc.lines.len() - 1);
+                    let close = (doc.nodes[next].close as usize).min(lines - 1);
                     for _ in i + 1..=close {
                         first.push(n);
                     }
@@ -578,20 +679,38 @@ impl Rows {
                     continue;
                 }
             }
+            let lazy = match doc.locate(i) {
+                Loc::Lazy(pi, k) => Some(&doc.parts[pi]).zip(Some(k)),
+                Loc::Eager(_) => None,
+            };
+            if let Some((p, k)) = lazy {
+                // A JSON value's line: its width is indexed; only a line wider than the pane
+                // is made, to be broken into rows.
+                let w = p.width(k);
+                if !wrap {
+                    max_width = max_width.max(w);
+                }
+                if !wrap || w <= width {
+                    n += 1;
+                    i += 1;
+                    continue;
+                }
+            }
+            let l = doc.line(i);
             if !wrap {
                 max_width = max_width.max(l.width());
             }
             // A cell takes at least a byte: a line no longer in bytes than the pane fits.
             let bytes: usize = l.spans.iter().map(|(_, s)| s.len()).sum();
             if wrap && bytes >= BIG && l.spans.iter().all(|(_, s)| printable_ascii(s)) {
-                let e = Even::new(l, width);
+                let e = Even::new(&l, width);
                 n += e.rows;
                 even.insert(i as u32, e);
                 i += 1;
                 continue;
             }
             let b = if wrap && bytes > width {
-                breaks(l, width, l.hang as usize)
+                breaks(&l, width, l.hang as usize)
             } else {
                 Vec::new()
             };
@@ -631,12 +750,12 @@ impl Rows {
     }
     /// The pieces of a screen row, and the cells it is indented by (a wrapped line's
     /// continuation rows start under its value).
-    pub fn row<'a>(&self, doc: &'a Doc, row: usize) -> Option<(Vec<(Tok, &'a str)>, usize)> {
+    pub fn row(&self, doc: &Doc, row: usize) -> Option<(Vec<(Tok, String)>, usize)> {
         let (li, ranges, indent) = self.ranges(doc, row)?;
-        let line = &doc.lines[li];
+        let line = doc.line(li);
         let pieces = ranges
             .into_iter()
-            .map(|(si, a, b)| (line.spans[si].0, &line.spans[si].1[a..b]))
+            .map(|(si, a, b)| (line.spans[si].0, line.spans[si].1[a..b].to_string()))
             .collect();
         Some((pieces, indent))
     }
@@ -646,7 +765,8 @@ impl Rows {
             return None;
         }
         let (li, k) = self.locate(row);
-        let line = doc.lines.get(li)?;
+        let line = doc.get(li)?;
+        let line = &*line;
         if let Some(e) = self.even.get(&(li as u32)) {
             return Some((li, e.ranges(line, k), if k > 0 { e.hang } else { 0 }));
         }
@@ -788,27 +908,45 @@ pub fn search(doc: &Doc, query: &str) -> Vec<Hit> {
     let fold = ignores_case(query);
     let lower = query.to_lowercase();
     let finder = memchr::memmem::Finder::new(query.as_bytes());
-    for (li, l) in doc.lines.iter().enumerate() {
-        for (si, (_, text)) in l.spans.iter().enumerate() {
-            let mut push = |a: usize, b: usize| {
-                out.push(Hit {
-                    line: li as u32,
-                    span: si as u32,
-                    start: a as u32,
-                    end: b as u32,
-                })
-            };
-            if !fold {
-                for a in finder.find_iter(text.as_bytes()) {
-                    push(a, a + query.len());
-                }
-            } else if lower.is_ascii() {
-                find_ascii_ci(text.as_bytes(), lower.as_bytes(), &mut push);
-            } else {
-                find_unicode_ci(text, &lower, &mut push);
+    let mut span = |li: usize, si: usize, text: &str| {
+        let mut push = |a: usize, b: usize| {
+            out.push(Hit {
+                line: li as u32,
+                span: si as u32,
+                start: a as u32,
+                end: b as u32,
+            })
+        };
+        if !fold {
+            for a in finder.find_iter(text.as_bytes()) {
+                push(a, a + query.len());
+            }
+        } else if lower.is_ascii() {
+            find_ascii_ci(text.as_bytes(), lower.as_bytes(), &mut push);
+        } else {
+            find_unicode_ci(text, &lower, &mut push);
+        }
+    };
+    // The lines built ahead, and between them the JSON values, walked whole in line order.
+    let eager = |span: &mut dyn FnMut(usize, usize, &str), from: usize, to: usize, at: usize| {
+        for (k, l) in doc.lines.iter().enumerate().take(to).skip(from) {
+            for (si, (_, text)) in l.spans.iter().enumerate() {
+                span(at + k - from, si, text);
             }
         }
+    };
+    let mut e = 0;
+    for p in &doc.parts {
+        let to = (p.at - p.before) as usize;
+        eager(&mut span, e, to, e + p.before as usize);
+        e = to;
+        if let Some(v) = doc.part_value(p) {
+            let at = p.at as usize;
+            p.each_span(v, &mut |k, si, text| span(at + k, si, text));
+        }
     }
+    let lazy = doc.lazy_lines();
+    eager(&mut span, e, doc.lines.len(), e + lazy);
     out
 }
 
@@ -935,7 +1073,7 @@ pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
     l.push(Tok::Text, sanitize::line(t.str(e.name)).into_owned());
     let name_root = d.add_root(Value::String(t.str(e.name).to_string()));
     l.copy = Some(d.copy(name_root, String::new(), "$.name".into()));
-    d.line(l);
+    d.push(l);
 
     let mut l = Line::default();
     l.push(Tok::Dim, "status ")
@@ -943,7 +1081,7 @@ pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
     if let Some(du) = e.duration.get() {
         l.push(Tok::Dim, "  took ").push(Tok::Text, format_duration(du));
     }
-    d.line(l);
+    d.push(l);
     if let Some(s) = e.start.get() {
         let mut l = Line::default();
         l.push(Tok::Dim, "start ");
@@ -951,7 +1089,7 @@ pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
             l.push(Tok::Text, format!("+{}  ", format_duration(s - t0)));
         }
         l.push(Tok::Dim, format!("at {}", format_ts(s)));
-        d.line(l);
+        d.push(l);
     }
     let mut l = Line::default();
     if !e.source_id.is_empty() {
@@ -965,11 +1103,11 @@ pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
             .push(Tok::Text, sanitize::line(t.str(e.model)).into_owned());
     }
     if !l.spans.is_empty() {
-        d.line(l);
+        d.push(l);
     }
     // Tokens by kind and the cost with the price used (the run's totals on the run event).
     for l in super::usage_view::lines(t, e, super::config::prices()) {
-        d.line(l);
+        d.push(l);
     }
     let mut l = Line::default();
     l.push(Tok::Dim, "source ");
@@ -982,13 +1120,13 @@ pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
         src.push_str(&format!(" + {}:{}", sanitize::line(&file_name(t, o2.file)), o2.line));
     }
     l.push(Tok::Text, src);
-    d.line(l);
+    d.push(l);
     if !d.markers.is_empty() {
         let mut l = Line::default();
         for m in d.markers.clone() {
             l.push(Tok::Badge, format!(" {} ", m.label())).push(Tok::Text, " ");
         }
-        d.line(l);
+        d.push(l);
     }
     d.blank();
     d
@@ -1009,36 +1147,12 @@ pub fn build(t: &Trace, i: u32, raw: bool, t0: Option<i64>) -> Doc {
     } else if payload.is_empty() {
         let mut l = Line::default();
         l.push(Tok::Dim, "(no payload)");
-        d.line(l);
+        d.push(l);
     } else {
         payload_sections(e.kind, payload, &records, &mut d);
     }
-    if d.truncated {
-        // Pushed past the cap on purpose: this is the note that says where the cut is.
-        let mut l = Line::default();
-        l.push(
-            Tok::Error,
-            format!(
-                "… {} more lines left out here (a document shows at most {} lines): o here opens the whole value, y on a value above copies all of it",
-                grouped(d.dropped),
-                grouped(MAX_LINES)
-            ),
-        );
-        l.copy = d.cut_copy;
-        d.lines.push(l);
-    }
     d.folded = vec![false; d.nodes.len()];
     d
-}
-
-/// Lines [`json`] would make of a value (to say how many a cut left out).
-fn count_lines(v: &Value) -> usize {
-    match v {
-        Value::Object(m) if !m.is_empty() => 2 + m.values().map(count_lines).sum::<usize>(),
-        Value::Array(a) if !a.is_empty() => 2 + a.iter().map(count_lines).sum::<usize>(),
-        Value::String(s) if s.contains('\n') => s.trim_end_matches('\n').split('\n').count(),
-        _ => 1,
-    }
 }
 
 /// The event's source record(s), parsed, to find where each payload section came from.
@@ -1115,12 +1229,12 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
         let mut msg = err.message.split('\n');
         l.push(Tok::Error, sanitize::line(msg.next().unwrap_or("")).into_owned());
         l.copy = Some(d.copy(root, "/message".into(), "$.error.message".into()));
-        d.line(l);
+        d.push(l);
         for rest in msg {
             let mut l = Line::default();
             l.push(Tok::Error, sanitize::line(&detab(rest)).into_owned());
             l.copy = Some(d.copy(root, "/message".into(), "$.error.message".into()));
-            d.line(l);
+            d.push(l);
         }
         if let Some(stack) = &err.stack {
             let c = d.copy(root, "/stack".into(), "$.error.stack".into());
@@ -1128,21 +1242,11 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
                 let mut l = Line::default();
                 l.push(Tok::Dim, format!("  {}", sanitize::line(&detab(s))));
                 l.copy = Some(c);
-                d.line(l);
+                d.push(l);
             }
         }
-        if let Some(det) = &err.details {
-            json(
-                d,
-                root,
-                det,
-                "/details",
-                "$.error.details",
-                Some("details"),
-                0,
-                true,
-                NO_NODE,
-            );
+        if err.details.is_some() {
+            d.lazy(root, "/details", "$.error.details", Some("details"), 0);
         }
         d.blank();
     }
@@ -1183,11 +1287,11 @@ fn section_value(d: &mut Doc, root: u32, v: Value, path: &str) {
             l.copy = Some(d.copy(root, String::new(), path.to_string()));
             l.push(tok, "\"").push(tok, s).push(tok, "\"");
             d.moved.push((root, d.lines.len() as u32));
-            d.line(l);
+            d.push(l);
         }
         v => {
-            json(d, root, &v, "", path, None, 0, true, NO_NODE);
             d.roots[root as usize] = v;
+            d.lazy(root, "", path, None, 0);
         }
     }
 }
@@ -1234,18 +1338,18 @@ fn raw_section(t: &Trace, i: u32, d: &mut Doc) {
                     let mut l = Line::default();
                     l.push(Tok::Text, sanitize::line(s.trim_end_matches('\r')).into_owned());
                     l.copy = Some(c);
-                    d.line(l);
+                    d.push(l);
                 }
                 if whole && b.len() >= MAX_RAW {
                     let mut l = Line::default();
                     l.push(Tok::Dim, format!("… first {} KiB shown", MAX_RAW / 1024));
-                    d.line(l);
+                    d.push(l);
                 }
             }
             Err(err) => {
                 let mut l = Line::default();
                 l.push(Tok::Error, format!("could not read the record: {err}"));
-                d.line(l);
+                d.push(l);
             }
         }
         d.blank();
@@ -1303,153 +1407,6 @@ fn pointer_escape(k: &str) -> String {
     k.replace('~', "~0").replace('/', "~1")
 }
 
-/// Pretty-print a JSON value as coloured lines, each knowing the JSON path of its value.
-#[allow(clippy::too_many_arguments)]
-fn json(
-    d: &mut Doc,
-    root: u32,
-    v: &Value,
-    ptr: &str,
-    path: &str,
-    key: Option<&str>,
-    indent: usize,
-    last: bool,
-    parent: u32,
-) {
-    if d.lines.len() >= MAX_LINES {
-        d.cut(root, std::iter::once(v));
-        return;
-    }
-    let pad = "  ".repeat(indent.min(40));
-    let mut l = Line::default();
-    l.push(Tok::Text, pad.clone());
-    if let Some(k) = key {
-        l.push(Tok::Key, format!("\"{}\"", sanitize::line(k)))
-            .push(Tok::Punct, ": ");
-    }
-    let comma = if last { "" } else { "," };
-    let c = d.copy(root, ptr.to_string(), path.to_string());
-    l.copy = Some(c);
-    // A scalar wrapped over several rows continues under its value, after the key.
-    l.hang = l.width().min(u16::MAX as usize) as u16;
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            l.push(Tok::Punct, "{");
-            let me = d.open_node(true, m.len(), indent, parent);
-            d.line(l);
-            let n = m.len();
-            for (i, (k, x)) in m.iter().enumerate() {
-                if d.lines.len() >= MAX_LINES {
-                    // The rest in one go, without making their paths.
-                    d.cut(root, m.values().skip(i));
-                    break;
-                }
-                json(
-                    d,
-                    root,
-                    x,
-                    &format!("{ptr}/{}", pointer_escape(k)),
-                    &join_path(path, k),
-                    Some(k),
-                    indent + 1,
-                    i + 1 == n,
-                    me,
-                );
-            }
-            let mut end = Line::default();
-            end.push(Tok::Text, pad).push(Tok::Punct, format!("}}{comma}"));
-            end.copy = Some(c);
-            d.line(end);
-            d.close_node(me);
-        }
-        Value::Array(a) if !a.is_empty() => {
-            l.push(Tok::Punct, "[");
-            let me = d.open_node(false, a.len(), indent, parent);
-            d.line(l);
-            let n = a.len();
-            for (i, x) in a.iter().enumerate() {
-                if d.lines.len() >= MAX_LINES {
-                    d.cut(root, a[i..].iter());
-                    break;
-                }
-                json(
-                    d,
-                    root,
-                    x,
-                    &format!("{ptr}/{i}"),
-                    &index_path(path, i),
-                    None,
-                    indent + 1,
-                    i + 1 == n,
-                    me,
-                );
-            }
-            let mut end = Line::default();
-            end.push(Tok::Text, pad).push(Tok::Punct, format!("]{comma}"));
-            end.copy = Some(c);
-            d.line(end);
-            d.close_node(me);
-        }
-        Value::Object(_) => {
-            l.push(Tok::Punct, format!("{{}}{comma}"));
-            d.line(l);
-        }
-        Value::Array(_) => {
-            l.push(Tok::Punct, format!("[]{comma}"));
-            d.line(l);
-        }
-        Value::String(s) if s.contains('\n') => {
-            // Multi-line text (prompts, file contents) reads as text, not as one escaped line.
-            let cont = format!("{pad}{}", " ".repeat(key.map(|k| k.chars().count() + 4).unwrap_or(0)));
-            for (i, part) in s.trim_end_matches('\n').split('\n').enumerate() {
-                let mut x = if i == 0 {
-                    std::mem::take(&mut l)
-                } else {
-                    let mut x = Line::default();
-                    x.push(Tok::Text, cont.clone());
-                    x
-                };
-                x.push(Tok::Dim, "│ ");
-                x.hang = x.width().min(u16::MAX as usize) as u16;
-                x.push(
-                    Tok::Str,
-                    sanitize::line(&detab(part.trim_end_matches('\r'))).into_owned(),
-                );
-                x.copy = Some(c);
-                d.line(x);
-            }
-        }
-        Value::String(s) => {
-            let tok = if Marker::of_str(s).is_some() {
-                Tok::Badge
-            } else {
-                Tok::Str
-            };
-            // Sized once: a 50 MB value is not grown (and copied) by doubling.
-            let safe = sanitize::line(s);
-            let mut q = String::with_capacity(safe.len() + 2);
-            q.push('"');
-            q.push_str(&safe);
-            q.push('"');
-            drop(safe);
-            l.push(tok, q).push(Tok::Punct, comma);
-            d.line(l);
-        }
-        Value::Number(n) => {
-            l.push(Tok::Num, n.to_string()).push(Tok::Punct, comma);
-            d.line(l);
-        }
-        Value::Bool(b) => {
-            l.push(Tok::Bool, b.to_string()).push(Tok::Punct, comma);
-            d.line(l);
-        }
-        Value::Null => {
-            l.push(Tok::Null, "null").push(Tok::Punct, comma);
-            d.line(l);
-        }
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1458,9 +1415,8 @@ pub(crate) mod tests {
 
     /// A document's lines as plain text (the chat view's tests read them too).
     pub(crate) fn text(d: &Doc) -> Vec<String> {
-        d.lines
-            .iter()
-            .map(|l| l.spans.iter().map(|(_, s)| s.as_str()).collect())
+        (0..d.len())
+            .map(|i| d.line(i).spans.iter().map(|(_, s)| s.as_str()).collect())
             .collect()
     }
 
@@ -1606,15 +1562,15 @@ pub(crate) mod tests {
             let (pieces, _) = rows.row(&d, r).unwrap();
             let w: usize = pieces
                 .iter()
-                .map(|(_, s)| unicode_width::UnicodeWidthStr::width(*s))
+                .map(|(_, s)| unicode_width::UnicodeWidthStr::width(s.as_str()))
                 .sum();
             assert!(w <= 37, "row {r} is {w} cells");
-            all.extend(pieces.iter().map(|(_, s)| *s));
+            all.extend(pieces.iter().map(|(_, s)| s.as_str()));
         }
         assert!(all.contains(&long), "the rows hold the whole value, in order");
         let li = text(&d).iter().position(|l| l.contains("END-MARKER")).unwrap();
         let (last, _) = rows.row(&d, rows.row_of(li + 1) - 1).unwrap();
-        let last: String = last.iter().map(|(_, s)| *s).collect();
+        let last: String = last.iter().map(|(_, s)| s.as_str()).collect();
         assert!(last.ends_with("END-MARKER\""), "{last}");
         assert_eq!(rows.locate(rows.row_of(3)), (3, 0));
     }
@@ -1632,9 +1588,12 @@ pub(crate) mod tests {
         assert_eq!(text(&d)[li], format!("\"{long}\""), "shown whole, quoted");
         assert_eq!(d.moved.len(), 1, "held once, in its line");
         assert_eq!(d.copy_value(li).unwrap(), long, "`y` and `o` give the value");
+        // The moved line is built ahead: the last of `lines` but the blank after it.
+        let eager = d.lines.len() - 2;
+        assert_eq!(d.line(li).spans, d.lines[eager].spans);
         for hang in [0u16, 12] {
             let mut d = d.clone();
-            d.lines[li].hang = hang;
+            d.lines[eager].hang = hang;
             let rows = Rows::new(&d, 37, true);
             assert!(rows.even.contains_key(&(li as u32)));
             let mut all = String::new();
@@ -1643,7 +1602,7 @@ pub(crate) mod tests {
                 let w: usize = pieces.iter().map(|(_, s)| s.len()).sum::<usize>() + indent;
                 assert!(w <= 37, "row {k} is {w} cells");
                 assert_eq!(indent, if k > 0 { hang as usize } else { 0 });
-                all.extend(pieces.iter().map(|(_, s)| *s));
+                all.extend(pieces.iter().map(|(_, s)| s.as_str()));
             }
             assert_eq!(all, format!("\"{long}\""), "every row, in order, nothing twice");
             // The row of a byte (a search match) is the row that shows it.
@@ -1678,7 +1637,7 @@ pub(crate) mod tests {
         }
         // The gutter of multi-line text: continuation rows start after `│ `.
         let more = at("more more");
-        let gutter = d.lines[more].width() - "more ".repeat(30).len();
+        let gutter = d.line(more).width() - "more ".repeat(30).len();
         assert_eq!(rows.row(&d, rows.row_of(more) + 1).unwrap().1, gutter);
         // A hang wider than half the pane is dropped rather than leave a sliver.
         let narrow = Rows::new(&d, 16, true);
@@ -1686,26 +1645,83 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_cut_document_says_where_and_how_much_is_left_out() {
-        let n = MAX_LINES + 10;
+    fn a_long_array_is_whole_searched_and_folded_past_the_old_cap() {
+        // 300,000 items: past the 200,000 lines the document used to be cut at.
+        let n = 300_000;
         let t = one(Payload {
-            output: Some(Value::Array((0..n).map(|i| json!(i)).collect())),
+            output: Some(Value::Array(
+                (0..n).map(|i| json!({"id": i, "name": format!("item {i}")})).collect(),
+            )),
             ..Default::default()
         });
-        let d = build(&t, 0, false, None);
-        let last = text(&d).pop().unwrap();
-        // Everything past the cap: the rest of the items, the closing bracket, the blank line.
-        let shown = d.lines.len() - 1;
-        assert!(shown <= MAX_LINES);
-        assert!(d.dropped > 10, "{last}");
-        assert!(
-            last.contains(&format!("{} more lines left out here", grouped(d.dropped))),
-            "{last}"
+        let mut d = build(&t, 0, false, None);
+        let lines = text(&d);
+        let at = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap();
+        let last = at("\"item 299999\"");
+        assert!(last > 1_000_000, "{last}");
+        assert_eq!(lines[last + 1], "  }");
+        assert_eq!(lines[last + 2], "]");
+        assert_eq!(d.copy_path(last).unwrap(), "$.output[299999].name");
+        assert_eq!(d.copy_value(last).unwrap(), "item 299999");
+        let whole: Value = serde_json::from_str(&d.copy_value(at("── Result") + 1).unwrap()).unwrap();
+        assert_eq!(whole.as_array().map(Vec::len), Some(n));
+        // Search reads the whole value; a match maps to the line that shows it.
+        let hits = search(&d, "item 2999");
+        assert_eq!(hits.len(), 111);
+        let h = hits.last().unwrap();
+        assert_eq!(h.line as usize, last);
+        let shown = &d.line(last).spans[h.span as usize].1;
+        assert_eq!(&shown[h.start as usize..h.end as usize], "item 2999");
+        // Fold all below the array: every item, to the last, shows as one row with its size.
+        d.fold_below(1);
+        let rows = Rows::new(&d, 80, true);
+        let result = at("── Result");
+        assert_eq!(rows.total(), result + 1 + n + 1 + 1 + (lines.len() - last - 3));
+        let tail = d.node_at(last - 2).unwrap();
+        assert!(d.is_folded(tail) && d.hidden(last));
+        assert_eq!(
+            d.fold_tail(tail).iter().map(|(_, s)| s.as_str()).collect::<String>(),
+            "…} 2 keys"
         );
-        // `o` / `y` on the note: the whole value, every item.
-        let whole = d.copy_value(d.lines.len() - 1).unwrap();
-        let back: Value = serde_json::from_str(&whole).unwrap();
-        assert_eq!(back.as_array().map(Vec::len), Some(n));
+        d.reveal(last);
+        assert!(!d.hidden(last));
+    }
+
+    #[test]
+    fn appended_documents_keep_their_values_folds_and_matches() {
+        let a = build(
+            &one(Payload {
+                output: Some(json!({"k": [1, 2]})),
+                ..Default::default()
+            }),
+            0,
+            false,
+            None,
+        );
+        let b = build(
+            &one(Payload {
+                input: Some(json!({"q": ["x", "needle"]})),
+                ..Default::default()
+            }),
+            0,
+            false,
+            None,
+        );
+        let mut d = a.clone();
+        d.append(b.clone());
+        assert_eq!(text(&d), [text(&a), text(&b)].concat());
+        assert_eq!(d.nodes.len(), a.nodes.len() + b.nodes.len());
+        assert_eq!(d.folded.len(), d.nodes.len());
+        let hits = search(&d, "needle");
+        assert_eq!(hits.len(), 1);
+        let li = hits[0].line as usize;
+        assert_eq!(li, a.len() + search(&b, "needle")[0].line as usize);
+        assert_eq!(d.copy_value(li).as_deref(), Some("needle"));
+        assert_eq!(d.copy_path(li).as_deref(), Some("$.input.q[1]"));
+        let q = d.node_around(li).unwrap();
+        assert_eq!(d.nodes[q].parent as usize, a.nodes.len());
+        d.set_folded(q, true);
+        assert!(d.hidden(li));
     }
 
     #[test]

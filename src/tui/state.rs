@@ -390,7 +390,7 @@ impl DetailState {
             let (ol, ok) = at(self.offset);
             let new = detail::Rows::new(&self.doc, width, wrap);
             let back = |(l, k): (usize, usize)| {
-                let l = l.min(self.doc.lines.len().saturating_sub(1));
+                let l = l.min(self.doc.len().saturating_sub(1));
                 new.row_of(l) + k.min(new.rows_in(l).saturating_sub(1))
             };
             self.cursor = back((cl, ck));
@@ -419,7 +419,7 @@ impl DetailState {
 
     /// Rows in the document as last laid out (lines before any layout).
     pub fn total_rows(&self) -> usize {
-        self.rows.as_ref().map_or(self.doc.lines.len(), |r| r.total())
+        self.rows.as_ref().map_or(self.doc.len(), |r| r.total())
     }
     /// The line under the cursor (what `y` copies).
     pub fn cursor_line(&self) -> usize {

@@ -470,8 +470,7 @@ fn detail_focus_cursor_copy_wrap_and_raw() {
     let d = run(&s).detail.as_ref().unwrap();
     let flight = d
         .doc
-        .lines
-        .iter()
+        .all_lines()
         .position(|l| l.spans.iter().any(|(_, t)| t.contains("flight_id")))
         .unwrap();
     for _ in 0..flight {
@@ -488,14 +487,12 @@ fn detail_focus_cursor_copy_wrap_and_raw() {
     let d = run(&s).detail.as_ref().unwrap();
     assert!(
         d.doc
-            .lines
-            .iter()
+            .all_lines()
             .any(|l| l.spans.iter().any(|(_, t)| t.contains("events.jsonl line 5")))
     );
     assert!(
         d.doc
-            .lines
-            .iter()
+            .all_lines()
             .any(|l| l.spans.iter().any(|(_, t)| t.contains("\"event_type\":\"TOOL_CALL\"")))
     );
     press(&mut s, &["esc"]);
@@ -816,8 +813,7 @@ fn wrap_off_scrolls_sideways_and_shows_the_column() {
         .as_ref()
         .unwrap()
         .doc
-        .lines
-        .iter()
+        .all_lines()
         .position(|l| l.spans.iter().any(|(_, x)| x.contains("TAIL-7")))
         .unwrap();
     press(&mut s, &["g"]);
@@ -995,7 +991,8 @@ fn a_cleared_runs_filter_ignores_the_old_search_s_batches() {
 /// The text of the detail line under the cursor.
 fn cursor_text(s: &State) -> String {
     let d = run(s).detail.as_ref().unwrap();
-    d.doc.lines[d.cursor_line()]
+    d.doc
+        .line(d.cursor_line())
         .spans
         .iter()
         .map(|(_, t)| t.as_str())
@@ -1132,8 +1129,7 @@ fn o_opens_the_value_or_the_whole_detail_and_capital_o_the_editor() {
         .as_ref()
         .unwrap()
         .doc
-        .lines
-        .iter()
+        .all_lines()
         .position(|l| l.spans.is_empty())
         .unwrap();
     for _ in 0..blank {

@@ -1023,12 +1023,7 @@ fn detail_command(s: &mut State, c: Command) {
                     Command::ScrollRight => d.hscroll + (w / 2).max(1),
                     Command::LineStart => 0,
                     // The end of the line under the cursor in the pane's last column.
-                    _ => d
-                        .doc
-                        .lines
-                        .get(d.cursor_line())
-                        .map_or(0, |l| l.width())
-                        .saturating_sub(w - 1),
+                    _ => d.doc.width_of(d.cursor_line()).saturating_sub(w - 1),
                 };
             }
         }

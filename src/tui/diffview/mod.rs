@@ -361,7 +361,7 @@ impl DiffData {
         }
         for (baseline, name) in [(true, "Baseline"), (false, "Current")] {
             let t = if baseline { &self.a } else { &self.b };
-            if d.lines.last().is_some_and(|l| !l.spans.is_empty()) {
+            if !d.is_empty() && !d.line(d.len() - 1).spans.is_empty() {
                 d.lines.push(Line::default());
             }
             let label = self.side_label(i, baseline);
@@ -411,20 +411,7 @@ fn push_section(d: &mut Doc, title: &str) {
 
 /// Append a document, keeping its copy targets pointing at its own values.
 fn append(dst: &mut Doc, src: Doc) {
-    let (roots, copies) = (dst.roots.len() as u32, dst.copies.len() as u32);
-    dst.roots.extend(src.roots);
-    let lines = dst.lines.len() as u32;
-    dst.moved.extend(src.moved.iter().map(|&(r, l)| (r + roots, l + lines)));
-    dst.copies.extend(src.copies.into_iter().map(|mut c| {
-        c.root += roots;
-        c
-    }));
-    dst.lines.extend(src.lines.into_iter().map(|mut l| {
-        l.copy = l.copy.map(|c| c + copies);
-        l
-    }));
-    dst.markers.extend(src.markers);
-    dst.truncated |= src.truncated;
+    dst.append(src);
 }
 
 /// What the diff view holds while it is open.

@@ -254,8 +254,7 @@ fn enter_opens_the_pair_with_its_path_changes_and_both_values_and_esc_backs_out(
     let text = |s: &State| -> Vec<String> {
         let p = view(s).pair.as_ref().unwrap();
         p.doc
-            .lines
-            .iter()
+            .all_lines()
             .map(|l| l.spans.iter().map(|(_, t)| t.as_str()).collect())
             .collect()
     };
@@ -472,8 +471,7 @@ fn the_pair_detail_shows_a_string_change_as_its_word_diff() {
     let text = |s: &State| {
         let p = view(s).pair.as_ref().unwrap();
         p.doc
-            .lines
-            .iter()
+            .all_lines()
             .map(|l| l.spans.iter().map(|(_, t)| t.as_str()).collect::<String>())
             .collect::<Vec<_>>()
             .join("\n")

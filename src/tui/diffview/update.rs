@@ -185,7 +185,7 @@ pub fn pair_command(s: &mut State, c: Command) {
     let Some(v) = s.diff.as_mut() else { return };
     let Some(p) = v.pair.as_mut() else { return };
     match c {
-        c if is_move(c) => p.cursor = move_sel(p.cursor, p.doc.lines.len(), c, h),
+        c if is_move(c) => p.cursor = move_sel(p.cursor, p.doc.len(), c, h),
         Command::Back => v.pair = None,
         Command::NextChange | Command::PrevChange => {
             jump(s, c == Command::NextChange);
@@ -267,13 +267,13 @@ pub fn settle(s: &mut State) {
     let wrap = v.wrap;
     if let Some(p) = v.pair.as_mut() {
         p.offset = fit_cursor(&p.doc, p.cursor, p.offset, pbox, wrap);
-        p.cursor = p.cursor.min(p.doc.lines.len().saturating_sub(1));
+        p.cursor = p.cursor.min(p.doc.len().saturating_sub(1));
     }
 }
 
 /// The offset that shows the cursor line whole, when lines wrap over several rows.
 fn fit_cursor(doc: &Doc, cursor: usize, offset: usize, area: Rect, wrap: bool) -> usize {
-    let n = doc.lines.len();
+    let n = doc.len();
     if n == 0 {
         return 0;
     }
@@ -283,7 +283,7 @@ fn fit_cursor(doc: &Doc, cursor: usize, offset: usize, area: Rect, wrap: bool) -
     let mut used = 0;
     let mut top = cursor;
     loop {
-        used += detail::rows_of(&doc.lines[top], w, wrap);
+        used += detail::rows_of(&doc.line(top), w, wrap);
         if used > h {
             top += 1;
             break;
@@ -307,8 +307,8 @@ pub fn click(s: &mut State, x: u16, y: u16) {
             return;
         }
         let mut row = pbox.y;
-        for i in p.offset..p.doc.lines.len() {
-            let hgt = detail::rows_of(&p.doc.lines[i], pbox.width as usize, wrap) as u16;
+        for i in p.offset..p.doc.len() {
+            let hgt = detail::rows_of(&p.doc.line(i), pbox.width as usize, wrap) as u16;
             if y < row + hgt {
                 p.cursor = i;
                 break;
@@ -332,7 +332,7 @@ pub fn scroll(s: &mut State, down: bool) {
         }
     };
     if let Some(p) = v.pair.as_mut() {
-        p.cursor = step(p.cursor, p.doc.lines.len());
+        p.cursor = step(p.cursor, p.doc.len());
     } else {
         let n = v.data.as_ref().map_or(0, |d| d.len());
         v.selected = step(v.selected, n);

@@ -97,7 +97,7 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
         let Some((li, ranges, indent)) = rows.ranges(&d.doc, i) else {
             break;
         };
-        let line = &d.doc.lines[li];
+        let line = d.doc.line(li);
         // Each piece styled by its token, matches cut out of it in the match style.
         let mut pieces: Vec<(Style, &str)> = Vec::with_capacity(ranges.len());
         for (si, a, b) in ranges {

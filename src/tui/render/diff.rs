@@ -371,7 +371,7 @@ fn pair(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) {
     if !v.wrap {
         title.push_str("· nowrap ");
     }
-    let total = p.doc.lines.len();
+    let total = p.doc.len();
     let Some(inner) = super::detail::document_frame(buf, area, title, true, p.cursor, total, th) else {
         return;
     };
@@ -381,7 +381,8 @@ fn pair(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) {
         if y >= bottom {
             break;
         }
-        let line = &p.doc.lines[i];
+        let line = p.doc.line(i);
+        let line = &*line;
         let rows: Vec<Vec<(detail::Tok, &str)>> = if v.wrap {
             detail::wrap(line, inner.width as usize)
         } else {
