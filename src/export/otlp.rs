@@ -354,7 +354,7 @@ fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload, texts: Texts) {
     // Text from the record is written as its value would be: an LLM call's message list
     // under its own key, its other JSON as `input.value` / `output.value`, a string as a
     // message; a string whose escapes the copy does not take is decoded after all.
-    let text = |a: &mut Attrs, text: RawText, key: &'static str, other: &'static str, role: &str| match text {
+    let text = |a: &mut Attrs, text: RawText, key: &'static str, other: &'static str, role: &'static str| match text {
         RawText::Json(t) => {
             a.json_text(if llm && !t.starts_with('[') { other } else { key }, t);
             None
@@ -714,34 +714,37 @@ impl<'a> Attrs<'a> {
     /// decoded and written as [`json_str`] would write the value. False, with nothing
     /// written, on an escape that needs the decoded value.
     fn written_str(&mut self, k: &str, w: &str) -> bool {
+        self.written(k, &[], w, false, b"")
+    }
+    /// [`text_message`] of a string as a record writes it, as a string attribute (what
+    /// `raw_json(k, &text_message(role, value))` writes, without decoding the value). The
+    /// roles are this module's own words, which need no escape.
+    fn written_message(&mut self, k: &str, role: &'static str, w: &str) -> bool {
+        let head: [&[u8]; 3] = [
+            b"[{\\\"role\\\":\\\"",
+            role.as_bytes(),
+            b"\\\",\\\"parts\\\":[{\\\"type\\\":\\\"text\\\",\\\"content\\\":\\\"",
+        ];
+        self.written(k, &head, w, true, b"\\\"}]}]")
+    }
+    /// `head`, the written string `w` (escaped once more with `twice`) and `tail` as the
+    /// contents of a string attribute; nothing written when `w` has an escape [`escape`]
+    /// leaves to a decoder.
+    fn written(&mut self, k: &str, head: &[&[u8]], w: &str, twice: bool, tail: &[u8]) -> bool {
         let (mark, first) = (self.b.len(), self.first);
         self.key(k);
         self.b.extend_from_slice(b"\"stringValue\":\"");
+        for h in head {
+            self.b.extend_from_slice(h);
+        }
         let inner = w.as_bytes().get(1..w.len().saturating_sub(1)).unwrap_or_default();
-        if escape(self.b, inner, true, false).is_none() {
+        if escape(self.b, inner, true, twice).is_none() {
             self.b.truncate(mark);
             self.first = first;
             return false;
         }
+        self.b.extend_from_slice(tail);
         self.b.extend_from_slice(b"\"}}");
-        true
-    }
-    /// [`text_message`] of a string as a record writes it, as a string attribute (what
-    /// `raw_json(k, &text_message(role, value))` writes, without decoding the value).
-    fn written_message(&mut self, k: &str, role: &str, w: &str) -> bool {
-        let (mark, first) = (self.b.len(), self.first);
-        self.key(k);
-        self.b.extend_from_slice(b"\"stringValue\":\"[{\\\"role\\\":\\\"");
-        escape_into(self.b, role.as_bytes());
-        self.b
-            .extend_from_slice(b"\\\",\\\"parts\\\":[{\\\"type\\\":\\\"text\\\",\\\"content\\\":\\\"");
-        let inner = w.as_bytes().get(1..w.len().saturating_sub(1)).unwrap_or_default();
-        if escape(self.b, inner, true, true).is_none() {
-            self.b.truncate(mark);
-            self.first = first;
-            return false;
-        }
-        self.b.extend_from_slice(b"\\\"}]}]\"}}");
         true
     }
     fn raw_json(&mut self, k: &str, s: &str) {
