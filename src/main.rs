@@ -81,26 +81,24 @@ fn init_prices() {
     }
 }
 
-/// Standard output as a file of its own (a duplicate of the descriptor), buffered in large
-/// blocks and not by line.
-#[cfg(unix)]
-fn block_stdout() -> Option<std::io::BufWriter<std::fs::File>> {
-    use std::os::fd::AsFd;
-    let fd = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
-    Some(std::io::BufWriter::with_capacity(1 << 20, std::fs::File::from(fd)))
-}
-
-#[cfg(not(unix))]
-fn block_stdout() -> Option<std::io::BufWriter<std::fs::File>> {
-    None
+/// Standard output for reports, in 1 MiB blocks, through a duplicate of its descriptor.
+/// Not stdout's own handle: held for the run, its lock would make the explorer's terminal
+/// restore (from a signal thread) wait, and its line buffer searches every block it is
+/// given for the last newline (5% of a large export).
+fn report_out() -> std::io::BufWriter<Box<dyn Write>> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() {
+            return std::io::BufWriter::with_capacity(1 << 20, Box::new(std::fs::File::from(fd)));
+        }
+    }
+    std::io::BufWriter::with_capacity(1 << 16, Box::new(std::io::stdout()))
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     init_prices();
-    // Not `stdout.lock()` for the whole run: the explorer's terminal restore (from a signal
-    // thread) must never wait for a lock this thread holds. Report output is buffered here
-    // and written in large blocks all the same.
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
+    let mut out = report_out();
     let code = match cli.command {
         Some(Command::Check { paths, fmt }) => {
             let (o, forced) = formats(&fmt)?;
@@ -396,16 +394,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 output: output.as_deref(),
                 forced,
             };
-            // Exports are big: written past stdout's line buffer, which would search every
-            // block it is given for its last newline.
-            match block_stdout() {
-                Some(mut w) => {
-                    let code = tracetui::export::command::run(&req, &mut w)?;
-                    w.flush()?;
-                    code
-                }
-                None => tracetui::export::command::run(&req, &mut out)?,
-            }
+            tracetui::export::command::run(&req, &mut out)?
         }
         Some(Command::Sources { format }) => {
             let places = source::places::resolve_env();
