@@ -368,23 +368,20 @@ fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload, texts: Texts) {
         _ if llm => a.json(other, v),
         _ => a.value(key, v),
     };
-    match (texts.0, &p.input) {
-        (Some(t), _) => {
-            if let Some(v) = text(a, t, ik, "input.value", "user") {
-                decoded(a, &v, ik, "input.value", "user");
+    let sides = [
+        (texts.0, &p.input, ik, "input.value", "user"),
+        (texts.1, &p.output, ok, "output.value", "assistant"),
+    ];
+    for (raw, value, key, other, role) in sides {
+        match (raw, value) {
+            (Some(t), _) => {
+                if let Some(v) = text(a, t, key, other, role) {
+                    decoded(a, &v, key, other, role);
+                }
             }
+            (None, Some(v)) => decoded(a, v, key, other, role),
+            (None, None) => {}
         }
-        (None, Some(v)) => decoded(a, v, ik, "input.value", "user"),
-        (None, None) => {}
-    }
-    match (texts.1, &p.output) {
-        (Some(t), _) => {
-            if let Some(v) = text(a, t, ok, "output.value", "assistant") {
-                decoded(a, &v, ok, "output.value", "assistant");
-            }
-        }
-        (None, Some(v)) => decoded(a, v, ok, "output.value", "assistant"),
-        (None, None) => {}
     }
     for (k, v) in &p.extra {
         if k == "usage" {
