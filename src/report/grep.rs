@@ -4,7 +4,7 @@
 use crate::cli::Output;
 use crate::model::Trace;
 use crate::sanitize;
-use crate::search::grep::{Hit, Options, SourceResult, breadcrumb, search_source};
+use crate::search::grep::{Hit, Options, SourceResult, breadcrumb, search_source_caught};
 use crate::source::{Discovery, RunRef};
 use serde_json::json;
 use std::io::Write;
@@ -97,15 +97,7 @@ fn in_order(
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
-                    // A worker that panicked would leave a hole in the order: its source
-                    // is reported as unreadable instead.
-                    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| search_source(&runs[i], o)))
-                        .unwrap_or_else(|_| {
-                            Err(crate::formats::LoadError::io(
-                                &runs[i].path,
-                                std::io::Error::other("the search failed"),
-                            ))
-                        });
+                    let res = search_source_caught(&runs[i], o);
                     if tx.send((i, res)).is_err() {
                         return;
                     }

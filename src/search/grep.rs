@@ -417,6 +417,17 @@ pub fn search_source(run: &RunRef, o: &Options) -> Result<SourceResult, formats:
     search_source_loaded(run, o)
 }
 
+/// [`search_source`] on a worker thread: a panic in a parser is this source failing (an
+/// error naming it), not a hole in the results or a lost worker.
+pub fn search_source_caught(run: &RunRef, o: &Options) -> Result<SourceResult, formats::LoadError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| search_source(run, o))).unwrap_or_else(|_| {
+        Err(formats::LoadError::io(
+            &run.path,
+            std::io::Error::other("the search failed"),
+        ))
+    })
+}
+
 /// [`search_source`] by a full load of the source (the general path; the fast path of
 /// AgentDbg sources must agree with it).
 pub fn search_source_loaded(run: &RunRef, o: &Options) -> Result<SourceResult, formats::LoadError> {

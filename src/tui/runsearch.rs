@@ -4,7 +4,7 @@
 
 use super::action::Action;
 use super::state::{Effect, State};
-use crate::search::grep::{Options, Pattern, search_source};
+use crate::search::grep::{Options, Pattern, search_source_caught};
 use crate::source::RunRef;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -224,7 +224,7 @@ fn search_job(
         return;
     }
     let mut hits = Vec::new();
-    if let Ok(Ok(res)) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| search_source(&job.run, o))) {
+    if let Ok(res) = search_source_caught(&job.run, o) {
         for th in &res.traces {
             for (entry, index) in &job.entries {
                 if th.index == *index {
