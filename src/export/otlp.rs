@@ -487,50 +487,90 @@ fn escape(b: &mut Vec<u8>, s: &[u8], written: bool, twice: bool) -> Option<()> {
     let mut start = 0;
     let mut i = 0;
     while i < s.len() {
-        if let Some(block) = s.get(i..i + 16) {
-            let m = special_mask(block.try_into().unwrap_or([0; 16]));
-            if m == 0 {
-                i += 16;
-                continue;
-            }
-            i += m.trailing_zeros() as usize;
+        i = next_special(s, i);
+        if i >= s.len() {
+            break;
         }
         let c = s[i];
-        if !SPECIAL[c as usize] {
-            i += 1;
-            continue;
-        }
-        b.extend_from_slice(&s[start..i]);
-        let (esc, len): (Option<u32>, usize) = match c {
-            b'\\' if written => {
-                let (cp, len) = written_escape(s, i)?;
-                (Some(cp), len)
+        if written {
+            match c {
+                // An escape written as `crate::json` writes it (most of a record's, measured)
+                // is copied: alone it stays in the run, escaped twice it takes a backslash
+                // before it (two before `\"` and `\\`).
+                b'\\' if matches!(s.get(i + 1), Some(b'"' | b'\\' | b'n' | b'r' | b't')) => {
+                    if twice {
+                        b.extend_from_slice(&s[start..i]);
+                        b.extend_from_slice(if matches!(s[i + 1], b'"' | b'\\') {
+                            b"\\\\"
+                        } else {
+                            b"\\"
+                        });
+                        start = i;
+                    }
+                    i += 2;
+                    continue;
+                }
+                b'\\' => {
+                    let (cp, len) = written_escape(s, i)?;
+                    b.extend_from_slice(&s[start..i]);
+                    put_char(b, cp, twice);
+                    i += len;
+                    start = i;
+                    continue;
+                }
+                // serde refuses these raw in a string.
+                b'"' | 0..=0x1f => return None,
+                _ => {}
             }
-            // serde refuses these raw in a string.
-            b'"' | 0..=0x1f if written => return None,
-            0xc2 if matches!(s.get(i + 1), Some(0x80..=0x9f)) => (Some(s[i + 1] as u32), 2),
-            0xd8 if s.get(i + 1) == Some(&0x9c) => (Some(0x061c), 2),
-            0xe2 => match (s.get(i + 1), s.get(i + 2)) {
-                (Some(0x80), Some(&x @ (0x8e | 0x8f | 0xa8..=0xae))) => (Some(0x2000 + (x as u32 - 0x80)), 3),
-                (Some(0x81), Some(&x @ 0xa6..=0xa9)) => (Some(0x2040 + (x as u32 - 0x80)), 3),
-                _ => (None, 1),
-            },
-            0xc2 | 0xd8 => (None, 1),
-            _ => (Some(c as u32), 1),
-        };
-        i += len;
-        match esc {
+        }
+        match plain_special(s, i) {
+            (Some(cp), len) => {
+                b.extend_from_slice(&s[start..i]);
+                put_char(b, cp, twice);
+                i += len;
+                start = i;
+            }
             // A lead byte of a character that needs no escape: the rest of it follows as is.
-            None => {
-                start = i - len;
-                continue;
-            }
-            Some(cp) => put_char(b, cp, twice),
+            (None, len) => i += len,
         }
-        start = i;
     }
     b.extend_from_slice(&s[start..]);
     Some(())
+}
+
+/// Where the next byte at or after `i` that may start something to escape ([`SPECIAL`]) is,
+/// or `s.len()`.
+#[inline(always)]
+fn next_special(s: &[u8], mut i: usize) -> usize {
+    while let Some(block) = s.get(i..i + 16) {
+        let m = special_mask(block.try_into().unwrap_or([0; 16]));
+        if m != 0 {
+            return i + m.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    while i < s.len() && !SPECIAL[s[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
+/// The character at `s[i]`, a [`SPECIAL`] byte of plain text: the code point `crate::json`
+/// escapes and its length, or None and 1 for a lead byte of a character it leaves as is.
+#[inline(always)]
+fn plain_special(s: &[u8], i: usize) -> (Option<u32>, usize) {
+    let c = s[i];
+    match c {
+        0xc2 if matches!(s.get(i + 1), Some(0x80..=0x9f)) => (Some(s[i + 1] as u32), 2),
+        0xd8 if s.get(i + 1) == Some(&0x9c) => (Some(0x061c), 2),
+        0xe2 => match (s.get(i + 1), s.get(i + 2)) {
+            (Some(0x80), Some(&x @ (0x8e | 0x8f | 0xa8..=0xae))) => (Some(0x2000 + (x as u32 - 0x80)), 3),
+            (Some(0x81), Some(&x @ 0xa6..=0xa9)) => (Some(0x2040 + (x as u32 - 0x80)), 3),
+            _ => (None, 1),
+        },
+        0xc2 | 0xd8 => (None, 1),
+        _ => (Some(c as u32), 1),
+    }
 }
 
 /// A decoded escape of a written JSON string at `s[i]` (a backslash): its code point and the
@@ -615,28 +655,44 @@ fn minify_escaped(b: &mut Vec<u8>, s: &[u8]) {
             b' ' | b'\t' | b'\n' | b'\r' => {}
             b'"' => {
                 b.extend_from_slice(b"\\\"");
-                // Inside the string: plain runs are escaped as text; `\x` and the closing
-                // quote are written escaped once more.
+                // Inside the string, in one scan: plain runs are escaped as text; `\x` and
+                // the closing quote are written escaped once more.
+                let mut start = i;
                 loop {
-                    let Some(k) = memchr::memchr2(b'"', b'\\', &s[i..]) else {
-                        escape_into(b, &s[i..]);
+                    i = next_special(s, i);
+                    let Some(&c) = s.get(i) else {
+                        b.extend_from_slice(&s[start..]);
                         return;
                     };
-                    escape_into(b, &s[i..i + k]);
-                    i += k;
-                    if s[i] == b'"' {
-                        b.extend_from_slice(b"\\\"");
-                        i += 1;
-                        break;
+                    match c {
+                        b'"' => {
+                            b.extend_from_slice(&s[start..i]);
+                            b.extend_from_slice(b"\\\"");
+                            i += 1;
+                            break;
+                        }
+                        b'\\' => {
+                            b.extend_from_slice(&s[start..i]);
+                            b.extend_from_slice(b"\\\\");
+                            match s.get(i + 1) {
+                                Some(b'"') => b.extend_from_slice(b"\\\""),
+                                Some(b'\\') => b.extend_from_slice(b"\\\\"),
+                                Some(&x) => b.push(x),
+                                None => {}
+                            }
+                            i += 2;
+                            start = i.min(s.len());
+                        }
+                        _ => match plain_special(s, i) {
+                            (Some(cp), len) => {
+                                b.extend_from_slice(&s[start..i]);
+                                put_char(b, cp, false);
+                                i += len;
+                                start = i;
+                            }
+                            (None, len) => i += len,
+                        },
                     }
-                    b.extend_from_slice(b"\\\\");
-                    match s.get(i + 1) {
-                        Some(b'"') => b.extend_from_slice(b"\\\""),
-                        Some(b'\\') => b.extend_from_slice(b"\\\\"),
-                        Some(&x) => b.push(x),
-                        None => {}
-                    }
-                    i += 2;
                 }
             }
             _ => b.push(c),
@@ -1020,6 +1076,76 @@ mod tests {
             proptest::prop_assert!(Attrs::new(&mut fast).written_message("k", "user", &w));
             Attrs::new(&mut slow).raw_json("k", &text_message("user", &s));
             proptest::prop_assert_eq!(String::from_utf8(fast).unwrap(), String::from_utf8(slow).unwrap());
+        }
+    }
+
+    /// The two-pass copy the one-scan [`minify_escaped`] replaced (memchr for the quote or
+    /// backslash, then the run escaped as text): the oracle of the proptest below.
+    fn minify_two_pass(b: &mut Vec<u8>, s: &[u8]) {
+        let mut i = 0;
+        while i < s.len() {
+            let c = s[i];
+            i += 1;
+            match c {
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                b'"' => {
+                    b.extend_from_slice(b"\\\"");
+                    loop {
+                        let Some(k) = memchr::memchr2(b'"', b'\\', &s[i..]) else {
+                            escape_into(b, &s[i..]);
+                            return;
+                        };
+                        escape_into(b, &s[i..i + k]);
+                        i += k;
+                        if s[i] == b'"' {
+                            b.extend_from_slice(b"\\\"");
+                            i += 1;
+                            break;
+                        }
+                        b.extend_from_slice(b"\\\\");
+                        match s.get(i + 1) {
+                            Some(b'"') => b.extend_from_slice(b"\\\""),
+                            Some(b'\\') => b.extend_from_slice(b"\\\\"),
+                            Some(&x) => b.push(x),
+                            None => {}
+                        }
+                        i += 2;
+                    }
+                }
+                _ => b.push(c),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// JSON text with written strings (any escapes) and whitespace between its tokens
+        /// copies as the two-pass copy did, and parses back to the same value.
+        #[test]
+        fn json_text_copies_as_two_passes_did(
+            strs in proptest::collection::vec(
+                "(\\PC|[\"\\\\/\n\r\t\u{0}-\u{1f}\u{7f}-\u{9f}\u{61c}\u{200e}\u{2028}-\u{202e}\u{2066}-\u{2069}é🚀])*",
+                0..5,
+            ),
+            how in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..8),
+            ws in proptest::collection::vec(0usize..4, 1..6),
+        ) {
+            let sp = |k: usize| [" ", "", "\n  ", "\t"][ws[k % ws.len()]];
+            let mut text = format!("{}{{", sp(0));
+            for (k, s) in strs.iter().enumerate() {
+                if k > 0 {
+                    text.push(',');
+                }
+                let w = written(s, &how);
+                text.push_str(&format!("{}{}{}:{}[{}, 1.5e3,{}true , null]", sp(k + 1), written(&format!("k{k}{s}"), &how), sp(k), sp(k + 2), w, sp(k + 3)));
+            }
+            text.push_str(&format!("{}}}{}", sp(7), sp(8)));
+            let want: Value = serde_json::from_str(&text).unwrap();
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            minify_escaped(&mut fast, text.as_bytes());
+            minify_two_pass(&mut slow, text.as_bytes());
+            proptest::prop_assert_eq!(String::from_utf8(fast.clone()).unwrap(), String::from_utf8(slow).unwrap());
+            let inner: String = serde_json::from_slice(&[b"\"".as_slice(), &fast, b"\""].concat()).unwrap();
+            proptest::prop_assert_eq!(serde_json::from_str::<Value>(&inner).unwrap(), want);
         }
     }
 
