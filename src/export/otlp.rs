@@ -143,7 +143,14 @@ fn spans(t: &Trace, range: std::ops::Range<usize>, trace_id: &str) -> Vec<u8> {
                     raw.push(slice(*o2));
                 }
                 match fmt.decode_payload_raw(t, e, &raw) {
-                    Some(rp) => span(t, i as u32, &rp.payload, (rp.input, rp.output), trace_id, &mut b),
+                    Some(rp) => span(
+                        t,
+                        i as u32,
+                        &rp.payload,
+                        (rp.input, rp.output, &rp.extra),
+                        trace_id,
+                        &mut b,
+                    ),
                     None => span(t, i as u32, &fmt.decode_payload(t, e, &raw), NO_TEXT, trace_id, &mut b),
                 }
             }
@@ -153,9 +160,10 @@ fn spans(t: &Trace, range: std::ops::Range<usize>, trace_id: &str) -> Vec<u8> {
     b
 }
 
-/// Input and output as their text in the record, in place of the payload's own.
-type Texts<'a> = (Option<RawText<'a>>, Option<RawText<'a>>);
-const NO_TEXT: Texts = (None, None);
+/// Input and output as their text in the record, in place of the payload's own, and extra
+/// fields as their text, after the payload's own.
+type Texts<'a, 'b> = (Option<RawText<'a>>, Option<RawText<'a>>, &'b [(&'static str, &'a str)]);
+const NO_TEXT: Texts = (None, None, &[]);
 
 /// The bytes that the deferred payloads of `evs` lie in, and the offset they start at, when
 /// that is one file and at most [`BLOCK_READ`] bytes.
@@ -387,7 +395,30 @@ fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload, texts: Texts) {
         if k == "usage" {
             continue;
         }
-        a.value(&format!("tracetui.extra.{k}"), v);
+        a.value(&extra_key(k), v);
+    }
+    // Usage is written from the index above; a string as written is copied, the rest (small:
+    // numbers, the odd object) decoded as before.
+    for &(k, text) in texts.2 {
+        if k == "usage" || (text.starts_with('"') && a.written_str(&extra_key(k), text)) {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(text) {
+            a.value(&extra_key(k), &v);
+        }
+    }
+}
+
+/// `tracetui.extra.K`, without a `format!` for the keys formats give most.
+fn extra_key(k: &str) -> std::borrow::Cow<'static, str> {
+    match k {
+        "provider" => "tracetui.extra.provider".into(),
+        "model" => "tracetui.extra.model".into(),
+        "temperature" => "tracetui.extra.temperature".into(),
+        "stop_reason" => "tracetui.extra.stop_reason".into(),
+        "meta" => "tracetui.extra.meta".into(),
+        "diff" => "tracetui.extra.diff".into(),
+        _ => format!("tracetui.extra.{k}").into(),
     }
 }
 

@@ -313,6 +313,10 @@ fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>>
             _ => serde_json::from_str(v).ok().map(|x| Err(decode_embedded_owned(x))),
         }
     }
+    // A present, non-null field's text.
+    fn text<'a>(f: &mut RecordText<'a>, k: &str) -> Option<&'a str> {
+        f.take(k).filter(|v| *v != "null")
+    }
     fn value(f: &mut RecordText, k: &str) -> Option<Value> {
         f.take(k)
             .and_then(|v| serde_json::from_str::<Value>(v).ok())
@@ -341,25 +345,24 @@ fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>>
                 p.error = value(&mut f, "error").as_ref().and_then(ErrorInfo::from_value);
                 if ty == "LLM_CALL" {
                     for k in ["usage", "provider", "model", "temperature", "stop_reason"] {
-                        if let Some(v) = value(&mut f, k) {
-                            p.extra.push((k.into(), v));
+                        if let Some(v) = text(&mut f, k) {
+                            out.extra.push((k, v));
                         }
                     }
                 }
             }
             "STATE_UPDATE" => {
                 set(part(&mut f, "state"), &mut out.output, &mut p.output);
-                if let Some(d) = value(&mut f, "diff") {
-                    p.extra.push(("diff".into(), d));
+                if let Some(d) = text(&mut f, "diff") {
+                    out.extra.push(("diff", d));
                 }
             }
             _ => return None,
         }
-        if let Some(m) = f.meta.filter(|m| *m != "null") {
-            let m: Value = serde_json::from_str(m).ok()?;
-            if m.as_object().is_none_or(|o| !o.is_empty()) {
-                p.extra.push(("meta".into(), m));
-            }
+        // An empty meta object is left out, as `decode_payload` leaves it.
+        let empty = |m: &str| m.strip_prefix('{').is_some_and(|r| r.trim_start().starts_with('}'));
+        if let Some(m) = f.meta.filter(|m| *m != "null" && !empty(m)) {
+            out.extra.push(("meta", m));
         }
     }
     if ev.kind == EventKind::Error && out.payload.error.is_none() {
@@ -1093,6 +1096,10 @@ mod tests {
                     prop_assert_eq!(fast.input, slow.input, "{}", line);
                     prop_assert_eq!(fast.output, slow.output, "{}", line);
                     prop_assert_eq!(fast.error, slow.error, "{}", line);
+                    for (k, v) in rp.extra {
+                        prop_assert!(v != "null");
+                        fast.extra.push((k.to_string(), serde_json::from_str(v).unwrap()));
+                    }
                     prop_assert_eq!(fast.extra, slow.extra, "{}", line);
                 }
             }

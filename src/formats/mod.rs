@@ -65,6 +65,9 @@ pub struct RawPayload<'a> {
     pub payload: Payload,
     pub input: Option<RawText<'a>>,
     pub output: Option<RawText<'a>>,
+    /// Extra fields as their JSON text (never `null`), in the order `decode_payload` gives
+    /// them, after `payload.extra`.
+    pub extra: Vec<(&'static str, &'a str)>,
 }
 
 /// A value as its JSON text in a record (valid JSON, UTF-8 checked).
