@@ -8,6 +8,7 @@ pub mod cost;
 pub mod diff;
 pub mod export;
 pub mod formats;
+pub mod in_order;
 pub mod json;
 pub mod model;
 pub mod report;

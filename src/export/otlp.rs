@@ -15,7 +15,6 @@
 
 use crate::formats::{self, RawText};
 use crate::model::{ErrorInfo, Event, EventKind, NO_PARENT, Payload, PayloadRef, Status, Trace, Usage};
-use rayon::prelude::*;
 use serde_json::Value;
 use std::io::{self, Write};
 
@@ -39,16 +38,23 @@ pub fn write(t: &Trace, out: &mut dyn Write) -> io::Result<()> {
         .step_by(SPANS_PER_LINE)
         .map(|s| s..(s + SPANS_PER_LINE).min(n))
         .collect();
-    // A few lines per core at a time: enough to keep them busy, few enough to bound memory.
-    let window = rayon::current_num_threads().max(1) * 2;
-    for group in lines.chunks(window) {
-        let bufs: Vec<Vec<u8>> = group.par_iter().map(|r| spans(t, r.clone(), &trace_id)).collect();
-        for b in bufs {
-            out.write_all(&head)?;
-            out.write_all(&b)?;
-            out.write_all(TAIL)?;
-        }
-    }
+    // Lines are made on every core and written in order as they come; a few lines per core
+    // ahead at most bounds memory.
+    let lead = rayon::current_num_threads().max(1) * 2;
+    let mut io = Ok(());
+    crate::in_order::in_order(
+        lines.len(),
+        lead,
+        |k| spans(t, lines[k].clone(), &trace_id),
+        |_, b| {
+            io = out
+                .write_all(&head)
+                .and_then(|_| out.write_all(&b))
+                .and_then(|_| out.write_all(TAIL));
+            io.is_ok()
+        },
+    );
+    io?;
     Ok(())
 }
 

@@ -237,6 +237,15 @@ impl<'a> Skim<'a> {
         Some(&self.s[start..self.i])
     }
 
+    /// The next value's raw text, its end found without checking the value (see
+    /// [`value_end_unchecked`]): for a record read again that was checked when it was loaded.
+    pub fn value_unchecked(&mut self) -> Option<&'a [u8]> {
+        self.ws();
+        let start = self.i;
+        self.i = value_end_unchecked(self.s, start)?;
+        Some(&self.s[start..self.i])
+    }
+
     /// A value serde would read as `Option<Raw>`: null is None.
     pub fn raw(&mut self) -> Option<Option<Raw<'a>>> {
         if self.peek()? == b'n' {
@@ -386,6 +395,88 @@ impl<'a> Skim<'a> {
             }
         }
     }
+}
+
+/// Where the JSON value that starts at `s[i]` ends, found without checking it: strings by
+/// their closing quote, objects and arrays by their brackets outside strings, scalars at the
+/// next delimiter. What was loaded was checked then; read again (to export it), finding the
+/// ends of its large values is most of the work, and this does it in fewer steps than
+/// [`Skim::skip`]. On text that is not JSON it gives some position within `s` or None, never
+/// a panic; whoever uses the text then checks what it copies.
+pub fn value_end_unchecked(s: &[u8], mut i: usize) -> Option<usize> {
+    match *s.get(i)? {
+        b'"' => string_end(s, i + 1),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            loop {
+                let k = i + next_structural(s.get(i..)?)?;
+                match s[k] {
+                    b'"' => i = string_end(s, k + 1)?,
+                    b'{' | b'[' => {
+                        depth += 1;
+                        i = k + 1;
+                    }
+                    _ => {
+                        depth = depth.checked_sub(1)?;
+                        i = k + 1;
+                        if depth == 0 {
+                            return Some(i);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {
+            let n = s[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(s.len() - i);
+            (n > 0).then_some(i + n)
+        }
+    }
+}
+
+/// The end (past the closing quote) of a string whose opening quote is before `s[i]`.
+fn string_end(s: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        let k = i + memchr::memchr2(b'"', b'\\', s.get(i..)?)?;
+        if s[k] == b'"' {
+            return Some(k + 1);
+        }
+        i = k + 2;
+    }
+}
+
+/// The first `"`, `{`, `}`, `[` or `]` in `s`.
+fn next_structural(s: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    while let Some(block) = s.get(i..i + 16) {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86_64; the load is unaligned and reads the 16 bytes of
+        // `block`.
+        let m = unsafe {
+            let v = _mm_loadu_si128(block.as_ptr() as *const __m128i);
+            // `[` and `]` are `{` and `}` without the 0x20 bit.
+            let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            let any = _mm_or_si128(
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(folded, _mm_set1_epi8(b'{' as i8)),
+                    _mm_cmpeq_epi8(folded, _mm_set1_epi8(b'}' as i8)),
+                ),
+            );
+            _mm_movemask_epi8(any) as u32
+        };
+        if m != 0 {
+            return Some(i + m.trailing_zeros() as usize);
+        }
+        i += 16;
+    }
+    s[i..]
+        .iter()
+        .position(|c| matches!(c, b'"' | b'{' | b'}' | b'[' | b']'))
+        .map(|k| i + k)
 }
 
 /// UTF-8 checked text. Ids, names and times are nearly always ASCII, which is checked a word
@@ -675,6 +766,31 @@ mod tests {
                 tail.push(b']');
                 tail[2 + pos] = b'\t';
                 assert!(!skims(std::str::from_utf8(&tail).unwrap()));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// On JSON, the unchecked end is the end of the value serde reads, alone and with
+        /// more after it; on any bytes it gives a position within them or None.
+        #[test]
+        fn unchecked_ends_are_the_values_ends(
+            text in "(\\PC|[\"\\\\{}\\[\\]:, /é])*",
+            nums in proptest::collection::vec(-1e9f64..1e9, 0..3),
+            pretty in proptest::prelude::any::<bool>(),
+            junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+        ) {
+            let v = serde_json::json!({"a": text, "b": [nums, {"c": text, "d": [[], {}]}], "e": null, "f": true});
+            for v in [v.clone(), v["a"].clone(), v["b"].clone(), serde_json::json!(nums.first())] {
+                let t = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) }.unwrap();
+                proptest::prop_assert_eq!(value_end_unchecked(t.as_bytes(), 0), Some(t.len()), "{}", t);
+                let more = format!("{t}, \"x\": 1}}");
+                proptest::prop_assert_eq!(value_end_unchecked(more.as_bytes(), 0), Some(t.len()), "{}", more);
+            }
+            for at in 0..junk.len() {
+                if let Some(end) = value_end_unchecked(&junk, at) {
+                    proptest::prop_assert!(end <= junk.len());
+                }
             }
         }
     }
