@@ -152,7 +152,7 @@ impl Format for SweAgent {
                         &doc,
                         &skeleton,
                         &list("trajectory").unwrap_or_default(),
-                        list("history"),
+                        top.get("history").copied(),
                     ),
                     Some(Shape::MiniDoc) => from_mini(path, &doc, &skeleton, &list("messages").unwrap_or_default()),
                     _ => return Err(not_ours()),
@@ -238,9 +238,9 @@ impl Format for SweAgent {
 fn skeleton(top: &BTreeMap<String, &RawValue>) -> Value {
     let mut m = serde_json::Map::new();
     for (k, r) in top {
-        let v = match (k.as_str(), raw_list(r)) {
-            ("trajectory" | "history" | "messages", Some(items)) => {
-                Value::Array(items.first().map(|r| parse(r)).into_iter().collect())
+        let v = match k.as_str() {
+            "trajectory" | "history" | "messages" if r.get().starts_with('[') => {
+                Value::Array(whole::find_in_list(r, Some).into_iter().collect())
             }
             _ => parse(r),
         };
@@ -395,7 +395,7 @@ fn swe_model(v: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn from_swe(path: &Path, doc: &Doc<'_>, v: &Value, steps: &[&RawValue], history: Option<Vec<&RawValue>>) -> Trace {
+fn from_swe(path: &Path, doc: &Doc<'_>, v: &Value, steps: &[&RawValue], history: Option<&RawValue>) -> Trace {
     let name = run_name(path);
     let info = v.get("info").unwrap_or(&Value::Null);
     let exit = str_of(info, "exit_status");
@@ -421,10 +421,12 @@ fn from_swe(path: &Path, doc: &Doc<'_>, v: &Value, steps: &[&RawValue], history:
     // The task: the first user message of the history (after the system prompt and demos),
     // read one message at a time.
     let task = history
-        .unwrap_or_default()
-        .iter()
-        .map(|r| parse(r))
-        .find(|m| str_of(m, "role") == Some("user") && !m.get("is_demo").and_then(Value::as_bool).unwrap_or(false))
+        .and_then(|h| {
+            whole::find_in_list(h, |m| {
+                (str_of(&m, "role") == Some("user") && !m.get("is_demo").and_then(Value::as_bool).unwrap_or(false))
+                    .then_some(m)
+            })
+        })
         .and_then(|m| m.get("content").and_then(text_of));
     // Only run totals: `model_stats` (`tokens_sent`, `tokens_received`, `instance_cost` in
     // dollars), on the run event; all zero when the model was not a paid one.

@@ -91,3 +91,74 @@ pub fn unreadable() -> crate::model::Payload {
         ..Default::default()
     }
 }
+
+/// The first element of a JSON list that `f` takes (gives `Some` for), parsing the elements
+/// one at a time and none after it: a list's first element, or the first of its kind, costs
+/// no pass over the rest of a long list. None: not a list, or no element taken.
+pub fn find_in_list<T>(r: &RawValue, f: impl FnMut(Value) -> Option<T>) -> Option<T> {
+    struct Find<'o, T, F> {
+        f: F,
+        found: &'o mut Option<T>,
+    }
+    impl<'de, T, F: FnMut(Value) -> Option<T>> serde::de::Visitor<'de> for Find<'_, T, F> {
+        type Value = ();
+        fn expecting(&self, fm: &mut std::fmt::Formatter) -> std::fmt::Result {
+            fm.write_str("a list")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(v) = seq.next_element::<Value>()? {
+                if let Some(t) = (self.f)(v) {
+                    *self.found = Some(t);
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut found = None;
+    if r.get().starts_with('[') {
+        let mut de = serde_json::Deserializer::from_str(r.get());
+        // Stopping early leaves the list unfinished, which the reader reports: not an error
+        // here (the document was checked whole before).
+        let _ = serde::Deserializer::deserialize_seq(&mut de, Find { f, found: &mut found });
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_string()).unwrap()
+    }
+
+    #[test]
+    fn find_in_list_reads_up_to_the_element_taken() {
+        let r = raw(r#"[{"role": "system"}, {"role": "user", "n": 1}, {"role": "user", "n": 2}, 3]"#);
+        let mut seen = 0;
+        let got = find_in_list(&r, |m| {
+            seen += 1;
+            (m["role"] == "user").then_some(m)
+        });
+        assert_eq!(got, Some(json!({"role": "user", "n": 1})));
+        assert_eq!(seen, 2, "no element after the one taken is parsed");
+        assert_eq!(find_in_list(&r, Some), Some(json!({"role": "system"})));
+        assert_eq!(find_in_list(&raw("[]"), Some), None);
+        assert_eq!(find_in_list(&raw(r#"{"a": [1]}"#), Some), None);
+        assert_eq!(find_in_list(&r, |m| m.as_u64()), Some(3));
+    }
+
+    #[test]
+    fn parts_know_their_byte_ranges() {
+        let buf = br#"{"a": [1, {"b": "x"}]}"#;
+        let top: std::collections::BTreeMap<String, &RawValue> = serde_json::from_slice(buf).unwrap();
+        let items = raw_list(top["a"]).unwrap();
+        let doc = Doc { buf, file: 3 };
+        let o = doc.origin(items[1]);
+        assert_eq!(&buf[o.offset as usize..][..o.len as usize], br#"{"b": "x"}"#);
+        assert_eq!((o.file, o.line), (3, 0));
+        assert!(raw_list(top["a"]).is_some() && raw_list(items[1]).is_none());
+    }
+}
