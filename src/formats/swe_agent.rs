@@ -203,10 +203,13 @@ impl Format for SweAgent {
             EventKind::ToolCall => {
                 let id = trace.strings.get(event.source_id);
                 let acts = actions(&record, text.as_deref());
-                let at = acts.iter().position(|a| a.2.as_deref() == Some(id)).or_else(|| {
-                    let k = id.rsplit_once(".action[")?.1.strip_suffix(']')?;
-                    k.parse::<usize>().ok()
-                });
+                // By its place in the message first: two actions may share a `tool_call_id`.
+                let at = action_place(trace, event)
+                    .or_else(|| acts.iter().position(|a| a.2.as_deref() == Some(id)))
+                    .or_else(|| {
+                        let k = id.rsplit_once(".action[")?.1.strip_suffix(']')?;
+                        k.parse::<usize>().ok()
+                    });
                 let Some((_, command, _, args)) = at.and_then(|k| acts.into_iter().nth(k)) else {
                     return Payload::default();
                 };
@@ -231,6 +234,23 @@ impl Format for SweAgent {
             },
         }
     }
+}
+
+/// Which action of its assistant message a tool call is: `from_mini` adds a message's actions
+/// right after its LLM call, in order, so it is the distance from that parent. `None` when the
+/// event is not one of `trace`'s or not laid out so (then the id decides).
+fn action_place(trace: &Trace, event: &Event) -> Option<usize> {
+    let base = trace.events.as_ptr() as usize;
+    let i = (event as *const Event as usize).checked_sub(base)? / std::mem::size_of::<Event>();
+    if !std::ptr::eq(trace.events.get(i)?, event) {
+        return None;
+    }
+    let parent = usize::try_from(event.parent).ok().filter(|&p| p < i)?;
+    let siblings = &trace.events[parent + 1..=i];
+    siblings
+        .iter()
+        .all(|e| e.kind == EventKind::ToolCall && e.parent == event.parent && e.origin == event.origin)
+        .then(|| siblings.len() - 1)
 }
 
 /// The document without its long lists (`trajectory`, `history`, `messages` keep only their
@@ -1031,6 +1051,28 @@ mod tests {
             compared += 1;
         }
         assert!(compared >= 5, "{compared} of {} files compared", files.len());
+    }
+
+    /// Two actions of one message under one `tool_call_id`: each shows its own arguments.
+    #[test]
+    fn actions_sharing_an_id_decode_their_own_arguments() {
+        let t = load("mini-dup-ids.traj.json");
+        let calls: Vec<u32> = (0..t.events.len() as u32)
+            .filter(|&i| t.event(i).kind == EventKind::ToolCall)
+            .collect();
+        let inputs: Vec<Value> = calls
+            .iter()
+            .map(|&i| crate::formats::payload(&t, t.event(i)).input.unwrap_or_default())
+            .collect();
+        assert_eq!(
+            inputs,
+            [
+                json!({"command": "ls first"}),
+                json!({"command": "ls second"}),
+                json!({"command": "echo one", "tool_call_id": "call_same"}),
+                json!({"command": "echo two", "tool_call_id": "call_same"}),
+            ]
+        );
     }
 
     #[test]
