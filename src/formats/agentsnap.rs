@@ -6,7 +6,7 @@
 
 use super::document::{DocSink, Document, Top};
 use super::jsonl::LineLoc;
-use super::{Format, LoadError, Loaded, Probe, field, stem};
+use super::{Format, LoadError, Loaded, Probe, Summary, field, stem};
 use crate::model::*;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -49,6 +49,18 @@ impl Format for AgentSnap {
         load_with(path, &Document::new(PATHS))
     }
 
+    /// A large snapshot is summarized from its two ends (see [`summarize_ends`]): `ls` over a
+    /// multi-gigabyte one must not read it all. Small ones load, for exact counts.
+    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+        let len = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?.len();
+        if len > SMALL
+            && let Some(s) = summarize_ends(path, len).map_err(|e| LoadError::io(path, e))?
+        {
+            return Ok(vec![s]);
+        }
+        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+    }
+
     /// A tool's payload from its element of `tools` (the run's is held: one a document).
     fn decode_payload(&self, _trace: &Trace, _event: &Event, raw: &[&[u8]]) -> Payload {
         let bytes = raw.first().copied().unwrap_or_default();
@@ -64,6 +76,88 @@ impl Format for AgentSnap {
             },
         }
     }
+}
+
+/// Snapshots up to this size are summarized by a full load.
+const SMALL: u64 = 1 << 20;
+/// How much of each end of a larger snapshot a summary reads.
+const END: u64 = 64 << 10;
+
+/// A provisional summary of a large snapshot: the head must open an agentsnap document (an
+/// integer `version` before `tools`), the tail gives the values after the list (`error`, which
+/// agentsnap writes after `tools`). Name and id come from the path, as in a load; the tools are
+/// not counted (unknown, `ls` shows `-`); a snapshot records no times nor tokens. None when
+/// either end does not read so (then the caller loads).
+fn summarize_ends(path: &Path, len: u64) -> std::io::Result<Option<Summary>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = super::open_regular(path)?;
+    let mut r = Reader::new(path);
+    let head = Document {
+        paths: PATHS,
+        chunk: END as usize,
+    };
+    let scanned = head.read_from(&mut (&mut f).take(END), &mut r)?;
+    if scanned.top != Top::Object || !r.version.as_ref().is_some_and(Value::is_u64) {
+        return Ok(None);
+    }
+    let mut tail = Vec::new();
+    f.seek(SeekFrom::Start(len.saturating_sub(END)))?;
+    f.take(END).read_to_end(&mut tail)?;
+    let Some(after) = after_list(&tail) else {
+        return Ok(None);
+    };
+    let error = after.get("error").or(r.error.as_ref());
+    let status = if error.and_then(ErrorInfo::from_value).is_some() {
+        RunStatus::Error
+    } else {
+        RunStatus::Ok
+    };
+    let t = &r.trace.meta;
+    Ok(Some(Summary {
+        id: t.id.clone(),
+        name: t.name.clone(),
+        format: "agentsnap",
+        path: path.to_path_buf(),
+        status,
+        start: None,
+        duration: None,
+        events: None,
+        tool_calls: None,
+        llm_calls: None,
+        errors: None,
+        tokens: None,
+        problems: None,
+        badges: Vec::new(),
+        cost: None,
+    }))
+}
+
+/// The members of the top-level object after its last list (`tools`), from the document's last
+/// bytes: the text after some `]` and its `,`, read as the rest of an object, up to the end of
+/// the file. A `]` inside a value leaves unmatched brackets or text behind and does not read,
+/// nor does one inside the list (the list's own `]` follows); the first that reads is the
+/// list's. An empty map when the list ends the object; None when no `]` in `tail` reads so.
+fn after_list(tail: &[u8]) -> Option<serde_json::Map<String, Value>> {
+    let tail = tail.trim_ascii_end();
+    for (i, _) in tail.iter().enumerate().filter(|(_, b)| **b == b']') {
+        let rest = tail[i + 1..].trim_ascii_start();
+        if rest == b"}" {
+            return Some(serde_json::Map::new());
+        }
+        let Some(members) = rest.strip_prefix(b",").map(<[u8]>::trim_ascii_start) else {
+            continue;
+        };
+        if !members.starts_with(b"\"") {
+            continue;
+        }
+        let mut text = Vec::with_capacity(members.len() + 1);
+        text.push(b'{');
+        text.extend_from_slice(members);
+        if let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(&text) {
+            return Some(m);
+        }
+    }
+    None
 }
 
 /// Stream the document: the tools go into the index as they come (their payloads left on
@@ -632,6 +726,107 @@ mod tests {
         );
         let p = super::super::payload(&t, t.event(t.find("tools[0]").unwrap()));
         assert!(p.error.unwrap().message.contains("recursion limit"));
+    }
+
+    /// A snapshot of `n` tools, each carrying brackets and braces in its strings and values
+    /// (what the tail reader must not take for the end of the list), then `after`.
+    fn big_snapshot(n: usize, error_first: bool, after: &str) -> String {
+        let tool = r#"{"name": "search", "args": {"q": "a ], \"b\": [1]} c", "k": [[1], [2]]}, "result": "x]}", "result_hash": "h"}"#;
+        let tools = vec![tool; n].join(",\n    ");
+        let before = if error_first {
+            r#""error": "boom ], \"x\": 1}", "#
+        } else {
+            ""
+        };
+        format!(
+            "{{\"version\": 1, \"model\": \"m\", {before}\"input\": \"hi\", \"tools\": [\n    {tools}\n  ]{after}\n}}\n"
+        )
+    }
+
+    /// Over [`SMALL`], `ls` reads both ends only: the loaded run's id, name and status, counts
+    /// unknown (provisional); at or under it, the full load's summary, counts and all.
+    #[test]
+    fn a_large_snapshot_is_summarized_from_its_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                "ok.snap.json",
+                false,
+                r#", "error": null, "fingerprint": {"os": ["linux", "x]"], "n": {"a": [1]}}"#,
+                RunStatus::Ok,
+            ),
+            (
+                "bad.current.json",
+                false,
+                r#", "error": {"name": "E", "message": "m ], \"q\": [2]}"}, "fingerprint": null"#,
+                RunStatus::Error,
+            ),
+            ("last.json", false, "", RunStatus::Ok),
+            ("first.json", true, r#", "fingerprint": {}"#, RunStatus::Error),
+        ];
+        for (name, error_first, after, status) in cases {
+            let path = dir.path().join(name);
+            let text = big_snapshot(12_000, error_first, after);
+            assert!(text.len() as u64 > SMALL);
+            std::fs::write(&path, &text).unwrap();
+            let loaded = Summary::of(&AgentSnap.load(&path).unwrap().traces[0]);
+            let s = AgentSnap.summarize(&path).unwrap().remove(0);
+            assert_eq!((&s.id, &s.name, s.status), (&loaded.id, &loaded.name, status), "{name}");
+            assert_eq!(loaded.status, status, "{name}");
+            assert!(s.provisional(), "{name}");
+            assert_eq!(
+                (s.events, s.tool_calls, s.errors, s.start),
+                (None, None, None, None),
+                "{name}"
+            );
+            assert_eq!(loaded.tool_calls, Some(12_000));
+        }
+        // Small: the full load's summary.
+        let path = dir.path().join("small.snap.json");
+        std::fs::write(&path, big_snapshot(3, false, r#", "error": "e""#)).unwrap();
+        let s = AgentSnap.summarize(&path).unwrap().remove(0);
+        assert!(!s.provisional());
+        assert_eq!((s.tool_calls, s.status), (Some(3), RunStatus::Error));
+    }
+
+    /// When an end does not read as agentsnap (values after the list longer than the tail, no
+    /// `version` first, a cut-off document), the summary is the full load's, as before.
+    #[test]
+    fn a_large_snapshot_whose_ends_do_not_read_is_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = format!(r#", "error": null, "fingerprint": "{}""#, "f".repeat(2 * END as usize));
+        let cut = big_snapshot(12_000, false, r#", "error": "e""#);
+        let cut = cut[..cut.len() - 3].to_string();
+        let no_version = big_snapshot(12_000, false, "").replacen(r#""version": 1"#, r#""version": "1""#, 1);
+        for (name, text) in [
+            ("long.json", big_snapshot(12_000, false, &long)),
+            ("cut.json", cut),
+            ("nov.json", no_version),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &text).unwrap();
+            match (AgentSnap.summarize(&path), AgentSnap.load(&path)) {
+                (Ok(s), Ok(l)) => assert_eq!(s[0].tool_calls, Summary::of(&l.traces[0]).tool_calls, "{name}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{name}"),
+                (a, b) => panic!("{name}: summarize {:?}, load {:?}", a.is_ok(), b.is_ok()),
+            }
+        }
+    }
+
+    #[test]
+    fn the_members_after_the_list() {
+        let m = |t: &str| after_list(t.as_bytes()).map(Value::Object);
+        assert_eq!(
+            m(r#"[1], [2]], "a": [3], "b": {"c": "]"}}"#),
+            Some(json!({"a": [3], "b": {"c": "]"}}))
+        );
+        assert_eq!(m("{\"x\": [1]}]\n}\n"), Some(json!({})));
+        assert_eq!(
+            m(r#"1]}, {"e": "], \"z\": 1}"}], "error": "y"}"#),
+            Some(json!({"error": "y"}))
+        );
+        assert_eq!(m(r#"], "a": 1"#), None);
+        assert_eq!(m(r#""no list here"}"#), None);
     }
 
     #[test]
