@@ -9,6 +9,7 @@ pub mod skim;
 #[cfg(test)]
 mod testing;
 mod util;
+pub mod whole;
 
 pub mod agentdbg;
 pub mod agentsnap;

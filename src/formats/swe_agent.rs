@@ -21,10 +21,12 @@
 //!   response's LiteLLM `usage` (OpenAI's way: cache inside `prompt_tokens`, reasoning inside
 //!   `completion_tokens`; taken out) and `extra.cost` (dollars) as the call's recorded cost.
 
-use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, read_json_file, str_of};
+use super::whole::{self, Doc, first_byte, parse, raw_list, read_checked};
+use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, str_of};
 use crate::model::*;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 
 pub struct SweAgent;
@@ -130,22 +132,179 @@ impl Format for SweAgent {
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
-        let v = read_json_file(path, LIMIT)?;
+        let buf = read_checked(path, LIMIT)?;
+        let invalid = |e: serde_json::Error| whole::invalid(path, &e);
         let named = traj_name(&path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-        let trace = match shape(&v, named) {
-            Some(Shape::Swe) => from_swe(path, v),
-            Some(Shape::MiniDoc) => from_mini(path, &v, v.get("messages").and_then(Value::as_array).map_or(&[], |m| m)),
-            Some(Shape::MiniList) => from_mini(path, &Value::Null, v.as_array().map_or(&[], |m| m)),
-            None => {
-                return Err(LoadError::NotATrace {
-                    path: path.to_path_buf(),
-                    reason: "neither a SWE-agent trajectory (`trajectory` steps) nor a mini-swe-agent one (`messages`)"
-                        .into(),
-                    tried: "swe-agent".into(),
-                });
+        let not_ours = || LoadError::NotATrace {
+            path: path.to_path_buf(),
+            reason: "neither a SWE-agent trajectory (`trajectory` steps) nor a mini-swe-agent one (`messages`)".into(),
+            tried: "swe-agent".into(),
+        };
+        let doc = Doc { buf: &buf, file: 0 };
+        let trace = match first_byte(&buf) {
+            Some(b'{') => {
+                let top: BTreeMap<String, &RawValue> = serde_json::from_slice(&buf).map_err(invalid)?;
+                let list = |k: &str| top.get(k).and_then(|r| raw_list(r));
+                let skeleton = skeleton(&top);
+                match shape(&skeleton, named) {
+                    Some(Shape::Swe) => from_swe(
+                        path,
+                        &doc,
+                        &skeleton,
+                        &list("trajectory").unwrap_or_default(),
+                        top.get("history").copied(),
+                    ),
+                    Some(Shape::MiniDoc) => from_mini(path, &doc, &skeleton, &list("messages").unwrap_or_default()),
+                    _ => return Err(not_ours()),
+                }
+            }
+            Some(b'[') => {
+                let items: Vec<&RawValue> = serde_json::from_slice(&buf).map_err(invalid)?;
+                let first = items.first().map(|r| parse(r));
+                let signed = || {
+                    items.iter().any(|r| {
+                        r.get().contains("```mswea_bash_command") && {
+                            let m = parse(r);
+                            str_of(&m, "role") == Some("assistant")
+                                && str_of(&m, "content").is_some_and(|c| c.contains("```mswea_bash_command"))
+                        }
+                    })
+                };
+                if first.as_ref().is_some_and(is_message) && (named || signed()) {
+                    from_mini(path, &doc, &Value::Null, &items)
+                } else {
+                    return Err(not_ours());
+                }
+            }
+            _ => {
+                serde_json::from_slice::<Value>(&buf).map_err(invalid)?;
+                return Err(not_ours());
             }
         };
         Ok(Loaded { traces: vec![trace] })
+    }
+
+    /// A step's or a message's payload from its bytes (the run's is held: one a file).
+    fn decode_payload(&self, trace: &Trace, event: &Event, raw: &[&[u8]]) -> Payload {
+        let Some(record) = raw.first().and_then(|b| serde_json::from_slice::<Value>(b).ok()) else {
+            return whole::unreadable();
+        };
+        // A mini-swe-agent message has a role; a SWE-agent step never does.
+        if str_of(&record, "role").is_none() {
+            return swe_payload(event.kind, &record);
+        }
+        let text = record.get("content").and_then(text_of);
+        match event.kind {
+            EventKind::LlmCall => Payload {
+                output: text.map(Value::String),
+                extra: llm_extra(&record),
+                ..Default::default()
+            },
+            EventKind::ToolCall => {
+                let id = trace.strings.get(event.source_id);
+                let acts = actions(&record, text.as_deref());
+                // By its place in the message first: two actions may share a `tool_call_id`.
+                let at = action_place(trace, event)
+                    .or_else(|| acts.iter().position(|a| a.2.as_deref() == Some(id)))
+                    .or_else(|| {
+                        let k = id.rsplit_once(".action[")?.1.strip_suffix(']')?;
+                        k.parse::<usize>().ok()
+                    });
+                let Some((_, command, _, args)) = at.and_then(|k| acts.into_iter().nth(k)) else {
+                    return Payload::default();
+                };
+                let mut p = Payload {
+                    input: Some(args),
+                    ..Default::default()
+                };
+                if let Some(result) = raw.get(1).and_then(|b| serde_json::from_slice::<Value>(b).ok()) {
+                    let text = result.get("content").and_then(text_of);
+                    let r = result_of(&result, text, &command);
+                    p.output = r.output;
+                    p.error = r.error;
+                    if let Some(rc) = r.rc {
+                        p.set_extra("returncode", json!(rc));
+                    }
+                }
+                p
+            }
+            _ => Payload {
+                input: text.map(Value::String),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Which action of its assistant message a tool call is: `from_mini` adds a message's actions
+/// right after its LLM call, in order, so it is the distance from that parent. `None` when the
+/// event is not one of `trace`'s or not laid out so (then the id decides).
+fn action_place(trace: &Trace, event: &Event) -> Option<usize> {
+    let base = trace.events.as_ptr() as usize;
+    let i = (event as *const Event as usize).checked_sub(base)? / std::mem::size_of::<Event>();
+    if !std::ptr::eq(trace.events.get(i)?, event) {
+        return None;
+    }
+    let parent = usize::try_from(event.parent).ok().filter(|&p| p < i)?;
+    let siblings = &trace.events[parent + 1..=i];
+    siblings
+        .iter()
+        .all(|e| e.kind == EventKind::ToolCall && e.parent == event.parent && e.origin == event.origin)
+        .then(|| siblings.len() - 1)
+}
+
+/// The document without its long lists (`trajectory`, `history`, `messages` keep only their
+/// first element): what the shape and the run's metadata are read from.
+fn skeleton(top: &BTreeMap<String, &RawValue>) -> Value {
+    let mut m = serde_json::Map::new();
+    for (k, r) in top {
+        let v = match k.as_str() {
+            "trajectory" | "history" | "messages" if r.get().starts_with('[') => {
+                Value::Array(whole::find_in_list(r, Some).into_iter().collect())
+            }
+            _ => parse(r),
+        };
+        m.insert(k.clone(), v);
+    }
+    Value::Object(m)
+}
+
+/// The payload of a SWE-agent step's events: the model's response (and its thought, when
+/// they differ) for the LLM call, the action and what it observed for the tool call.
+fn swe_payload(kind: EventKind, step: &Value) -> Payload {
+    let get = |k: &str| field(step, k).cloned();
+    if kind == EventKind::LlmCall {
+        let mut extra = Vec::new();
+        let response = match (get("response"), get("thought")) {
+            (Some(r), Some(th)) if r != th => {
+                extra.push(("thought".to_string(), th));
+                Some(r)
+            }
+            (r, th) => r.or(th),
+        };
+        return Payload {
+            output: response,
+            extra,
+            ..Default::default()
+        };
+    }
+    let mut extra = Vec::new();
+    if let Some(s) = get("state") {
+        extra.push(("state".to_string(), super::decode_embedded_owned(s)));
+    }
+    Payload {
+        input: Some(Value::String(str_of(step, "action").unwrap_or("").to_string())),
+        output: get("observation"),
+        error: None,
+        extra,
+    }
+}
+
+/// An assistant message's recorded cost, as the LLM call's extra.
+fn llm_extra(m: &Value) -> Vec<(String, Value)> {
+    match m.get("extra").and_then(|e| field(e, "cost")) {
+        Some(c) => vec![("cost".to_string(), c.clone())],
+        None => Vec::new(),
     }
 }
 
@@ -256,14 +415,8 @@ fn swe_model(v: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn from_swe(path: &Path, mut v: Value) -> Trace {
+fn from_swe(path: &Path, doc: &Doc<'_>, v: &Value, steps: &[&RawValue], history: Option<&RawValue>) -> Trace {
     let name = run_name(path);
-    // The steps are moved out of the document (they are most of it), not copied.
-    let steps = match v.get_mut("trajectory").map(Value::take) {
-        Some(Value::Array(steps)) => steps,
-        _ => Vec::new(),
-    };
-    let v = &v;
     let info = v.get("info").unwrap_or(&Value::Null);
     let exit = str_of(info, "exit_status");
     let status = exit_status(exit);
@@ -281,17 +434,20 @@ fn from_swe(path: &Path, mut v: Value) -> Trace {
         }
     }
     let (mut t, origin) = new_trace(path, &name, status, &model, attributes);
-    // The task: the first user message of the history (after the system prompt and demos).
-    let task = v
-        .get("history")
-        .and_then(Value::as_array)
+    let doc = Doc {
+        file: origin.file,
+        ..*doc
+    };
+    // The task: the first user message of the history (after the system prompt and demos),
+    // read one message at a time.
+    let task = history
         .and_then(|h| {
-            h.iter().find(|m| {
-                str_of(m, "role") == Some("user") && !m.get("is_demo").and_then(Value::as_bool).unwrap_or(false)
+            whole::find_in_list(h, |m| {
+                (str_of(&m, "role") == Some("user") && !m.get("is_demo").and_then(Value::as_bool).unwrap_or(false))
+                    .then_some(m)
             })
         })
-        .and_then(|m| m.get("content"))
-        .and_then(text_of);
+        .and_then(|m| m.get("content").and_then(text_of));
     // Only run totals: `model_stats` (`tokens_sent`, `tokens_received`, `instance_cost` in
     // dollars), on the run event; all zero when the model was not a paid one.
     let stats = info.get("model_stats");
@@ -320,36 +476,23 @@ fn from_swe(path: &Path, mut v: Value) -> Trace {
         ..NewEvent::new(EventKind::Run, &name)
     });
     let llm_name = model.as_deref().unwrap_or("model");
-    for (i, mut step) in steps.into_iter().enumerate() {
+    for (i, raw) in steps.iter().enumerate() {
         let id = format!("trajectory[{i}]");
+        // Parsed for the index, then dropped: the payloads are read again when shown.
+        let step = parse(raw);
         if !step.is_object() {
             t.diagnostics
                 .push(Diagnostic::error(path, None, format!("{id} is not an object; skipped")));
             continue;
         }
-        let mut take = |k: &str| step.get_mut(k).map(Value::take).filter(|x| !x.is_null());
-        let (response, thought) = (take("response"), take("thought"));
-        let observation = take("observation");
-        let state = take("state");
-        let mut extra = Vec::new();
-        let response = match (response, thought) {
-            (Some(r), Some(th)) if r != th => {
-                extra.push(("thought".to_string(), th));
-                Some(r)
-            }
-            (r, th) => r.or(th),
-        };
+        let at = doc.origin(raw);
         let llm = t.add(NewEvent {
             id: Some(&format!("{id}.response")),
             parent: Parent::Index(run),
             status: Status::Ok,
             model: model.as_deref(),
-            origin,
-            payload: PayloadRef::inline(Payload {
-                output: response,
-                extra,
-                ..Default::default()
-            }),
+            origin: at,
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::LlmCall, llm_name)
         });
         let action = str_of(&step, "action");
@@ -363,26 +506,17 @@ fn from_swe(path: &Path, mut v: Value) -> Trace {
         let action = action.unwrap_or("");
         // SWE-agent's actions are tool commands (`open f`, `edit 1:2`, `submit`) or bash.
         let tool = action.split_whitespace().next().unwrap_or("?");
-        let mut extra = Vec::new();
-        if let Some(s) = state {
-            extra.push(("state".to_string(), super::decode_embedded_owned(s)));
-        }
         t.add(NewEvent {
             id: Some(&id),
             parent: Parent::Index(llm),
             duration: seconds_ns(step.get("execution_time")),
-            status: if observation.is_some() {
+            status: if field(&step, "observation").is_some() {
                 Status::Ok
             } else {
                 Status::Pending
             },
-            origin,
-            payload: PayloadRef::inline(Payload {
-                input: Some(Value::String(action.to_string())),
-                output: observation,
-                error: None,
-                extra,
-            }),
+            origin: at,
+            payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::ToolCall, tool)
         });
     }
@@ -438,15 +572,18 @@ struct Waiting {
     start: Option<i64>,
 }
 
-fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
+fn from_mini(path: &Path, bytes: &Doc<'_>, doc: &Value, messages: &[&RawValue]) -> Trace {
     let name = run_name(path);
     let info = doc.get("info").unwrap_or(&Value::Null);
     // The exit message (2.x) carries the exit status when `info` lacks it.
     let exit_msg = messages
         .iter()
         .rev()
+        .filter(|r| r.get().contains("\"exit\""))
+        .map(|r| parse(r))
         .find(|m| str_of(m, "role") == Some("exit"))
-        .and_then(|m| m.get("extra"));
+        .and_then(|mut m| m.get_mut("extra").map(Value::take));
+    let exit_msg = exit_msg.as_ref();
     let exit = str_of(info, "exit_status").or_else(|| exit_msg.and_then(|e| str_of(e, "exit_status")));
     // The old list form has no metadata at all: nothing says whether it finished.
     let status = if doc.is_null() && exit.is_none() {
@@ -470,6 +607,10 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
         attributes.push(("trajectory_format".to_string(), f.clone()));
     }
     let (mut t, origin) = new_trace(path, &name, status, &model, attributes);
+    let bytes = Doc {
+        file: origin.file,
+        ..*bytes
+    };
     let submission = field(info, "submission")
         .or_else(|| exit_msg.and_then(|e| field(e, "submission")))
         .filter(|s| s.as_str() != Some(""))
@@ -489,8 +630,11 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
     // actions of 2.x).
     let mut by_id: HashMap<String, Waiting> = HashMap::new();
     let mut by_position: VecDeque<Waiting> = VecDeque::new();
-    for (i, m) in messages.iter().enumerate() {
+    for (i, raw) in messages.iter().enumerate() {
         let at = format!("messages[{i}]");
+        // Parsed for the index, then dropped: the payloads are read again when shown.
+        let m = &parse(raw);
+        let here = bytes.origin(raw);
         let Some(role) = str_of(m, "role") else {
             t.diagnostics
                 .push(Diagnostic::error(path, None, format!("{at} has no `role`; skipped")));
@@ -523,10 +667,6 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                     .and_then(|r| str_of(r, "model"))
                     .filter(|s| !s.is_empty())
                     .or(model.as_deref());
-                let mut llm_extra = Vec::new();
-                if let Some(c) = extra.and_then(|e| field(e, "cost")) {
-                    llm_extra.push(("cost".to_string(), c.clone()));
-                }
                 let llm = t.add(NewEvent {
                     id: Some(&at),
                     parent: Parent::Index(run),
@@ -534,25 +674,18 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                     status: Status::Ok,
                     usage: usage.filter(|u| !u.is_empty()),
                     model: call_model,
-                    origin,
-                    payload: PayloadRef::inline(Payload {
-                        output: text.clone().map(Value::String),
-                        extra: llm_extra,
-                        ..Default::default()
-                    }),
+                    origin: here,
+                    payload: PayloadRef::Deferred,
                     ..NewEvent::new(EventKind::LlmCall, call_model.unwrap_or("assistant"))
                 });
-                for (k, (tool, command, call_id, args)) in actions(m, text.as_deref()).into_iter().enumerate() {
+                for (k, (tool, command, call_id, _)) in actions(m, text.as_deref()).into_iter().enumerate() {
                     let ev = t.add(NewEvent {
                         id: Some(&call_id.clone().unwrap_or_else(|| format!("{at}.action[{k}]"))),
                         parent: Parent::Index(llm),
                         start: ts,
                         status: Status::Pending,
-                        origin,
-                        payload: PayloadRef::inline(Payload {
-                            input: Some(args),
-                            ..Default::default()
-                        }),
+                        origin: here,
+                        payload: PayloadRef::Deferred,
                         ..NewEvent::new(EventKind::ToolCall, &tool)
                     });
                     let w = Waiting {
@@ -581,7 +714,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                     None => by_position.pop_front(),
                 };
                 match waiting {
-                    Some(w) => complete(&mut t, w, m, text, ts),
+                    Some(w) => complete(&mut t, w, m, text, ts, here),
                     None => {
                         if role == "tool" && str_of(m, "tool_call_id").is_none() {
                             t.diagnostics.push(Diagnostic::warning(
@@ -595,11 +728,8 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                             parent: Parent::Index(run),
                             start: ts,
                             status: Status::Ok,
-                            origin,
-                            payload: PayloadRef::inline(Payload {
-                                input: text.map(Value::String),
-                                ..Default::default()
-                            }),
+                            origin: here,
+                            payload: PayloadRef::Deferred,
                             ..NewEvent::new(EventKind::Message(Role::parse(role)), role)
                         });
                     }
@@ -612,11 +742,8 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                     parent: Parent::Index(run),
                     start: ts,
                     status: Status::Ok,
-                    origin,
-                    payload: PayloadRef::inline(Payload {
-                        input: text.map(Value::String),
-                        ..Default::default()
-                    }),
+                    origin: here,
+                    payload: PayloadRef::Deferred,
                     ..NewEvent::new(EventKind::Message(Role::parse(role)), role)
                 });
             }
@@ -670,8 +797,16 @@ fn actions(m: &Value, text: Option<&str>) -> Vec<(String, String, Option<String>
     }
 }
 
-/// Join a result message to its call.
-fn complete(t: &mut Trace, w: Waiting, m: &Value, text: Option<String>, ts: Option<i64>) {
+/// What a result message says of its call.
+struct Outcome {
+    failed: bool,
+    rc: Option<i64>,
+    output: Option<Value>,
+    error: Option<ErrorInfo>,
+}
+
+/// Read a result message for the call that ran `command`.
+fn result_of(m: &Value, text: Option<String>, command: &str) -> Outcome {
     let rc = returncode(m, text.as_deref());
     let exception = m
         .get("extra")
@@ -679,7 +814,7 @@ fn complete(t: &mut Trace, w: Waiting, m: &Value, text: Option<String>, ts: Opti
         .filter(|s| !s.is_empty());
     // The submit command ends the run: mini 2.x records it as "not executed" (-1), 1.x prints
     // the submission without a return code. Neither is a failure.
-    let submit = SUBMIT_SENTINELS.iter().any(|s| w.command.contains(s));
+    let submit = SUBMIT_SENTINELS.iter().any(|s| command.contains(s));
     let failed = !submit && (rc.is_some_and(|rc| rc != 0) || exception.is_some());
     let output = m
         .get("extra")
@@ -695,27 +830,36 @@ fn complete(t: &mut Trace, w: Waiting, m: &Value, text: Option<String>, ts: Opti
         },
         ..Default::default()
     });
-    {
-        let e = t.event_mut(w.event);
-        e.status = if failed { Status::Error } else { Status::Ok };
-        if let (Some(s), Some(end)) = (w.start, ts)
-            && end >= s
-        {
-            e.duration = end.checked_sub(s).into();
-        }
-    }
-    let p = t.payload_mut(w.event);
-    p.output = output;
-    p.error = error;
-    if let Some(rc) = rc {
-        p.set_extra("returncode", json!(rc));
+    Outcome {
+        failed,
+        rc,
+        output,
+        error,
     }
 }
+
+/// Join a result message to its call: its status and time now, its output from the
+/// message's bytes (the call's second origin) when shown.
+fn complete(t: &mut Trace, w: Waiting, m: &Value, text: Option<String>, ts: Option<i64>, at: Origin) {
+    let r = result_of(m, text, &w.command);
+    let e = t.event_mut(w.event);
+    e.status = if r.failed { Status::Error } else { Status::Ok };
+    if let (Some(s), Some(end)) = (w.start, ts)
+        && end >= s
+    {
+        e.duration = end.checked_sub(s).into();
+    }
+    e.origin2 = Some(Box::new(at));
+}
+
+#[cfg(test)]
+#[path = "swe_agent_oracle.rs"]
+mod oracle;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::testing::{fixture, outline};
+    use crate::formats::testing::{decoded, fixture, outline};
 
     fn load(name: &str) -> Trace {
         let mut l = SweAgent.load(&fixture("swe-agent", name)).unwrap();
@@ -877,6 +1021,58 @@ mod tests {
         let other = d.path().join("x.json");
         std::fs::write(&other, br#"{"version": 1, "tools": []}"#).unwrap();
         assert!(matches!(SweAgent.load(&other), Err(LoadError::NotATrace { .. })));
+    }
+
+    /// Every fixture and sample loads as the old reader loaded it, each payload decoded from
+    /// its byte range equal to the payload the old reader held.
+    #[test]
+    fn payloads_read_from_disk_equal_the_held_ones() {
+        let mut files: Vec<std::path::PathBuf> = Vec::new();
+        for dir in ["tests/fixtures/swe-agent", "sample-traces/swe-agent"] {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+            for e in std::fs::read_dir(&dir).unwrap() {
+                files.push(e.unwrap().path());
+            }
+        }
+        files.sort();
+        let mut compared = 0;
+        for f in &files {
+            let (Ok(new), Ok(old)) = (SweAgent.load(f), super::oracle::load(f)) else {
+                continue;
+            };
+            let new = &new.traces[0];
+            assert!(
+                new.events
+                    .iter()
+                    .skip(1)
+                    .all(|e| matches!(e.payload, PayloadRef::Deferred))
+            );
+            assert_eq!(decoded(new), decoded(&old), "{}", f.display());
+            compared += 1;
+        }
+        assert!(compared >= 5, "{compared} of {} files compared", files.len());
+    }
+
+    /// Two actions of one message under one `tool_call_id`: each shows its own arguments.
+    #[test]
+    fn actions_sharing_an_id_decode_their_own_arguments() {
+        let t = load("mini-dup-ids.traj.json");
+        let calls: Vec<u32> = (0..t.events.len() as u32)
+            .filter(|&i| t.event(i).kind == EventKind::ToolCall)
+            .collect();
+        let inputs: Vec<Value> = calls
+            .iter()
+            .map(|&i| crate::formats::payload(&t, t.event(i)).input.unwrap_or_default())
+            .collect();
+        assert_eq!(
+            inputs,
+            [
+                json!({"command": "ls first"}),
+                json!({"command": "ls second"}),
+                json!({"command": "echo one", "tool_call_id": "call_same"}),
+                json!({"command": "echo two", "tool_call_id": "call_same"}),
+            ]
+        );
     }
 
     #[test]

@@ -43,3 +43,48 @@ where
         b
     })
 }
+
+/// Everything a trace says, payloads decoded (read from disk when left there): for comparing
+/// a reader that leaves payloads on disk with the one that held them.
+pub fn decoded(t: &Trace) -> serde_json::Value {
+    use serde_json::json;
+    let events: Vec<serde_json::Value> = t
+        .walk()
+        .into_iter()
+        .map(|(i, depth)| {
+            let e = t.event(i);
+            let p = super::payload(t, e);
+            json!({
+                "depth": depth,
+                "kind": format!("{:?}", e.kind),
+                "name": t.strings.get(e.name),
+                "id": t.strings.get(e.source_id),
+                "model": t.strings.get(e.model),
+                "status": format!("{:?}", e.status),
+                "start": e.start.get(),
+                "duration": e.duration.get(),
+                "usage": format!("{:?}", e.usage),
+                "line": e.origin.line,
+                "input": p.input,
+                "output": p.output,
+                "error": p.error.map(|x| format!("{x:?}")),
+                "extra": p.extra.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let diagnostics: Vec<serde_json::Value> = t
+        .diagnostics
+        .iter()
+        .map(|d| json!([format!("{:?}", d.severity), d.line, d.message]))
+        .collect();
+    json!({
+        "id": t.meta.id,
+        "name": t.meta.name,
+        "status": format!("{:?}", t.meta.status),
+        "model": t.meta.model,
+        "attributes": t.meta.attributes.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+        "counts": format!("{:?}", t.counts()),
+        "events": events,
+        "diagnostics": diagnostics,
+    })
+}
