@@ -134,6 +134,11 @@ fn spans(t: &Trace, range: std::ops::Range<usize>, trace_id: &str) -> Vec<u8> {
     // The records' text and about 1 KB of span around each (measured: a span's names,
     // ids and attribute keys), so the buffer rarely grows.
     let mut b = Vec::with_capacity(block.as_ref().map_or(0, |(x, _)| x.len() + x.len() / 4) + range.len() * 1024);
+    let mut sink = Sink {
+        llm: false,
+        kind: EventKind::Run,
+        bufs: Default::default(),
+    };
     for (k, (i, e)) in range.zip(evs).enumerate() {
         if k > 0 {
             b.push(b',');
@@ -148,28 +153,88 @@ fn spans(t: &Trace, range: std::ops::Range<usize>, trace_id: &str) -> Vec<u8> {
                 if let Some(o2) = e.origin2.as_deref() {
                     raw.push(slice(*o2));
                 }
-                match fmt.decode_payload_raw(t, e, &raw) {
-                    Some(rp) => span(
+                sink.llm = e.kind == EventKind::LlmCall;
+                sink.kind = e.kind;
+                match fmt.decode_payload_raw(t, e, &raw, Some(&mut sink)) {
+                    Some(rp) => {
+                        let taken = [0, 1].map(|k| rp.taken[k].then_some(sink.bufs[k].as_slice()));
+                        let texts = Texts {
+                            input: rp.input,
+                            output: rp.output,
+                            extra: &rp.extra,
+                            taken,
+                        };
+                        span(t, i as u32, &rp.payload, texts, trace_id, &mut b)
+                    }
+                    None => span(
                         t,
                         i as u32,
-                        &rp.payload,
-                        (rp.input, rp.output, &rp.extra),
+                        &fmt.decode_payload(t, e, &raw),
+                        Texts::default(),
                         trace_id,
                         &mut b,
                     ),
-                    None => span(t, i as u32, &fmt.decode_payload(t, e, &raw), NO_TEXT, trace_id, &mut b),
                 }
             }
-            _ => span(t, i as u32, &formats::payload(t, e), NO_TEXT, trace_id, &mut b),
+            _ => span(t, i as u32, &formats::payload(t, e), Texts::default(), trace_id, &mut b),
         }
     }
     b
 }
 
-/// Input and output as their text in the record, in place of the payload's own, and extra
-/// fields as their text, after the payload's own.
-type Texts<'a, 'b> = (Option<RawText<'a>>, Option<RawText<'a>>, &'b [(&'static str, &'a str)]);
-const NO_TEXT: Texts = (None, None, &[]);
+/// What the format left as text: input and output as their text in the record, in place
+/// of the payload's own; extra fields as their text, after the payload's own; and input and
+/// output the sink took, as the attributes it wrote.
+#[derive(Default)]
+struct Texts<'a, 'b> {
+    input: Option<RawText<'a>>,
+    output: Option<RawText<'a>>,
+    extra: &'b [(&'static str, &'a str)],
+    taken: [Option<&'b [u8]>; 2],
+}
+
+/// The export's [`formats::RawSink`]: writes a taken input or output as the attribute
+/// [`payload_attrs`] would write for its text, finding the value's end as it copies it.
+struct Sink {
+    llm: bool,
+    kind: EventKind,
+    bufs: [Vec<u8>; 2],
+}
+
+impl formats::RawSink for Sink {
+    fn take(&mut self, output: bool, rest: &str) -> Option<usize> {
+        let (key, other, role) = side_keys(self.kind, output);
+        let b = &mut self.bufs[output as usize];
+        b.clear();
+        let mut a = Attrs::new(b);
+        let r = rest.as_bytes();
+        match r.first()? {
+            b'"' => a.written_to_end(key, self.llm.then_some(role), r),
+            &c => {
+                a.key(if self.llm && c != b'[' { other } else { key });
+                a.b.extend_from_slice(b"\"stringValue\":\"");
+                let n = minify_escaped(a.b, r)?;
+                a.b.extend_from_slice(b"\"}}");
+                Some(n)
+            }
+        }
+    }
+}
+
+/// The key of an event's input (or output), the key its JSON goes under when it is an LLM
+/// call's but no message list, and the role of its text as a message.
+fn side_keys(kind: EventKind, output: bool) -> (&'static str, &'static str, &'static str) {
+    let (ik, ok) = match kind {
+        EventKind::ToolCall => ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"),
+        EventKind::LlmCall => ("gen_ai.input.messages", "gen_ai.output.messages"),
+        _ => ("input.value", "output.value"),
+    };
+    if output {
+        (ok, "output.value", "assistant")
+    } else {
+        (ik, "input.value", "user")
+    }
+}
 
 /// The bytes that the deferred payloads of `evs` lie in, and the offset they start at, when
 /// that is one file and at most [`BLOCK_READ`] bytes.
@@ -359,11 +424,6 @@ fn usage(a: &mut Attrs, u: &Usage) {
 /// (`gen_ai.input.messages` / `gen_ai.output.messages`, a plain text as one message), other
 /// events' content as OpenInference's `input.value` / `output.value`.
 fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload, texts: Texts) {
-    let (ik, ok) = match e.kind {
-        EventKind::ToolCall => ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"),
-        EventKind::LlmCall => ("gen_ai.input.messages", "gen_ai.output.messages"),
-        _ => ("input.value", "output.value"),
-    };
     let llm = e.kind == EventKind::LlmCall;
     // Text from the record is written as its value would be: an LLM call's message list
     // under its own key, its other JSON as `input.value` / `output.value`, a string as a
@@ -382,11 +442,13 @@ fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload, texts: Texts) {
         _ if llm => a.json(other, v),
         _ => a.value(key, v),
     };
-    let sides = [
-        (texts.0, &p.input, ik, "input.value", "user"),
-        (texts.1, &p.output, ok, "output.value", "assistant"),
-    ];
-    for (raw, value, key, other, role) in sides {
+    let sides = [(texts.input, &p.input, false), (texts.output, &p.output, true)];
+    for (raw, value, output) in sides {
+        if let Some(attr) = texts.taken[output as usize] {
+            a.raw_attr(attr);
+            continue;
+        }
+        let (key, other, role) = side_keys(e.kind, output);
         match (raw, value) {
             (Some(t), _) => {
                 if let Some(v) = text(a, t, key, other, role) {
@@ -405,7 +467,7 @@ fn payload_attrs(a: &mut Attrs, e: &Event, p: &Payload, texts: Texts) {
     }
     // Usage is written from the index above; a string as written is copied, the rest (small:
     // numbers, the odd object) decoded as before.
-    for &(k, text) in texts.2 {
+    for &(k, text) in texts.extra {
         if k == "usage" || (text.starts_with('"') && a.written_str(&extra_key(k), text)) {
             continue;
         }
@@ -515,11 +577,13 @@ fn special_mask(b: [u8; 16]) -> u32 {
 
 /// Write `s` escaped as the contents of a JSON string, as `crate::json` escapes (C0 and C1
 /// controls, DEL, bidi controls, U+2028/9 as `\u` escapes; `"`, `\\`, `\n`, `\r`, `\t` short).
-/// With `written`, `s` is the inside of a JSON string as a record writes it: its escapes are
-/// decoded first (the text written is that of the string's value); None, with `b` partly
+/// With `written`, `s` is a JSON string as a record writes it, from after its opening quote
+/// (to its closing quote, or on past it): its escapes are decoded first (the text written is
+/// that of the string's value), and it ends at its closing quote. None, with `b` partly
 /// written, on an escape serde would refuse. With `twice`, the escaped text is escaped again:
-/// the contents of a JSON string holding JSON text that holds this string.
-fn escape(b: &mut Vec<u8>, s: &[u8], written: bool, twice: bool) -> Option<()> {
+/// the contents of a JSON string holding JSON text that holds this string. What was read:
+/// the closing quote's position, else `s.len()`.
+fn escape(b: &mut Vec<u8>, s: &[u8], written: bool, twice: bool) -> Option<usize> {
     b.reserve(s.len());
     let mut start = 0;
     let mut i = 0;
@@ -555,8 +619,13 @@ fn escape(b: &mut Vec<u8>, s: &[u8], written: bool, twice: bool) -> Option<()> {
                     start = i;
                     continue;
                 }
+                // The closing quote: the string's end.
+                b'"' => {
+                    b.extend_from_slice(&s[start..i]);
+                    return Some(i);
+                }
                 // serde refuses these raw in a string.
-                b'"' | 0..=0x1f => return None,
+                0..=0x1f => return None,
                 _ => {}
             }
         }
@@ -572,7 +641,7 @@ fn escape(b: &mut Vec<u8>, s: &[u8], written: bool, twice: bool) -> Option<()> {
         }
     }
     b.extend_from_slice(&s[start..]);
-    Some(())
+    Some(s.len())
 }
 
 /// Where the next byte at or after `i` that may start something to escape ([`SPECIAL`]) is,
@@ -679,17 +748,31 @@ fn put_char(b: &mut Vec<u8>, cp: u32, twice: bool) {
     }
 }
 
-/// Valid JSON text without the whitespace between its tokens, escaped as the contents of a
-/// JSON string: what serde's compact writer and [`escape_into`] make of the parsed value, but
-/// for how string escapes and numbers are spelled (the same JSON values).
-fn minify_escaped(b: &mut Vec<u8>, s: &[u8]) {
+/// Valid JSON text (an object or array) without the whitespace between its tokens, escaped as
+/// the contents of a JSON string: what serde's compact writer and [`escape_into`] make of the
+/// parsed value, but for how string escapes and numbers are spelled (the same JSON values).
+/// It stops where the value ends (`s` may go on past it): the value's length, or None (`b`
+/// partly written) when `s` ends first.
+fn minify_escaped(b: &mut Vec<u8>, s: &[u8]) -> Option<usize> {
     b.reserve(s.len() + s.len() / 8);
     let mut i = 0;
+    let mut depth = 0usize;
     while i < s.len() {
         let c = s[i];
         i += 1;
         match c {
             b' ' | b'\t' | b'\n' | b'\r' => {}
+            b'{' | b'[' => {
+                depth += 1;
+                b.push(c);
+            }
+            b'}' | b']' => {
+                b.push(c);
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
             b'"' => {
                 b.extend_from_slice(b"\\\"");
                 // Inside the string, in one scan: plain runs are escaped as text; `\x` and
@@ -699,7 +782,7 @@ fn minify_escaped(b: &mut Vec<u8>, s: &[u8]) {
                     i = next_special(s, i);
                     let Some(&c) = s.get(i) else {
                         b.extend_from_slice(&s[start..]);
-                        return;
+                        return None;
                     };
                     match c {
                         b'"' => {
@@ -735,6 +818,7 @@ fn minify_escaped(b: &mut Vec<u8>, s: &[u8]) {
             _ => b.push(c),
         }
     }
+    None
 }
 
 /// Writes what it is given JSON-escaped: a value serialized through it lands as the contents
@@ -804,38 +888,55 @@ impl<'a> Attrs<'a> {
     /// decoded and written as [`json_str`] would write the value. False, with nothing
     /// written, on an escape that needs the decoded value.
     fn written_str(&mut self, k: &str, w: &str) -> bool {
-        self.written(k, &[], w, false, b"")
+        self.written(k, None, w)
     }
     /// [`text_message`] of a string as a record writes it, as a string attribute (what
-    /// `raw_json(k, &text_message(role, value))` writes, without decoding the value). The
-    /// roles are this module's own words, which need no escape.
+    /// `raw_json(k, &text_message(role, value))` writes, without decoding the value).
     fn written_message(&mut self, k: &str, role: &'static str, w: &str) -> bool {
-        let head: [&[u8]; 3] = [
-            b"[{\\\"role\\\":\\\"",
-            role.as_bytes(),
-            b"\\\",\\\"parts\\\":[{\\\"type\\\":\\\"text\\\",\\\"content\\\":\\\"",
-        ];
-        self.written(k, &head, w, true, b"\\\"}]}]")
+        self.written(k, Some(role), w)
     }
-    /// `head`, the written string `w` (escaped once more with `twice`) and `tail` as the
-    /// contents of a string attribute; nothing written when `w` has an escape [`escape`]
-    /// leaves to a decoder.
-    fn written(&mut self, k: &str, head: &[&[u8]], w: &str, twice: bool, tail: &[u8]) -> bool {
+    /// [`Attrs::written_str`], or [`Attrs::written_message`] with a role, of the whole `w`.
+    fn written(&mut self, k: &str, role: Option<&'static str>, w: &str) -> bool {
         let (mark, first) = (self.b.len(), self.first);
-        self.key(k);
-        self.b.extend_from_slice(b"\"stringValue\":\"");
-        for h in head {
-            self.b.extend_from_slice(h);
-        }
-        let inner = w.as_bytes().get(1..w.len().saturating_sub(1)).unwrap_or_default();
-        if escape(self.b, inner, true, twice).is_none() {
+        let whole = w.len().checked_sub(2);
+        if whole.is_none() || self.written_to_end(k, role, w.as_bytes()) != whole.map(|n| n + 2) {
             self.b.truncate(mark);
             self.first = first;
             return false;
         }
-        self.b.extend_from_slice(tail);
-        self.b.extend_from_slice(b"\"}}");
         true
+    }
+    /// [`Attrs::written`] of the string that starts `r` (at its opening quote), up to its
+    /// closing quote: the string's length with its quotes, or None (`b` partly written) on an
+    /// escape [`escape`] leaves to a decoder or no closing quote. The head and tail of a
+    /// message are this module's own words (its roles too), which need no escape.
+    fn written_to_end(&mut self, k: &str, role: Option<&'static str>, r: &[u8]) -> Option<usize> {
+        self.key(k);
+        self.b.extend_from_slice(b"\"stringValue\":\"");
+        if let Some(role) = role {
+            self.b.extend_from_slice(b"[{\\\"role\\\":\\\"");
+            self.b.extend_from_slice(role.as_bytes());
+            self.b
+                .extend_from_slice(b"\\\",\\\"parts\\\":[{\\\"type\\\":\\\"text\\\",\\\"content\\\":\\\"");
+        }
+        let inner = r.get(1..)?;
+        let n = escape(self.b, inner, true, role.is_some())?;
+        if inner.get(n) != Some(&b'"') {
+            return None;
+        }
+        if role.is_some() {
+            self.b.extend_from_slice(b"\\\"}]}]");
+        }
+        self.b.extend_from_slice(b"\"}}");
+        Some(n + 2)
+    }
+    /// An attribute written elsewhere (by [`Sink`]), complete.
+    fn raw_attr(&mut self, attr: &[u8]) {
+        if !self.first {
+            self.b.push(b',');
+        }
+        self.first = false;
+        self.b.extend_from_slice(attr);
     }
     fn raw_json(&mut self, k: &str, s: &str) {
         self.str(k, s);

@@ -140,8 +140,14 @@ impl Format for AgentDbg {
         Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
     }
 
-    fn decode_payload_raw<'a>(&self, _t: &Trace, ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>> {
-        decode_raw(ev, raw)
+    fn decode_payload_raw<'a>(
+        &self,
+        _t: &Trace,
+        ev: &Event,
+        raw: &[&'a [u8]],
+        sink: Option<&mut dyn super::RawSink>,
+    ) -> Option<super::RawPayload<'a>> {
+        decode_raw(ev, raw, sink)
     }
 
     fn decode_payload(&self, _t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
@@ -195,12 +201,14 @@ struct RecordText<'a> {
     ty: Option<Cow<'a, str>>,
     fields: Vec<(Cow<'a, str>, &'a str)>,
     meta: Option<&'a str>,
+    /// Input and output given to a sink as they were reached.
+    taken: [bool; 2],
 }
 
 impl<'a> RecordText<'a> {
     /// The skimmer's reading (one pass, no values built); None when it is unsure, and serde
     /// then reads the record ([`RecordText::serde`]).
-    fn skim(bytes: &'a [u8]) -> Option<RecordText<'a>> {
+    fn skim(bytes: &'a [u8], mut sink: Option<&mut (dyn super::RawSink + '_)>) -> Option<RecordText<'a>> {
         // The record's text is copied out, so all of it is checked once here.
         let text = std::str::from_utf8(bytes).ok()?;
         let sub = |v: &[u8]| {
@@ -231,6 +239,27 @@ impl<'a> RecordText<'a> {
                     sk.object(|sk, k| {
                         if k.contains(&b'\\') {
                             return None;
+                        }
+                        // The type came first (as writers put it): its input or output goes
+                        // to the sink, which finds its end as it copies it. Taken twice (a
+                        // repeated key) is left to serde.
+                        if let Some((sink, side)) = sink.as_deref_mut().zip(side_of(rec.ty.as_deref(), k)) {
+                            let start = sk.value_start();
+                            if rec.taken[side] {
+                                return None;
+                            }
+                            let rest = text.get(start..)?;
+                            // A string only when it stays one (what `part` keeps as its text).
+                            let whole = match rest.as_bytes().first() {
+                                Some(b'"') => plain_string(rest),
+                                Some(b'{' | b'[') => true,
+                                _ => false,
+                            };
+                            if whole && let Some(n) = sink.take(side == 1, rest) {
+                                rec.taken[side] = true;
+                                sk.jump(start + n);
+                                return Some(());
+                            }
                         }
                         // The record was checked when it was loaded: the values' ends are
                         // found without checking them again (what is copied is checked).
@@ -266,6 +295,7 @@ impl<'a> RecordText<'a> {
             ty: rec.event_type,
             fields,
             meta: rec.meta.map(|m| m.get()),
+            taken: [false; 2],
         })
     }
 
@@ -297,12 +327,25 @@ fn plain_string(raw: &str) -> bool {
     }
 }
 
+/// Which side (0 input, 1 output) a payload field of a record of type `ty` is.
+fn side_of(ty: Option<&str>, key: &[u8]) -> Option<usize> {
+    match (ty?, key) {
+        ("LLM_CALL", b"prompt") | ("TOOL_CALL", b"args") => Some(0),
+        ("LLM_CALL", b"response") | ("TOOL_CALL", b"result") | ("STATE_UPDATE", b"state") => Some(1),
+        _ => None,
+    }
+}
+
 /// [`AgentDbg::decode_payload`] for the records whose big values are arguments, results,
 /// prompts, responses and states: an object or array among those stays as its text, and so
 /// does a string that stays a string; the rest decodes as `fill_payload` does. `None` for
 /// anything else (or anything unreadable), which `decode_payload` then handles, diagnostics
 /// and all.
-fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>> {
+fn decode_raw<'a>(
+    ev: &Event,
+    raw: &[&'a [u8]],
+    sink: Option<&mut (dyn super::RawSink + '_)>,
+) -> Option<super::RawPayload<'a>> {
     use super::RawText;
     let mut out = super::RawPayload::default();
     // A present, non-null field: its text when an object, array or plain string, else decoded.
@@ -331,8 +374,15 @@ fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>>
             None => (None, None),
         };
     }
+    // A second record's sides replace the first's: a sink only for one record.
+    let mut sink = sink.filter(|_| raw.len() == 1);
     for bytes in raw {
-        let mut f = RecordText::skim(bytes).or_else(|| RecordText::serde(bytes))?;
+        let mut f = match RecordText::skim(bytes, sink.as_deref_mut()) {
+            Some(f) => f,
+            // What the sink was given is dropped: the export starts the event again.
+            None => RecordText::serde(bytes)?,
+        };
+        out.taken = f.taken;
         let ty = f.ty.take().unwrap_or_default();
         let p = &mut out.payload;
         match &*ty {
@@ -342,8 +392,12 @@ fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>>
                 } else {
                     ("args", "result")
                 };
-                set(part(&mut f, i), &mut out.input, &mut p.input);
-                set(part(&mut f, o), &mut out.output, &mut p.output);
+                if !f.taken[0] {
+                    set(part(&mut f, i), &mut out.input, &mut p.input);
+                }
+                if !f.taken[1] {
+                    set(part(&mut f, o), &mut out.output, &mut p.output);
+                }
                 p.error = value(&mut f, "error").as_ref().and_then(ErrorInfo::from_value);
                 if ty == "LLM_CALL" {
                     for k in ["usage", "provider", "model", "temperature", "stop_reason"] {
@@ -354,7 +408,9 @@ fn decode_raw<'a>(ev: &Event, raw: &[&'a [u8]]) -> Option<super::RawPayload<'a>>
                 }
             }
             "STATE_UPDATE" => {
-                set(part(&mut f, "state"), &mut out.output, &mut p.output);
+                if !f.taken[1] {
+                    set(part(&mut f, "state"), &mut out.output, &mut p.output);
+                }
                 if let Some(d) = text(&mut f, "diff") {
                     out.extra.push(("diff", d));
                 }
@@ -1082,7 +1138,7 @@ mod tests {
             let ev = t.event(0).clone();
             let raw: Vec<&[u8]> = if second { vec![line.as_bytes(), line.as_bytes()] } else { vec![line.as_bytes()] };
             let slow = AgentDbg.decode_payload(&t, &ev, &raw);
-            match decode_raw(&ev, &raw) {
+            match decode_raw(&ev, &raw, None) {
                 None => prop_assert!(!matches!(ty, "TOOL_CALL" | "LLM_CALL" | "STATE_UPDATE"), "{line}"),
                 Some(rp) => {
                     let text = |r: Option<crate::formats::RawText>| r.map(|r| r.value().unwrap());

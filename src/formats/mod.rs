@@ -69,6 +69,19 @@ pub struct RawPayload<'a> {
     /// Extra fields as their JSON text (never `null`), in the order `decode_payload` gives
     /// them, after `payload.extra`.
     pub extra: Vec<(&'static str, &'a str)>,
+    /// Input and output taken by the [`RawSink`] (then not in `input`/`output` or the payload).
+    pub taken: [bool; 2],
+}
+
+/// Where an export writes the input or output value a format reads for
+/// [`Format::decode_payload_raw`], as the format reaches it: the writer finds the value's end
+/// as it copies it, so the record's big values are scanned once, not once to find their end
+/// and again to copy them.
+pub trait RawSink {
+    /// Take the input (`output` false) or output value that starts `rest` (its first byte is
+    /// `"`, `{` or `[`): its length in `rest` when taken, or None (nothing kept) to have the
+    /// format read it as usual. A taken side is marked in [`RawPayload::taken`].
+    fn take(&mut self, output: bool, rest: &str) -> Option<usize>;
 }
 
 /// A value as its JSON text in a record (valid JSON, UTF-8 checked).
@@ -113,7 +126,15 @@ pub trait Format: Sync {
     /// For a bulk export: [`Format::decode_payload`] with the arguments and result (prompt and
     /// response) left as their JSON text in the record when they are objects or arrays, so
     /// that they are copied, not decoded and written again. `None`: use `decode_payload`.
-    fn decode_payload_raw<'a>(&self, _trace: &Trace, _event: &Event, _raw: &[&'a [u8]]) -> Option<RawPayload<'a>> {
+    /// With `sink`, the format may hand it the input and output values as it reaches them
+    /// (see [`RawSink`]).
+    fn decode_payload_raw<'a>(
+        &self,
+        _trace: &Trace,
+        _event: &Event,
+        _raw: &[&'a [u8]],
+        _sink: Option<&mut dyn RawSink>,
+    ) -> Option<RawPayload<'a>> {
         None
     }
     /// Whether the source is a directory this format reads as one run.

@@ -276,6 +276,11 @@ impl<'a> Skim<'a> {
         self.i
     }
 
+    /// Go on after a value someone else read, which ends before `to`.
+    pub fn jump(&mut self, to: usize) {
+        self.i = to.max(self.i).min(self.s.len());
+    }
+
     /// Where the skimmer is (just after the last value read), whitespace not skipped.
     pub fn at(&self) -> usize {
         self.i
