@@ -626,6 +626,7 @@ mod tests {
             r#"{"model": "", "prompt": "p", "status": "error"}"#,
             r#"{"tool_name": "x", "error": "needle broke", "status": "error"}"#,
             r#"{"tool_name": "x", "error": 1, "result": [1, 2]}"#,
+            r#"{"tool_name": "x", "error": {"rows": [1, 2], "why": "a,b"}}"#,
             r#"{"run_name": "needle run", "status": "ok"}"#,
             r#"{"error_type": "Boom", "message": "a needle"}"#,
             r#"{"state": {"needle": [1, 2]}, "error": null}"#,
@@ -768,6 +769,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_call_whose_error_is_written_out_again_is_kept_unless_the_pattern_is_verbatim() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        let ev = |id: &str, ty: &str, payload: &str| {
+            format!(
+                r#"{{"event_id": "{id}", "run_id": "r1", "parent_id": null, "event_type": "{ty}", "name": "x", "payload": {payload}, "meta": {{}}}}"#
+            )
+        };
+        let lines = [
+            ev("e0", "RUN_START", r#"{"run_name": "run"}"#),
+            // The message is `{"rows":[1,2],"why":"a,b"}`: "1,2" is in it, not in the line.
+            ev(
+                "e1",
+                "TOOL_CALL",
+                r#"{"tool_name": "x", "error": {"rows": [1, 2], "why": "a,b"}}"#,
+            ),
+            ev("e2", "TOOL_CALL", r#"{"tool_name": "x", "result": "needle 1,2"}"#),
+            ev("e3", "RUN_END", r#"{"status": "ok"}"#),
+        ];
+        std::fs::write(dir.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+        let run = crate::source::discover(std::slice::from_ref(&dir), None).runs[0].clone();
+        let search = |pat: &str| {
+            let o = Options {
+                pattern: crate::search::grep::Pattern::new(pat, false, false).unwrap(),
+                filter: None,
+                max_count: None,
+            };
+            let fast = super::search(&run, &o).expect("the fast path applies").unwrap();
+            let len = fast.traces.first().map_or(0, |t| t.trace.len());
+            let rows_fast = rows(&run, Ok(fast));
+            assert_eq!(
+                rows_fast,
+                rows(&run, super::super::search_source_loaded(&run, &o)),
+                "{pat}"
+            );
+            (rows_fast.len(), len)
+        };
+        assert_eq!(search("1,2").0, 2, "the rebuilt error and the result");
+        // "needle" cannot be in text rebuilt from e1: e1 is not read (the run, e2, its end).
+        assert_eq!(search("needle"), (1, 2));
     }
 
     #[test]

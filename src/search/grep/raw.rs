@@ -149,8 +149,8 @@ mod tests {
     fn value() -> impl Strategy<Value = String> {
         let string = (prop::sample::select(WORDS), any::<bool>()).prop_map(|(w, a)| enc(w, a));
         let leaf = prop_oneof![
-            prop::sample::select(vec!["1E3", "1.50", "7", "-2.5e-3", "true", "false", "null"]).prop_map(String::from),
-            string.clone(),
+            2 => prop::sample::select(vec!["1E3", "1.50", "7", "-2.5e-3", "true", "false", "null"]).prop_map(String::from),
+            1 => string.clone(),
         ];
         leaf.prop_recursive(3, 16, 3, move |inner| {
             prop_oneof![
@@ -176,15 +176,15 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
         /// A payload with the fields that cannot match left out has the hits of the whole
         /// payload: the same fields, paths and snippets.
         #[test]
         fn leaving_out_fields_that_cannot_match_changes_no_hit(
             lines in prop::collection::vec(line(), 1..6),
             pat in prop::sample::select(vec![
-                "needle", "ne\nedle", "edle", "é", "café", "a needle/b", "/b", "1000.0", "1.5", "1E3", "x<y",
-                "true", "kelvin", "\"k\"", "k\": \"n", "x", "needle\", \"n",
+                "needle", "ne\nedle", "edle", "é", "café", "a needle/b", "/b", "1000.0", "1000.0", "0.0025",
+                "1.5", "1E3", "x<y", "true", "kelvin", "\"k\"", "k\": \"n", "x", "needle\", \"n",
             ]),
             ic in any::<bool>(),
             regex in any::<bool>(),
