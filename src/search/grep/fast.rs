@@ -70,6 +70,8 @@ struct Part {
     run: Option<Vec<u8>>,
     /// Not read line by line (see [`read_part`]).
     skipped: bool,
+    /// Read in one piece: the buffer still holds all of it, as it is in the file.
+    whole: bool,
 }
 
 fn hash(b: &[u8]) -> u64 {
@@ -276,6 +278,7 @@ fn read_part_with(f: &std::fs::File, sc: &Scan, from: u64, to: u64, buf: &mut Ve
             return Some(part);
         }
         lines(&buf[..upto], base, sc, &mut part)?;
+        part.whole = base == from && upto == have && have as u64 == to - from;
         buf.copy_within(upto..have, 0);
         have -= upto;
         base += upto as u64;
@@ -365,8 +368,12 @@ pub(super) fn search(run: &RunRef, o: &Options) -> Option<Result<SourceResult, L
         errors: !o.pattern.verbatim,
     };
     // One slice (most files) is read here: handing it to the pool would cost a wake-up.
+    // Its buffer is kept to the end: a file read in one piece is still in it, and the lines
+    // to parse and the payloads to decode are taken from there, not read again.
+    let mut buf = Lent(Vec::new());
     let parts: Vec<Option<Part>> = if bounds.len() == 2 {
-        vec![read_part(&f, &sc, bounds[0], bounds[1])]
+        buf.0 = BUF.take();
+        vec![read_part_with(&f, &sc, bounds[0], bounds[1], &mut buf.0)]
     } else {
         bounds.par_windows(2).map(|w| read_part(&f, &sc, w[0], w[1])).collect()
     };
@@ -376,6 +383,7 @@ pub(super) fn search(run: &RunRef, o: &Options) -> Option<Result<SourceResult, L
     {
         return source_without_candidates(run, &events, pre);
     }
+    let whole = bounds.len() == 2 && matches!(parts.first(), Some(Some(p)) if p.whole);
     let mut recs: Vec<Rec> = Vec::new();
     let mut run_id: Option<Vec<u8>> = None;
     let mut line_base = 0u64;
@@ -395,7 +403,20 @@ pub(super) fn search(run: &RunRef, o: &Options) -> Option<Result<SourceResult, L
     if !recs.iter().any(|r| r.cand) {
         return source_without_candidates(run, &events, pre);
     }
-    Some(search_kept(run_json.as_deref(), &events, &f, &recs, o))
+    let held = whole.then(|| &buf.0[..size as usize]);
+    Some(search_kept(run_json.as_deref(), &events, &f, held, &recs, o))
+}
+
+/// The worker's buffer ([`BUF`]) while a search holds it: given back on every return.
+struct Lent(Vec<u8>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // A buffer grown for a very long line is not kept.
+        if !self.0.is_empty() && self.0.len() <= 2 * CHUNK {
+            BUF.set(std::mem::take(&mut self.0));
+        }
+    }
 }
 
 /// As the full search: a source whose files hold no candidate at all is not searched; when
@@ -417,6 +438,7 @@ fn search_kept(
     run_json: Option<&Path>,
     events: &Path,
     f: &std::fs::File,
+    held: Option<&[u8]>,
     recs: &[Rec],
     o: &Options,
 ) -> Result<SourceResult, LoadError> {
@@ -473,14 +495,20 @@ fn search_kept(
     parser.refresh(&mut sink);
     let mut buf = Vec::new();
     for (r, _) in recs.iter().zip(&keep).filter(|(_, k)| **k) {
-        buf.resize(r.len as usize, 0);
-        f.read_exact_at(&mut buf, r.off).map_err(|e| LoadError::io(events, e))?;
+        let line = match held.and_then(|h| h.get(r.off as usize..r.off as usize + r.len as usize)) {
+            Some(l) => l,
+            None => {
+                buf.resize(r.len as usize, 0);
+                f.read_exact_at(&mut buf, r.off).map_err(|e| LoadError::io(events, e))?;
+                &buf
+            }
+        };
         let loc = formats::jsonl::LineLoc {
             line: r.line,
             offset: r.off,
-            len: buf.len(),
+            len: line.len(),
         };
-        parser.line(&buf, loc, &mut sink);
+        parser.line(line, loc, &mut sink);
     }
     parser.flush(&mut sink);
     let loaded = sink.finish("AgentDbg events")?;
@@ -498,7 +526,11 @@ fn search_kept(
         ..Default::default()
     };
     for (index, t) in loaded.traces.into_iter().enumerate() {
-        let open = super::OpenFile { path: events, file: f };
+        let open = super::OpenFile {
+            path: events,
+            file: f,
+            bytes: held,
+        };
         let mut hits: Vec<Hit> = search_trace_in(&t, o, &mut scanned, Some(open));
         for h in &mut hits {
             let e = t.event(h.event);

@@ -9,11 +9,13 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// A file of the trace that the caller has open already (the fast path's events file): its
-/// records are read from it without opening the file again for each one.
+/// records are read from it without opening the file again for each one, or taken from its
+/// bytes when the caller holds all of them.
 #[derive(Clone, Copy, Debug)]
 pub struct OpenFile<'a> {
     pub path: &'a Path,
     pub file: &'a std::fs::File,
+    pub bytes: Option<&'a [u8]>,
 }
 
 /// A record's bytes, as [`formats::read_origin`] reads them (a file shorter than the record
@@ -22,6 +24,10 @@ pub(super) fn read_record(t: &Trace, o: Origin, open: Option<OpenFile>) -> std::
     let Some(of) = open.filter(|of| t.files.get(o.file as usize).is_some_and(|p| p == of.path)) else {
         return formats::read_origin(t, o);
     };
+    if let Some(b) = of.bytes {
+        let from = (o.offset as usize).min(b.len());
+        return Ok(b[from..(from + o.len as usize).min(b.len())].to_vec());
+    }
     let mut buf = vec![0u8; o.len as usize];
     let mut have = 0;
     while have < buf.len() {
@@ -203,8 +209,10 @@ mod tests {
                 for i in 0..t.len() as u32 {
                     let e = t.event(i);
                     let full = payload_hits(&p, e.kind, &formats::payload(&t, e));
-                    let open = OpenFile { path: &events, file: &f };
-                    for o in [None, Some(open)] {
+                    let bytes = std::fs::read(&events).unwrap();
+                    let open = OpenFile { path: &events, file: &f, bytes: None };
+                    let held = OpenFile { bytes: Some(&bytes), ..open };
+                    for o in [None, Some(open), Some(held)] {
                         let part = payload_hits(&p, e.kind, &searched_payload(&t, e, &p, o));
                         prop_assert_eq!(&part, &full, "{}", lines.join("\n"));
                         prop_assert_eq!(&payload_hits(&p, e.kind, &whole(&t, e, o)), &full);
