@@ -23,6 +23,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 mod fast;
+mod raw;
+
+pub use raw::OpenFile;
 
 /// A compiled search pattern: the decoded-text matcher and the raw-bytes prefilter.
 #[derive(Clone, Debug)]
@@ -33,6 +36,13 @@ pub struct Pattern {
     /// number is written with. Then only strings, keys and booleans can hold a match, and
     /// those are in the file as they are (see [`search_trace`]).
     number_free: bool,
+    /// Every match is a run of ASCII letters, digits and `_`, [`safe`], and not all of them
+    /// characters a number is written with: in any JSON text, the file's or one written out
+    /// again from its values (an error object's message), a match lies inside one string,
+    /// key or `true`/`false`/`null`, never across the punctuation between them nor in a
+    /// number, so its bytes are in the record as they are. Then a record the raw scan rules
+    /// out has no match in anything its values make, not even a rebuilt error.
+    verbatim: bool,
 }
 
 /// Whether a character always appears as itself in a JSON file, whatever the encoder: not
@@ -90,7 +100,17 @@ impl Pattern {
                 .ok()
         };
         let number_free = !regex && !pattern.chars().all(|c| "0123456789.+-eE".contains(c));
-        Ok(Pattern { re, pre, number_free })
+        let verbatim = !regex
+            && number_free
+            && pattern
+                .bytes()
+                .all(|c| (c.is_ascii_alphanumeric() || c == b'_') && safe(c, ignore_case));
+        Ok(Pattern {
+            re,
+            pre,
+            number_free,
+            verbatim,
+        })
     }
 
     /// The first match in decoded text: byte range.
@@ -474,6 +494,16 @@ enum Decode {
 
 /// Search a loaded trace. `scanned` caches the raw scans of its files (filled as needed).
 pub fn search_trace(t: &Trace, o: &Options, scanned: &mut HashMap<PathBuf, Option<Candidates>>) -> Vec<Hit> {
+    search_trace_in(t, o, scanned, None)
+}
+
+/// [`search_trace`], reading records of `open`'s file from it.
+pub fn search_trace_in(
+    t: &Trace,
+    o: &Options,
+    scanned: &mut HashMap<PathBuf, Option<Candidates>>,
+    open: Option<OpenFile>,
+) -> Vec<Hit> {
     // Per file of the trace: its candidate lines, or None to decode every record in it.
     let cands: Vec<Option<Candidates>> = match o.pattern.prefilter() {
         Some(pre) => t
@@ -491,7 +521,7 @@ pub fn search_trace(t: &Trace, o: &Options, scanned: &mut HashMap<PathBuf, Optio
     let max = o.max_count.unwrap_or(usize::MAX);
     let n = t.len() as u32;
     if n <= SPAN {
-        return search_events(t, o, &cands, 0..n, max);
+        return search_events(t, o, &cands, 0..n, max, open);
     }
     // A big trace (the 1M-event run, or many matches) in spans on every core: decoding the
     // payloads of the candidates is most of a search. Hits are kept in event order and cut at
@@ -502,7 +532,7 @@ pub fn search_trace(t: &Trace, o: &Options, scanned: &mut HashMap<PathBuf, Optio
     for group in spans.chunks(2 * rayon::current_num_threads()) {
         let found: Vec<Vec<Hit>> = group
             .par_iter()
-            .map(|r| search_events(t, o, &cands, r.clone(), max))
+            .map(|r| search_events(t, o, &cands, r.clone(), max, open))
             .collect();
         for f in found {
             hits.extend(f);
@@ -525,6 +555,7 @@ fn search_events(
     cands: &[Option<Candidates>],
     range: std::ops::Range<u32>,
     max: usize,
+    open: Option<OpenFile>,
 ) -> Vec<Hit> {
     let candidate = |file: u16, off: u64, len: u32| match cands.get(file as usize) {
         Some(Some(c)) => c.overlaps(off, len as u64),
@@ -580,16 +611,21 @@ fn search_events(
         let mut payload = None;
         match decode {
             Decode::No => {}
-            Decode::Error => match fast::error_only(t, e) {
+            Decode::Error => match fast::error_only(t, e, open) {
                 Some(p) => found.extend(payload_hits(&o.pattern, e.kind, &p)),
                 None => {
-                    let p = formats::payload(t, e);
+                    let p = raw::whole(t, e, open);
                     found.extend(payload_hits(&o.pattern, e.kind, &p));
                     payload = Some(p);
                 }
             },
+            // Without a filter to run on it, the payload need only hold what can match.
+            Decode::Full if verdict == Verdict::Yes && matches!(e.payload, PayloadRef::Deferred) => {
+                let p = raw::searched_payload(t, e, &o.pattern, open);
+                found.extend(payload_hits(&o.pattern, e.kind, &p));
+            }
             Decode::Full => {
-                let p = formats::payload(t, e);
+                let p = raw::whole(t, e, open);
                 found.extend(payload_hits(&o.pattern, e.kind, &p));
                 payload = Some(p);
             }

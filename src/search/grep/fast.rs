@@ -14,7 +14,8 @@
 //! and every line whose event may carry text the parser makes up rather than reads: an
 //! ERROR, an unknown event type, an LLM call or state update without a name (named `llm`,
 //! `state` by the parser), and a call whose payload may hold an error (its message may be the
-//! error object written out again).
+//! error object written out again; not for a pattern no such text can match,
+//! [`super::Pattern::verbatim`]).
 //!
 //! Anything this pass is not sure of (another key order, an escape in those fields, several
 //! runs in one file, a last line without newline, a very long line) hands the source to the
@@ -22,7 +23,7 @@
 //! event but whose rest is not JSON. The full load drops such a line; here it still counts
 //! for the index of the events after it (and it is parsed, so dropped, when it is kept).
 
-use super::{Candidates, Hit, Options, SourceResult, TraceHits, scan_file, search_trace, source_files};
+use super::{Candidates, Hit, Options, SourceResult, TraceHits, scan_file, search_trace_in, source_files};
 use crate::formats::jsonl::LineParser;
 use crate::formats::{self, LoadError, agentdbg};
 use crate::source::RunRef;
@@ -36,7 +37,7 @@ use std::path::{Path, PathBuf};
 /// Files larger than this are read in parallel slices.
 const SLICE: u64 = 32 << 20;
 /// Read size within a slice.
-const CHUNK: usize = 8 << 20;
+const CHUNK: usize = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ty {
@@ -69,6 +70,8 @@ struct Part {
     run: Option<Vec<u8>>,
     /// Not read line by line (see [`read_part`]).
     skipped: bool,
+    /// Read in one piece: the buffer still holds all of it, as it is in the file.
+    whole: bool,
 }
 
 fn hash(b: &[u8]) -> u64 {
@@ -120,7 +123,8 @@ fn skip_scalar(l: &[u8], i: usize) -> Option<usize> {
 
 /// The head of an event line: (id, parent, type, run id). None: not sure (the full search
 /// reads the source). Reads keys until the five are seen and a nested value comes.
-fn head(l: &[u8]) -> Option<(u64, u64, Ty, &[u8])> {
+/// `errors`: whether a call whose payload may hold an error is kept (see [`Scan::errors`]).
+fn head(l: &[u8], errors: bool) -> Option<(u64, u64, Ty, &[u8])> {
     const KEYS: [&[u8]; 5] = [b"event_id", b"parent_id", b"run_id", b"event_type", b"name"];
     let mut val: [Option<Option<&[u8]>>; 5] = [None; 5];
     let mut i = ws(l, 0);
@@ -173,7 +177,7 @@ fn head(l: &[u8]) -> Option<(u64, u64, Ty, &[u8])> {
     let t = match ty {
         b"RUN_START" => Ty::Start,
         b"RUN_END" => Ty::End,
-        b"TOOL_CALL" | b"LLM_CALL" if may_hold_error(l) => Ty::Keep,
+        b"TOOL_CALL" | b"LLM_CALL" if errors && may_hold_error(l) => Ty::Keep,
         b"LLM_CALL" | b"STATE_UPDATE" if unnamed => Ty::Keep,
         b"TOOL_CALL" | b"LLM_CALL" | b"STATE_UPDATE" | b"LOOP_WARNING" => Ty::Plain,
         // event_type is required: without it the line is no event (let the full load say so).
@@ -205,6 +209,16 @@ fn may_hold_error(l: &[u8]) -> bool {
     })
 }
 
+/// What the pass over the bytes looks for.
+struct Scan<'a> {
+    pre: &'a regex::bytes::Regex,
+    /// Keep the calls whose payload may hold an error ([`may_hold_error`]): their error is
+    /// searched even when the raw scan rules the line out, as the full search does. Not
+    /// needed for a [`super::Pattern::verbatim`] pattern: no text rebuilt from such a line
+    /// can match. (The check reads every call line to its end: a tenth of the pass.)
+    errors: bool,
+}
+
 thread_local! {
     /// Each worker's read buffer, kept from slice to slice and file to file: a fresh one
     /// costs a page fault and the zeroing of every page (an eighth of the time on the 2 GB
@@ -213,9 +227,9 @@ thread_local! {
 }
 
 /// Read `[from, to)` of the file (whole lines) and take its lines' heads.
-fn read_part(f: &std::fs::File, pre: &regex::bytes::Regex, from: u64, to: u64) -> Option<Part> {
+fn read_part(f: &std::fs::File, sc: &Scan, from: u64, to: u64) -> Option<Part> {
     let mut buf = BUF.take();
-    let part = read_part_with(f, pre, from, to, &mut buf);
+    let part = read_part_with(f, sc, from, to, &mut buf);
     // A buffer grown for a very long line is not kept.
     if buf.len() <= 2 * CHUNK {
         BUF.set(buf);
@@ -223,7 +237,7 @@ fn read_part(f: &std::fs::File, pre: &regex::bytes::Regex, from: u64, to: u64) -
     part
 }
 
-fn read_part_with(f: &std::fs::File, pre: &regex::bytes::Regex, from: u64, to: u64, buf: &mut Vec<u8>) -> Option<Part> {
+fn read_part_with(f: &std::fs::File, sc: &Scan, from: u64, to: u64, buf: &mut Vec<u8>) -> Option<Part> {
     let mut part = Part::default();
     // The part of `buf` in use: its start is the slice's size, at most CHUNK.
     let mut cap = ((to - from) as usize).min(CHUNK);
@@ -258,20 +272,21 @@ fn read_part_with(f: &std::fs::File, pre: &regex::bytes::Regex, from: u64, to: u
         };
         // A whole file in one read with no candidate: nothing of it is needed (unless
         // another of the source's files has one, which the caller sees as `skipped`).
-        if base == 0 && upto == (to - from) as usize && !pre.is_match(&buf[..upto]) {
+        if base == 0 && upto == (to - from) as usize && !sc.pre.is_match(&buf[..upto]) {
             part.skipped = true;
             part.lines = memchr::memchr_iter(b'\n', &buf[..upto]).count() as u64;
             return Some(part);
         }
-        lines(&buf[..upto], base, pre, &mut part)?;
+        lines(&buf[..upto], base, sc, &mut part)?;
+        part.whole = base == from && upto == have && have as u64 == to - from;
         buf.copy_within(upto..have, 0);
         have -= upto;
         base += upto as u64;
     }
 }
 
-fn lines(hay: &[u8], base: u64, pre: &regex::bytes::Regex, part: &mut Part) -> Option<()> {
-    let mut ms = pre.find_iter(hay).map(|m| m.start()).peekable();
+fn lines(hay: &[u8], base: u64, sc: &Scan, part: &mut Part) -> Option<()> {
+    let mut ms = sc.pre.find_iter(hay).map(|m| m.start()).peekable();
     let mut start = 0;
     for nl in memchr::memchr_iter(b'\n', hay) {
         part.lines += 1;
@@ -286,7 +301,7 @@ fn lines(hay: &[u8], base: u64, pre: &regex::bytes::Regex, part: &mut Part) -> O
             ms.next();
         }
         if !l.iter().all(|b| b.is_ascii_whitespace()) {
-            let (id, parent, ty, run) = head(l)?;
+            let (id, parent, ty, run) = head(l, sc.errors)?;
             match &part.run {
                 Some(r) if r.as_slice() != run => return None,
                 Some(_) => {}
@@ -348,11 +363,19 @@ pub(super) fn search(run: &RunRef, o: &Options) -> Option<Result<SourceResult, L
     let f = formats::open_regular(&events).ok()?;
     let size = f.metadata().ok()?.len();
     let bounds = slices(&f, size)?;
+    let sc = Scan {
+        pre,
+        errors: !o.pattern.verbatim,
+    };
     // One slice (most files) is read here: handing it to the pool would cost a wake-up.
+    // Its buffer is kept to the end: a file read in one piece is still in it, and the lines
+    // to parse and the payloads to decode are taken from there, not read again.
+    let mut buf = Lent(Vec::new());
     let parts: Vec<Option<Part>> = if bounds.len() == 2 {
-        vec![read_part(&f, pre, bounds[0], bounds[1])]
+        buf.0 = BUF.take();
+        vec![read_part_with(&f, &sc, bounds[0], bounds[1], &mut buf.0)]
     } else {
-        bounds.par_windows(2).map(|w| read_part(&f, pre, w[0], w[1])).collect()
+        bounds.par_windows(2).map(|w| read_part(&f, &sc, w[0], w[1])).collect()
     };
     if parts.len() == 1
         && let Some(Some(p)) = parts.first()
@@ -360,6 +383,7 @@ pub(super) fn search(run: &RunRef, o: &Options) -> Option<Result<SourceResult, L
     {
         return source_without_candidates(run, &events, pre);
     }
+    let whole = bounds.len() == 2 && matches!(parts.first(), Some(Some(p)) if p.whole);
     let mut recs: Vec<Rec> = Vec::new();
     let mut run_id: Option<Vec<u8>> = None;
     let mut line_base = 0u64;
@@ -379,7 +403,20 @@ pub(super) fn search(run: &RunRef, o: &Options) -> Option<Result<SourceResult, L
     if !recs.iter().any(|r| r.cand) {
         return source_without_candidates(run, &events, pre);
     }
-    Some(search_kept(run_json.as_deref(), &events, &f, &recs, o))
+    let held = whole.then(|| &buf.0[..size as usize]);
+    Some(search_kept(run_json.as_deref(), &events, &f, held, &recs, o))
+}
+
+/// The worker's buffer ([`BUF`]) while a search holds it: given back on every return.
+struct Lent(Vec<u8>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // A buffer grown for a very long line is not kept.
+        if !self.0.is_empty() && self.0.len() <= 2 * CHUNK {
+            BUF.set(std::mem::take(&mut self.0));
+        }
+    }
 }
 
 /// As the full search: a source whose files hold no candidate at all is not searched; when
@@ -401,6 +438,7 @@ fn search_kept(
     run_json: Option<&Path>,
     events: &Path,
     f: &std::fs::File,
+    held: Option<&[u8]>,
     recs: &[Rec],
     o: &Options,
 ) -> Result<SourceResult, LoadError> {
@@ -457,14 +495,20 @@ fn search_kept(
     parser.refresh(&mut sink);
     let mut buf = Vec::new();
     for (r, _) in recs.iter().zip(&keep).filter(|(_, k)| **k) {
-        buf.resize(r.len as usize, 0);
-        f.read_exact_at(&mut buf, r.off).map_err(|e| LoadError::io(events, e))?;
+        let line = match held.and_then(|h| h.get(r.off as usize..r.off as usize + r.len as usize)) {
+            Some(l) => l,
+            None => {
+                buf.resize(r.len as usize, 0);
+                f.read_exact_at(&mut buf, r.off).map_err(|e| LoadError::io(events, e))?;
+                &buf
+            }
+        };
         let loc = formats::jsonl::LineLoc {
             line: r.line,
             offset: r.off,
-            len: buf.len(),
+            len: line.len(),
         };
-        parser.line(&buf, loc, &mut sink);
+        parser.line(line, loc, &mut sink);
     }
     parser.flush(&mut sink);
     let loaded = sink.finish("AgentDbg events")?;
@@ -482,7 +526,12 @@ fn search_kept(
         ..Default::default()
     };
     for (index, t) in loaded.traces.into_iter().enumerate() {
-        let mut hits: Vec<Hit> = search_trace(&t, o, &mut scanned);
+        let open = super::OpenFile {
+            path: events,
+            file: f,
+            bytes: held,
+        };
+        let mut hits: Vec<Hit> = search_trace_in(&t, o, &mut scanned, Some(open));
         for h in &mut hits {
             let e = t.event(h.event);
             // Every kept line has its index; a made-up event (none in this format) keeps its own.
@@ -503,7 +552,11 @@ fn search_kept(
 /// its error. `None`: not sure (a second record, another event type, a record that does not
 /// read or whose payload is so big that the full search would stop before its error); the
 /// caller decodes all of it.
-pub(super) fn error_only(t: &crate::model::Trace, e: &crate::model::Event) -> Option<crate::model::Payload> {
+pub(super) fn error_only(
+    t: &crate::model::Trace,
+    e: &crate::model::Event,
+    open: Option<super::OpenFile>,
+) -> Option<crate::model::Payload> {
     use crate::model::{ErrorInfo, EventKind, Payload};
     use serde_json::value::RawValue;
     #[derive(serde::Deserialize)]
@@ -521,7 +574,7 @@ pub(super) fn error_only(t: &crate::model::Trace, e: &crate::model::Event) -> Op
     if e.origin2.is_some() || t.meta.format != "agentdbg" {
         return None;
     }
-    let raw = formats::read_origin(t, e.origin).ok()?;
+    let raw = super::raw::read_record(t, e.origin, open).ok()?;
     // `payload_hits` visits at most 1,000,000 values of the arguments and result before the
     // error; a record with so many takes more than 2 bytes a value.
     if raw.len() >= 2_000_000 {
@@ -562,12 +615,13 @@ mod tests {
     #[test]
     fn the_head_is_read_up_to_the_payload() {
         let l = br#"{"spec_version": "0.1", "event_id": "e2", "run_id": "r", "parent_id": "e1", "event_type": "TOOL_CALL", "ts": "x", "duration_ms": 5, "name": "read", "payload": {"tool_name": "read", "error": null}, "meta": {}}"#;
-        let (id, parent, ty, run) = head(l).unwrap();
+        let (id, parent, ty, run) = head(l, true).unwrap();
         assert_eq!((id, parent, ty, run), (hash(b"e2"), hash(b"e1"), Ty::Plain, &b"r"[..]));
         let err = br#"{"event_id": "e2", "run_id": "r", "parent_id": null, "event_type": "TOOL_CALL", "name": "read", "payload": {"error": {"code": 1}}}"#;
-        assert_eq!(head(err).unwrap().2, Ty::Keep);
+        assert_eq!(head(err, true).unwrap().2, Ty::Keep);
+        assert_eq!(head(err, false).unwrap().2, Ty::Plain);
         let unnamed = br#"{"event_id": "e2", "run_id": "r", "parent_id": null, "event_type": "LLM_CALL", "name": "", "payload": {}}"#;
-        assert_eq!(head(unnamed).unwrap().2, Ty::Keep);
+        assert_eq!(head(unnamed, false).unwrap().2, Ty::Keep);
         // Not sure: another key order, an escape, no run, a cut line.
         for l in [
             &br#"{"event_id": "e2", "payload": {}, "run_id": "r", "parent_id": null, "event_type": "TOOL_CALL", "name": "x"}"#[..],
@@ -575,7 +629,7 @@ mod tests {
             br#"{"event_id": "e2", "parent_id": null, "event_type": "TOOL_CALL", "name": "x", "payload": {}}"#,
             br#"{"event_id": "e2", "run_id": "r", "parent_id": null, "event_type": "TOOL_CALL", "name": "x", "payload": {"#,
         ] {
-            assert!(head(l).is_none(), "{}", String::from_utf8_lossy(l));
+            assert!(head(l, true).is_none(), "{}", String::from_utf8_lossy(l));
         }
     }
 
@@ -604,6 +658,7 @@ mod tests {
             r#"{"model": "", "prompt": "p", "status": "error"}"#,
             r#"{"tool_name": "x", "error": "needle broke", "status": "error"}"#,
             r#"{"tool_name": "x", "error": 1, "result": [1, 2]}"#,
+            r#"{"tool_name": "x", "error": {"rows": [1, 2], "why": "a,b"}}"#,
             r#"{"run_name": "needle run", "status": "ok"}"#,
             r#"{"error_type": "Boom", "message": "a needle"}"#,
             r#"{"state": {"needle": [1, 2]}, "error": null}"#,
@@ -652,7 +707,11 @@ mod tests {
         #[test]
         fn the_fast_path_agrees_with_a_full_load(
             lines in prop::collection::vec(line(), 1..14),
-            pat in prop::sample::select(vec!["needle", "alpha", "llm", "state", "error", "Boom", "read", "1,", "CUSTOM a", "a needle"]),
+            pat in prop::sample::select(vec![
+                "needle", "alpha", "llm", "state", "error", "Boom", "read", "1,", "CUSTOM a", "a needle",
+                // Only in an error object written out again (or in its keys and literals).
+                "code", "v", "k", "null", "true", "\"k\":\"v", "1,2",
+            ]),
             ic in any::<bool>(),
             max in prop::option::of(1usize..3),
             run_json in any::<bool>(),
@@ -729,7 +788,7 @@ mod tests {
                     if !e.is_error() {
                         continue;
                     }
-                    let Some(alone) = error_only(&t, e) else { continue };
+                    let Some(alone) = error_only(&t, e, None) else { continue };
                     let full = formats::payload(&t, e);
                     prop_assert_eq!(&alone.error, &full.error);
                     let raw = formats::read_origin(&t, e.origin).unwrap();
@@ -742,6 +801,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_call_whose_error_is_written_out_again_is_kept_unless_the_pattern_is_verbatim() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        let ev = |id: &str, ty: &str, payload: &str| {
+            format!(
+                r#"{{"event_id": "{id}", "run_id": "r1", "parent_id": null, "event_type": "{ty}", "name": "x", "payload": {payload}, "meta": {{}}}}"#
+            )
+        };
+        let lines = [
+            ev("e0", "RUN_START", r#"{"run_name": "run"}"#),
+            // The message is `{"rows":[1,2],"why":"a,b"}`: "1,2" is in it, not in the line.
+            ev(
+                "e1",
+                "TOOL_CALL",
+                r#"{"tool_name": "x", "error": {"rows": [1, 2], "why": "a,b"}}"#,
+            ),
+            ev("e2", "TOOL_CALL", r#"{"tool_name": "x", "result": "needle 1,2"}"#),
+            ev("e3", "RUN_END", r#"{"status": "ok"}"#),
+        ];
+        std::fs::write(dir.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+        let run = crate::source::discover(std::slice::from_ref(&dir), None).runs[0].clone();
+        let search = |pat: &str| {
+            let o = Options {
+                pattern: crate::search::grep::Pattern::new(pat, false, false).unwrap(),
+                filter: None,
+                max_count: None,
+            };
+            let fast = super::search(&run, &o).expect("the fast path applies").unwrap();
+            let len = fast.traces.first().map_or(0, |t| t.trace.len());
+            let rows_fast = rows(&run, Ok(fast));
+            assert_eq!(
+                rows_fast,
+                rows(&run, super::super::search_source_loaded(&run, &o)),
+                "{pat}"
+            );
+            (rows_fast.len(), len)
+        };
+        assert_eq!(search("1,2").0, 2, "the rebuilt error and the result");
+        // "needle" cannot be in text rebuilt from e1: e1 is not read (the run, e2, its end).
+        assert_eq!(search("needle"), (1, 2));
     }
 
     #[test]
