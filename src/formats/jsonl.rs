@@ -227,6 +227,9 @@ pub struct JsonlReader {
     partial_start: u64,
     skipping: bool,
     buf: Vec<u8>,
+    /// The second buffer of an overlapped read, kept for the next one: the explorer reads a
+    /// large file in slices, and a fresh 4 MiB for each slice was zeroed page by page.
+    spare: Vec<u8>,
     /// The file's length when it was last opened: a small file gets a buffer its size, not a
     /// whole chunk (zeroing 4 MiB for each of 2,000 small sessions was most of a listing).
     len_hint: Option<u64>,
@@ -242,6 +245,7 @@ impl JsonlReader {
             partial_start: 0,
             skipping: false,
             buf: Vec::new(),
+            spare: Vec::new(),
             len_hint: None,
         }
     }
@@ -374,7 +378,10 @@ impl JsonlReader {
         mut total: u64,
     ) -> Result<u64, LoadError> {
         let path = self.path.clone();
-        let mut cur = vec![0; CHUNK];
+        let mut cur = std::mem::take(&mut self.spare);
+        if cur.len() < CHUNK {
+            cur = vec![0; CHUNK];
+        }
         let mut next = std::mem::take(&mut self.buf);
         rayon::scope(|_| {
             let mut n = match read_retrying(f, &mut cur, max - total) {
@@ -400,6 +407,7 @@ impl JsonlReader {
             Ok(())
         })?;
         self.buf = cur;
+        self.spare = next;
         Ok(total)
     }
 
