@@ -250,6 +250,7 @@ impl Loader {
         // shown trace was published).
         let mut sent: Option<Progress> = None;
         let mut slice = SLICE;
+        let mut deferred = false;
         loop {
             if !self.wanted() {
                 return;
@@ -344,7 +345,14 @@ impl Loader {
             }
             if behind == 0 {
                 let stale = self.last_summaries.is_none_or(|t| t.elapsed() >= SUMMARIES);
-                if (stale && !p.touched.is_empty()) || self.last_summaries.is_none() {
+                let first = self.last_summaries.is_none();
+                if first && !deferred {
+                    // The first summaries (a full count of the run) wait for the next wake:
+                    // computed at once, they took a core from the view's own full count of
+                    // the update just sent, the last step of the load on screen. The open
+                    // run's list entry has that count meanwhile (`run_update`).
+                    deferred = true;
+                } else if (stale && !p.touched.is_empty()) || first {
                     self.summaries(&f.sink.traces, ours);
                 }
                 // Caught up: wait for the next change.
