@@ -858,6 +858,10 @@ impl LineParser for Parser {
         engine::batch(self, batch, sink);
     }
 
+    fn holds_itself(&self) -> bool {
+        true
+    }
+
     fn refresh(&mut self, sink: &mut Sink) {
         let Some(rj) = self.run_json.clone() else { return };
         let stamp = std::fs::metadata(&rj).ok().map(|m| (m.len(), m.modified().ok()));

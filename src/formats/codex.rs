@@ -2134,6 +2134,10 @@ impl LineParser for Parser {
         engine::batch(self, batch, sink);
     }
 
+    fn holds_itself(&self) -> bool {
+        true
+    }
+
     fn settle(&mut self, sink: &mut Sink) {
         let Some(ti) = self.ti else { return };
         let t = &mut sink.traces[ti];

@@ -7,6 +7,7 @@ use crate::model::{Diagnostic, Severity, Trace};
 use serde::Deserialize;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 /// Lines longer than this are skipped with a diagnostic (DESIGN: hostile input is bounded).
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -64,6 +65,20 @@ pub trait LineParser: Send {
             self.line(l, *loc, sink);
         }
     }
+    /// Whether `lines` changes the sink's traces only inside [`Sink::held`] (the engine's
+    /// parsers: the skim of a batch needs no trace). Else the reader holds the sink around it.
+    fn holds_itself(&self) -> bool {
+        false
+    }
+}
+
+/// A trace shared with a viewer while a loader fills it: it stays in `trace` (behind its lock)
+/// and is lent to the sink's slot `slot` only for what changes it ([`Sink::held`]), so that the
+/// viewer reads it while lines are read and skimmed.
+#[derive(Debug)]
+pub struct Gate {
+    pub trace: Arc<RwLock<Trace>>,
+    pub slot: usize,
 }
 
 /// Collects the traces of one source while it loads, and routes diagnostics to the trace
@@ -80,6 +95,8 @@ pub struct Sink {
     /// Whether each trace is in `touched`: a touch is O(1) however many traces a source has
     /// (a search of the list was quadratic over a dataset of a trace a line).
     is_touched: Vec<bool>,
+    /// Set while a loader shares one of the traces (see [`Gate`]).
+    gate: Option<Gate>,
 }
 
 impl Sink {
@@ -91,7 +108,28 @@ impl Sink {
             pending: Vec::new(),
             touched: Vec::new(),
             is_touched: Vec::new(),
+            gate: None,
         }
+    }
+
+    /// Run `f`, which may change the traces, with the shared one (if any) in its slot: its
+    /// write lock is held for the time of `f`. Nested calls take nothing again (the gate is
+    /// out of the sink while it is held), so a thread never holds the lock twice.
+    pub fn held<R>(&mut self, f: impl FnOnce(&mut Sink) -> R) -> R {
+        let Some(g) = self.gate.take() else {
+            return f(self);
+        };
+        let mut w = g.trace.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = self.traces.get_mut(g.slot) {
+            std::mem::swap(&mut *w, t);
+        }
+        let r = f(self);
+        if let Some(t) = self.traces.get_mut(g.slot) {
+            std::mem::swap(&mut *w, t);
+        }
+        drop(w);
+        self.gate = Some(g);
+        r
     }
 
     pub fn push_trace(&mut self, mut t: Trace) -> usize {
@@ -227,6 +265,9 @@ pub struct JsonlReader {
     partial_start: u64,
     skipping: bool,
     buf: Vec<u8>,
+    /// The second buffer of an overlapped read, kept for the next one: the explorer reads a
+    /// large file in slices, and a fresh 4 MiB for each slice was zeroed page by page.
+    spare: Vec<u8>,
     /// The file's length when it was last opened: a small file gets a buffer its size, not a
     /// whole chunk (zeroing 4 MiB for each of 2,000 small sessions was most of a listing).
     len_hint: Option<u64>,
@@ -242,6 +283,7 @@ impl JsonlReader {
             partial_start: 0,
             skipping: false,
             buf: Vec::new(),
+            spare: Vec::new(),
             len_hint: None,
         }
     }
@@ -374,7 +416,10 @@ impl JsonlReader {
         mut total: u64,
     ) -> Result<u64, LoadError> {
         let path = self.path.clone();
-        let mut cur = vec![0; CHUNK];
+        let mut cur = std::mem::take(&mut self.spare);
+        if cur.len() < CHUNK {
+            cur = vec![0; CHUNK];
+        }
         let mut next = std::mem::take(&mut self.buf);
         rayon::scope(|_| {
             let mut n = match read_retrying(f, &mut cur, max - total) {
@@ -400,6 +445,7 @@ impl JsonlReader {
             Ok(())
         })?;
         self.buf = cur;
+        self.spare = next;
         Ok(total)
     }
 
@@ -414,10 +460,8 @@ impl JsonlReader {
             if self.skipping {
                 flush_batch(&mut batch, parser, sink);
                 self.skipping = false;
-                sink.error(
-                    self.line_no,
-                    format!("line longer than {} MiB, skipped", MAX_LINE >> 20),
-                );
+                let line_no = self.line_no;
+                sink.held(|sink| sink.error(line_no, format!("line longer than {} MiB, skipped", MAX_LINE >> 20)));
             } else if self.partial.is_empty() {
                 let l = trim_cr(&chunk[start..nl]);
                 if !l.iter().all(|b| b.is_ascii_whitespace()) {
@@ -431,10 +475,8 @@ impl JsonlReader {
             } else if self.partial.len() + (nl - start) > MAX_LINE {
                 flush_batch(&mut batch, parser, sink);
                 self.partial.clear();
-                sink.error(
-                    self.line_no,
-                    format!("line longer than {} MiB, skipped", MAX_LINE >> 20),
-                );
+                let line_no = self.line_no;
+                sink.held(|sink| sink.error(line_no, format!("line longer than {} MiB, skipped", MAX_LINE >> 20)));
             } else {
                 flush_batch(&mut batch, parser, sink);
                 self.partial.extend_from_slice(&chunk[start..nl]);
@@ -444,7 +486,7 @@ impl JsonlReader {
                     offset: self.partial_start,
                     len: line.len(),
                 };
-                deliver(&line, loc, parser, sink);
+                sink.held(|sink| deliver(&line, loc, parser, sink));
                 self.partial = line;
                 self.partial.clear();
                 if self.partial.capacity() > CHUNK {
@@ -525,7 +567,11 @@ fn read_retrying<R: Read>(f: &mut R, buf: &mut [u8], left: u64) -> std::io::Resu
 
 fn flush_batch(batch: &mut Vec<(&[u8], LineLoc)>, parser: &mut dyn LineParser, sink: &mut Sink) {
     if !batch.is_empty() {
-        parser.lines(batch, sink);
+        if parser.holds_itself() {
+            parser.lines(batch, sink);
+        } else {
+            sink.held(|sink| parser.lines(batch, sink));
+        }
         batch.clear();
     }
 }
@@ -703,7 +749,8 @@ impl Follow {
             }
             self.restarted = true;
         }
-        self.parser.refresh(&mut self.sink);
+        let parser = &mut self.parser;
+        self.sink.held(|sink| parser.refresh(sink));
         if let Some(m) = &meta {
             #[cfg(unix)]
             {
@@ -720,12 +767,32 @@ impl Follow {
             }
         }
         self.len = len;
-        self.parser.flush(&mut self.sink);
+        let parser = &mut self.parser;
+        self.sink.held(|sink| parser.flush(sink));
         let touched = self.sink.take_touched();
         // A restart is reported with the first traces read after it (a file truncated to
         // nothing has none yet), so that consumers can tell old events from new ones.
         let restarted = !touched.is_empty() && std::mem::take(&mut self.restarted);
         Ok(Polled { touched, restarted })
+    }
+
+    /// Share trace `gate.slot` with a viewer while polling (see [`Gate`]): between polls the
+    /// trace is in `gate.trace`, and the sink's slot holds what was there before.
+    pub fn gate(&mut self, gate: Gate) {
+        self.sink.gate = Some(gate);
+    }
+
+    /// Stop sharing: the trace goes back into its slot of the sink that had the gate (the
+    /// one a restart replaced, if it did), and what was in that slot into `shared`, whose
+    /// lock the caller holds.
+    pub fn ungate(&mut self, shared: &mut Trace) {
+        for s in std::iter::once(&mut self.sink).chain(self.replaced.as_mut()) {
+            if let Some(g) = s.gate.take()
+                && let Some(t) = s.traces.get_mut(g.slot)
+            {
+                std::mem::swap(shared, t);
+            }
+        }
     }
 
     /// Keep the sink a restart replaces (see [`Follow::take_replaced`]): a viewer that shares
@@ -882,6 +949,38 @@ mod tests {
         assert_eq!(names(&sliced), names(&whole));
         assert_eq!(names(&sliced), lines);
         assert_eq!(sliced.file_len(), Some(sliced.offset()));
+    }
+
+    #[test]
+    fn a_gated_poll_fills_the_shared_trace_and_ungate_gives_it_back() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("e.jsonl");
+        let lines: Vec<String> = (0..300).map(|i| format!("{{\"n\":{i}}}")).collect();
+        std::fs::write(&p, lines[..10].join("\n") + "\n").unwrap();
+        let mut f = Follow::new(&p, Box::new(|| Box::new(Names) as Box<dyn LineParser>));
+        f.poll().unwrap();
+        // The viewer's copy: the trace moves to the shared slot, the sink keeps a placeholder.
+        let shared = Arc::new(RwLock::new(Trace::default()));
+        std::mem::swap(&mut *shared.write().unwrap(), &mut f.sink.traces[0]);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        f.gate(Gate {
+            trace: shared.clone(),
+            slot: 0,
+        });
+        let polled = f.poll().unwrap();
+        assert_eq!(polled.touched, vec![0]);
+        let t = shared.read().unwrap();
+        let seen: Vec<String> = (0..t.len() as u32).map(|i| t.name(i).to_string()).collect();
+        assert_eq!(seen, lines, "between holds the trace is in the shared slot, whole");
+        drop(t);
+        assert_eq!(f.sink.traces[0].len(), 0, "the sink's slot has the placeholder");
+        f.ungate(&mut shared.write().unwrap());
+        assert_eq!(names(&f), lines);
+        assert_eq!(shared.read().unwrap().len(), 0);
+        // Ungated, a poll fills the sink's own trace again.
+        std::fs::write(&p, lines.join("\n") + "\n{\"n\":300}\n").unwrap();
+        f.poll().unwrap();
+        assert_eq!(f.sink.traces[0].len(), 301);
     }
 
     #[test]

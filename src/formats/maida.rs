@@ -948,6 +948,10 @@ impl LineParser for Parser {
         engine::batch(self, batch, sink);
     }
 
+    fn holds_itself(&self) -> bool {
+        true
+    }
+
     fn refresh(&mut self, sink: &mut Sink) {
         let Some(m) = self.meta.clone() else { return };
         let stamp = std::fs::metadata(&m).ok().map(|x| (x.len(), x.modified().ok()));

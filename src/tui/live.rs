@@ -5,7 +5,7 @@
 
 use super::action::Action;
 use super::state::{Progress, RunEntry, SharedTrace, shared};
-use crate::formats::jsonl::Follow;
+use crate::formats::jsonl::{Follow, Gate};
 use crate::formats::{Format, Summary};
 use crate::model::Trace;
 use crate::source::{self, RunRef};
@@ -250,6 +250,7 @@ impl Loader {
         // shown trace was published).
         let mut sent: Option<Progress> = None;
         let mut slice = SLICE;
+        let mut deferred = false;
         loop {
             if !self.wanted() {
                 return;
@@ -258,12 +259,15 @@ impl Loader {
             // finds it in the cache.
             prefetch(f.path(), f.offset(), 8 * SLICE);
             let polled = {
-                let mut g = write(&self.trace);
-                // The trace lives in the shared slot between slices; during a slice it is
-                // back in the sink, where the parser expects it.
+                // The trace lives in the shared slot; while a slice is read, the parser has it
+                // only for the time it changes it (`Sink::held`: the apply of a part, not the
+                // read and skim of lines), so that the view reads it in between.
                 let before = ours.filter(|&k| k < f.sink.traces.len());
                 if let Some(k) = before {
-                    std::mem::swap(&mut *g, &mut f.sink.traces[k]);
+                    f.gate(Gate {
+                        trace: self.trace.clone(),
+                        slot: k,
+                    });
                 }
                 let mut r = poll_timed(&mut f, &mut slice);
                 let held = Instant::now();
@@ -288,6 +292,9 @@ impl Loader {
                         (Ok(_), Err(_)) => break,
                     }
                 }
+                // Back in the sink, where the code below expects it.
+                let mut g = write(&self.trace);
+                f.ungate(&mut g);
                 let replaced = f.take_replaced();
                 let restarted_now = replaced.is_some();
                 if let Some(mut old) = replaced {
@@ -344,7 +351,14 @@ impl Loader {
             }
             if behind == 0 {
                 let stale = self.last_summaries.is_none_or(|t| t.elapsed() >= SUMMARIES);
-                if (stale && !p.touched.is_empty()) || self.last_summaries.is_none() {
+                let first = self.last_summaries.is_none();
+                if first && !deferred {
+                    // The first summaries (a full count of the run) wait for the next wake:
+                    // computed at once, they took a core from the view's own full count of
+                    // the update just sent, the last step of the load on screen. The open
+                    // run's list entry has that count meanwhile (`run_update`).
+                    deferred = true;
+                } else if (stale && !p.touched.is_empty()) || first {
                     self.summaries(&f.sink.traces, ours);
                 }
                 // Caught up: wait for the next change.

@@ -520,7 +520,19 @@ impl RunView {
         self.reindexed = Some(started);
         let keep_ev = self.selected_event();
         let n = trace.len();
-        let walk = trace.walk();
+        // The walk (random reads over the whole tree) and the counts take a thread each on a
+        // large trace: the last update of a 1M-event load ran them one after the other while
+        // the load was not yet complete on screen.
+        let walk = if n >= PARALLEL_SUMMARY {
+            std::thread::scope(|sc| {
+                let h = sc.spawn(|| trace.walk());
+                self.summarize(trace, 0);
+                h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+            })
+        } else {
+            self.summarize(trace, 0);
+            trace.walk()
+        };
         let mut order = Vec::with_capacity(n);
         let mut pos = vec![0u32; n];
         for (k, &(i, _)) in walk.iter().enumerate() {
@@ -531,7 +543,6 @@ impl RunView {
         self.pos = pos;
         self.collapsed.resize(n, false);
         self.shape = trace.reshaped();
-        self.summarize(trace, 0);
         if !self.filter.active() && !self.collapsed.iter().any(|&c| c) {
             let rows = walk
                 .iter()
