@@ -651,7 +651,7 @@ impl Parser {
                 });
                 let t = &mut sink.traces[0];
                 if let Some(u) = d.model_metrics.and_then(|m| shutdown_usage(m.0)) {
-                    t.event_mut(root).usage = Some(Box::new(u));
+                    t.event_mut(root).usage = u.into();
                 }
                 for (k, v) in [
                     ("modelMetrics", d.model_metrics),
@@ -1015,7 +1015,7 @@ mod tests {
         // 9,000 input tokens of which 4,000 read from the cache.
         assert_eq!(
             root.usage
-                .as_deref()
+                .get()
                 .map(|u| (u.input, u.cache_read, u.cache_write, u.output)),
             Some((Some(5000), Some(4000), Some(0), Some(95)))
         );
