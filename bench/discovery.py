@@ -6,7 +6,8 @@ Usage: python3 bench/discovery.py [--sessions 2000] [--repeat 7] [--bin target/r
        python3 bench/discovery.py --run-dirs maida [--sessions 2000] [--repeat 5]
        python3 bench/discovery.py --run-dirs agentdbg --dir /work/bench-shared/runs-2000x200
 
-With --run-dirs FORMAT (a format whose runs are directories: agentdbg, maida, copilot-cli): one
+With --run-dirs FORMAT (a format whose runs are directories: agentdbg, maida, copilot-cli, cursor; or files:
+ gemini-cli, claude-code, codex): one
 run of 200 events from bench/gen/FORMAT.py, copied --sessions times with fresh ids into
 target/bench-data/discovery/FORMAT-N/ (or an existing directory of runs, --dir), and timed,
 interleaved: the floor (reading every file of every run once, in this process), `tracetui ls
@@ -20,7 +21,7 @@ process), `tracetui sources`, `tracetui ls` (no PATH) and `tracetui ls --format 
 medians of wall time (with each one's ratio to the floor) and of CPU time (user + system; on a
 shared machine the wall time mostly measures the others). Compare within one run.
 """
-import argparse, json, os, resource, shutil, statistics, subprocess, sys, time, uuid
+import argparse, json, os, re, resource, shutil, statistics, subprocess, sys, time, uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "sample-traces/claude-code/7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl")
@@ -82,9 +83,15 @@ def floor(home):
     return time.perf_counter() - t0
 
 
+UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def make_run_dirs(base, fmt, n):
     """n copies of one generated run of `fmt`, each with its own id (the run directory's name,
-    replaced wherever the run's files say it). Returns the directory that holds them."""
+    replaced wherever the run's files and file names say it). A format whose runs are files
+    (gemini-cli, claude-code, codex): the session file copied n times beside itself, its
+    session id (the first UUID of its name or of its first line) replaced, and its name's
+    8-digit short form too. Returns the directory that holds them."""
     out = os.path.join(base, f"{fmt}-{n}")
     stamp = os.path.join(out, ".done")
     if os.path.exists(stamp):
@@ -96,19 +103,35 @@ def make_run_dirs(base, fmt, n):
     run = json.loads(gen.stdout.strip().splitlines()[-1])["load"]
     if not os.path.isabs(run):
         run = os.path.join(ROOT, run)
-    old = os.path.basename(run)
-    # The runs keep the parent's name (copilot-cli sessions live in `session-state/`).
-    parent = os.path.basename(os.path.dirname(run))
-    dest = os.path.join(out, "runs", parent if parent != "template" else "all")
-    files = {f: open(os.path.join(run, f), "rb").read() for f in os.listdir(run)
-             if os.path.isfile(os.path.join(run, f))}
-    for i in range(n):
-        new = str(uuid.UUID(int=i + 1)) if "-" in old else "%0*x" % (len(old), i + 1)
-        d = os.path.join(dest, new)
-        os.makedirs(d)
-        for f, body in files.items():
-            with open(os.path.join(d, f), "wb") as fh:
+    if os.path.isfile(run) and os.path.basename(os.path.dirname(run)) == os.path.splitext(os.path.basename(run))[0]:
+        run = os.path.dirname(run)  # a run directory named by the id its file is named by (cursor)
+    if os.path.isfile(run):
+        body = open(run, "rb").read()
+        name = os.path.basename(run)
+        m = UUID.search(name.encode()) or UUID.search(body.split(b"\n", 1)[0])
+        old = m.group(0).decode()
+        # The layout is kept (Gemini CLI sessions live in `chats/`, Codex ones in `sessions/Y/M/D/`).
+        dest = os.path.normpath(os.path.join(out, "runs", os.path.relpath(os.path.dirname(run), tmpl)))
+        os.makedirs(dest)
+        for i in range(n):
+            new = "%08x-0000-4000-8000-%012x" % (i + 1, i + 1)
+            f = name.replace(old, new).replace(old[:8], new[:8])
+            with open(os.path.join(dest, f), "wb") as fh:
                 fh.write(body.replace(old.encode(), new.encode()))
+    else:
+        old = os.path.basename(run)
+        # The runs keep the parent's name (copilot-cli sessions live in `session-state/`).
+        parent = os.path.basename(os.path.dirname(run))
+        dest = os.path.join(out, "runs", parent if parent != "template" else "all")
+        files = {f: open(os.path.join(run, f), "rb").read() for f in os.listdir(run)
+                 if os.path.isfile(os.path.join(run, f))}
+        for i in range(n):
+            new = str(uuid.UUID(int=i + 1)) if "-" in old else "%0*x" % (len(old), i + 1)
+            d = os.path.join(dest, new)
+            os.makedirs(d)
+            for f, body in files.items():
+                with open(os.path.join(d, f.replace(old, new)), "wb") as fh:
+                    fh.write(body.replace(old.encode(), new.encode()))
     shutil.rmtree(tmpl)
     with open(stamp, "w") as f:
         json.dump({"dir": dest}, f)
@@ -119,17 +142,22 @@ def run_dirs(a, base):
     d = a.dir or make_run_dirs(base, a.run_dirs, a.sessions)
     runs = [os.path.join(d, r) for r in sorted(os.listdir(d)) if not r.startswith(".")]
 
+    def files_of(r):
+        return [os.path.join(r, f) for f in os.listdir(r)] if os.path.isdir(r) else [r]
+
     def floor():
         t0 = time.perf_counter()
         for r in runs:
-            for f in os.listdir(r):
-                p = os.path.join(r, f)
+            for p in files_of(r):
                 if os.path.isfile(p):
                     with open(p, "rb") as fh:
                         fh.read()
         return time.perf_counter() - t0
 
-    cases = [("ls DIR", [a.bin, "ls", d]), ("ls --format json DIR", [a.bin, "ls", "--format", "json", d])]
+    cases = [("ls DIR", [a.bin, "ls", d]), ("ls --format json DIR", [a.bin, "ls", "--format", "json", d]),
+             ("ls -lR DIR (coreutils)", ["ls", "-lR", d])]
+    if a.baseline_bin:
+        cases.append(("baseline: ls DIR", [a.baseline_bin, "ls", d]))
     times = {"floor (read every file)": []}
     cpus = {"floor (read every file)": []}
     for name, _ in cases:
@@ -150,7 +178,7 @@ def run_dirs(a, base):
     rows = subprocess.run([a.bin, "ls", "--format", "json", d], stdout=subprocess.PIPE).stdout
     listed = [json.loads(l) for l in rows.splitlines() if l.strip().startswith(b"{")]
     prov = sum(1 for r in listed if r.get("provisional"))
-    size = sum(os.path.getsize(os.path.join(r, f)) for r in runs for f in os.listdir(r))
+    size = sum(os.path.getsize(p) for r in runs for p in files_of(r))
     print(f"{len(runs)} {a.run_dirs or 'run'} directories in {d} ({size / 1e6:.0f} MB); {len(listed)} runs listed, "
           f"{prov} from metadata (provisional); medians of {a.repeat}")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

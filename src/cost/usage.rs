@@ -186,8 +186,8 @@ pub fn each_call_from(
         }
         let own = trace.str(e.model);
         let model = if own.is_empty() { run_model } else { Some(own) };
-        let u = e.usage.as_deref();
-        let c = call_cost_with(model, u, |m| match seen.iter().find(|(r, _)| *r == e.model) {
+        let u = e.usage.get();
+        let c = call_cost_with(model, u.as_ref(), |m| match seen.iter().find(|(r, _)| *r == e.model) {
             Some((_, hit)) => *hit,
             None => {
                 let hit = prices.lookup(m);
@@ -195,7 +195,7 @@ pub fn each_call_from(
                 hit
             }
         });
-        f(e, model.unwrap_or(""), u, &c);
+        f(e, model.unwrap_or(""), u.as_ref(), &c);
     }
 }
 
@@ -232,7 +232,7 @@ pub fn run_totals(trace: &Trace) -> Option<Usage> {
         .events
         .iter()
         .filter(|e| e.kind == EventKind::Run)
-        .find_map(|e| e.usage.as_deref().copied())
+        .find_map(|e| e.usage.get())
 }
 
 fn calls_cost(trace: &Trace, prices: &Prices) -> RunCost {

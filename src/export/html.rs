@@ -253,7 +253,7 @@ fn event(
         kind,
         esc(&crate::sanitize::line(t.name(i)))
     );
-    if let Some(n) = e.usage.as_ref().and_then(|u| u.sum()) {
+    if let Some(n) = e.usage.get().and_then(|u| u.sum()) {
         let _ = write!(s, " <span class=\"k\">{n} tok</span>");
     }
     let st = if e.is_error() { Status::Error } else { e.status };
@@ -312,8 +312,8 @@ fn event(
     if let Some(v) = &p.output {
         section(s, ol, v, om);
     }
-    if let Some(u) = e.usage.as_deref() {
-        usage(s, u);
+    if let Some(u) = e.usage.get() {
+        usage(s, &u);
     }
     if !e.model.is_empty() {
         let _ = write!(s, "<div class=\"sec\"><b>Model</b>{}</div>", esc(t.str(e.model)));

@@ -183,7 +183,7 @@ fn event(t: &Trace, i: u32, depth: usize, s: &mut String, om: &mut Omitted) {
     if let Some(d) = e.duration.get() {
         facts.push(format_duration(d));
     }
-    if let Some(n) = e.usage.as_ref().and_then(|u| u.sum()) {
+    if let Some(n) = e.usage.get().and_then(|u| u.sum()) {
         facts.push(format!("{n} tokens"));
     }
     let facts = if facts.is_empty() {

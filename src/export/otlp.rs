@@ -351,8 +351,8 @@ fn span(t: &Trace, i: u32, p: &Payload, texts: Texts, trace_id: &str, b: &mut Ve
         a.str("tracetui.event.id", t.str(e.source_id));
     }
     a.str("tracetui.event.status", e.status.as_str());
-    if let Some(u) = e.usage.as_deref() {
-        usage(&mut a, u);
+    if let Some(u) = e.usage.get() {
+        usage(&mut a, &u);
     }
     payload_attrs(&mut a, e, p, texts);
     if let Some(err) = p.error.as_ref().filter(|_| !e.is_error()) {

@@ -404,7 +404,7 @@ fn output_block(
             if let Some(e) = llm {
                 let u = parse_tokens(tokens);
                 if !u.is_empty() {
-                    t.event_mut(e).usage = Some(Box::new(u));
+                    t.event_mut(e).usage = u.into();
                     t.event_mut(e).origin2 = Some(Box::new(origin_of(l, l)));
                 }
             }
@@ -677,7 +677,7 @@ ok
         let llm = t.events.iter().find(|e| e.kind == EventKind::LlmCall).unwrap();
         // 2.5k sent of which 1.2k cache hit: 1,300 new input; the message cost $0.01.
         assert_eq!(
-            llm.usage.as_deref().map(|u| (u.input, u.cache_read, u.output, u.cost)),
+            llm.usage.get().map(|u| (u.input, u.cache_read, u.output, u.cost)),
             Some((Some(1300), Some(1200), Some(85), Some(10_000)))
         );
         let p = super::super::payload(t, llm);

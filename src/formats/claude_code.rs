@@ -1649,7 +1649,7 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
         (None, None) => None,
     };
     if let Some(u) = usage {
-        e.usage = (!u.is_empty()).then(|| Box::new(u));
+        e.usage = (!u.is_empty()).then_some(u).into();
     }
     if r.aborted {
         e.status = Status::Error;
@@ -2079,13 +2079,13 @@ mod tests {
         std::fs::write(&path, src + "\n").unwrap();
         let l = ClaudeCode.load(&path).unwrap();
         let t = &l.traces[0];
-        let u1 = t.event(t.find("m1").unwrap()).usage.as_deref().unwrap();
+        let u1 = t.event(t.find("m1").unwrap()).usage.get().unwrap();
         assert_eq!(u1.cost, Some(12_300));
         assert_eq!(
             (u1.input, u1.cache_write, u1.cache_read, u1.output),
             (Some(3), Some(2000), Some(10000), Some(500))
         );
-        let u2 = t.event(t.find("m2").unwrap()).usage.as_deref().unwrap();
+        let u2 = t.event(t.find("m2").unwrap()).usage.get().unwrap();
         assert_eq!(u2.cost, None);
         // m2 priced: 3 x $3 + 2,000 x $3.75 + 10,000 x $0.30 + 500 x $15 per million
         // = 9 + 7,500 + 3,000 + 7,500 = 18,009 microdollars; m1 as recorded.
@@ -2103,7 +2103,7 @@ mod tests {
         let c = t.counts();
         assert_eq!((c.llm_calls, c.tool_calls), (3, 3), "{:#?}", names(t));
         let first = t.find("msg_A").unwrap();
-        let u = t.event(first).usage.as_deref().unwrap();
+        let u = t.event(first).usage.get().unwrap();
         assert_eq!(u.output, Some(40), "the last line's usage wins");
         // Anthropic's kinds as written: input without the cache, cache write and read apart.
         assert_eq!(
@@ -2355,7 +2355,7 @@ mod tests {
         assert_eq!(extra["usage"]["output_tokens"], 7);
         assert_eq!(extra["stop_reason"], "tool_use");
         let e = t.event(t.find("msg_E1").unwrap());
-        assert_eq!(e.usage.as_deref().unwrap().output, Some(7));
+        assert_eq!(e.usage.get().unwrap().output, Some(7));
         // A prompt with escapes and a text block with only blanks.
         let u = p("e1");
         assert_eq!(u.input, Some(Value::String("Fix \"it\"\n\tnow".into())));

@@ -1374,7 +1374,7 @@ mod tests {
             cost: Some(10_000),
             ..Default::default()
         };
-        assert_eq!(llm.usage.as_deref(), Some(&want));
+        assert_eq!(llm.usage.get(), Some(want));
         assert_eq!(llm.start, Some(1100 * 1_000_000));
         assert_eq!(llm.duration, Some(400 * 1_000_000));
         assert_eq!(t.meta.start, Some(1000 * 1_000_000));

@@ -2094,7 +2094,7 @@ impl Parser {
         };
         let mr = self.model.as_deref().map(|m| t.strings.intern(m));
         let ev = t.event_mut(l);
-        ev.usage = (!delta.is_empty()).then(|| Box::new(delta));
+        ev.usage = (!delta.is_empty()).then_some(delta).into();
         if let (Some(a), Some(b)) = (ev.start.get(), r.ts) {
             ev.duration = Some(b.saturating_sub(a).max(0)).into();
         }
@@ -2245,7 +2245,7 @@ fn decode(ev: &Event, raw: &[&[u8]]) -> Payload {
                     // from the difference of two totals.
                     let usage = field(info, "last_token_usage").cloned().unwrap_or_else(|| {
                         // The index's normalized kinds back to Codex's inclusive counts.
-                        let u = ev.usage.as_deref().copied().unwrap_or_default();
+                        let u = ev.usage.get().unwrap_or_default();
                         let add = |a: Option<u64>, b: [Option<u64>; 2]| {
                             a.map(|a| b.iter().flatten().fold(a, |s, &x| s.saturating_add(x)))
                         };
@@ -2478,7 +2478,7 @@ mod tests {
             .events
             .iter()
             .filter(|e| e.kind == EventKind::LlmCall)
-            .map(|e| *e.usage.as_deref().unwrap())
+            .map(|e| e.usage.get().unwrap())
             .collect();
         // Codex's input_tokens include cached_input_tokens, output_tokens include
         // reasoning_output_tokens: 16,341 - 3,584 = 12,757 new input, 81 - 63 = 18 output.

@@ -28,7 +28,7 @@
 use super::engine::{self, Records};
 use super::jsonl::{self, Follow, LineLoc, LineParser, Sink, json_error};
 use super::skim::Raw;
-use super::{Format, LoadError, Loaded, Probe, decode_embedded_owned, stem};
+use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded_owned, stem};
 use crate::model::*;
 use serde::Deserialize;
 use serde_json::Value;
@@ -110,6 +110,165 @@ impl Format for CopilotCli {
     fn decode_payload(&self, _t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
         decode(ev, raw)
     }
+
+    /// Copilot keeps no metadata file with counts, so a session larger than what its two ends
+    /// hold is summed up from its head (`session.start`, the first prompt) and its tail (the
+    /// last events: `session.shutdown`, an open turn or call), without counts: `ls` of
+    /// thousands of sessions reads little of each. A smaller one loads whole (exact counts).
+    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+        let events = events_file(path);
+        let len = std::fs::metadata(&events).map_err(|e| LoadError::io(&events, e))?.len();
+        if len > SMALL
+            && let Some(s) = summarize_ends(&events, len).map_err(|e| LoadError::io(&events, e))?
+        {
+            return Ok(vec![s]);
+        }
+        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+    }
+}
+
+/// Sessions up to this size load whole for their summary.
+const SMALL: u64 = 16 << 10;
+/// How much of the head a summary reads first (the start and the first prompt are its first
+/// lines), and of the tail (its last events).
+const HEAD: u64 = 4 << 10;
+const TAIL: u64 = 8 << 10;
+/// How far the head is read on for a first prompt further in (a long system message before
+/// it) or longer than [`HEAD`].
+const LONG_PROMPT: u64 = 1 << 20;
+
+/// What a session's first lines say: its id, start and first prompt.
+#[derive(Default)]
+struct Head {
+    id: Option<String>,
+    start_time: Option<i64>,
+    first_ts: Option<i64>,
+    name: Option<String>,
+    /// Whether any line read as a Copilot event.
+    seen: bool,
+}
+
+impl Head {
+    fn line(&mut self, l: &[u8]) {
+        let Some(rec) = skim_rec(l) else { return };
+        self.seen = true;
+        if let Some(ts) = rec.ts {
+            self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
+        }
+        match rec.ty.as_ref() {
+            "session.start" if self.id.is_none() => {
+                self.id = text(rec.data.session_id).map(Cow::into_owned);
+                self.start_time = time(rec.data.start_time);
+            }
+            "user.message" if self.name.is_none() => {
+                self.name = text(rec.data.content)
+                    .map(|c| one_line(&c, 100))
+                    .filter(|n| !n.is_empty());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A summary from the first lines (up to the first prompt) and the last [`TAIL`] bytes, as
+/// the full load would say it when those hold what decides it (the first prompt is the name;
+/// the run's status is the shutdown's, else running with a turn or call left open, else an
+/// error when the last event is one); None when the head holds no Copilot event (the caller
+/// loads the file whole).
+fn summarize_ends(events: &Path, len: u64) -> std::io::Result<Option<Summary>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = super::open_regular(events)?;
+    let mut head = Vec::with_capacity(HEAD as usize);
+    (&mut f).take(HEAD).read_to_end(&mut head)?;
+    let mut h = Head::default();
+    // The start of the first line not read yet.
+    let mut at = 0;
+    loop {
+        let whole = head[at..].iter().rposition(|&b| b == b'\n').map_or(at, |n| at + n + 1);
+        for l in head[at..whole].split(|&b| b == b'\n') {
+            if h.name.is_some() {
+                break;
+            }
+            h.line(l);
+        }
+        at = whole;
+        let read = head.len() as u64;
+        if h.name.is_some() || read >= LONG_PROMPT.min(len - TAIL) {
+            break;
+        }
+        // The first prompt is further in, or longer than what was read.
+        if (&mut f).take(read).read_to_end(&mut head)? == 0 {
+            break;
+        }
+    }
+    if !h.seen {
+        return Ok(None);
+    }
+    let mut tail = Vec::with_capacity(TAIL as usize);
+    f.seek(SeekFrom::Start(len - TAIL))?;
+    f.take(TAIL).read_to_end(&mut tail)?;
+    let (mut shutdown, mut turn_open, mut errored_last, mut last_ts) = (None, false, false, None);
+    let mut open_calls = rustc_hash::FxHashSet::default();
+    // The first line may be cut.
+    for l in tail.split(|&b| b == b'\n').skip(1) {
+        let Some(rec) = skim_rec(l) else { continue };
+        last_ts = last_ts.max(rec.ts);
+        let ty = rec.ty.as_ref();
+        if ty != "session.shutdown" && ty != "session.idle" {
+            errored_last = false;
+        }
+        let call = || text(rec.data.tool_call_id).map(Cow::into_owned);
+        match ty {
+            "session.shutdown" => {
+                let error = text(rec.data.shutdown_type).is_some_and(|s| s == "error");
+                shutdown = Some(if error { RunStatus::Error } else { RunStatus::Ok });
+            }
+            "session.error" => errored_last = true,
+            "assistant.turn_start" => turn_open = true,
+            "assistant.turn_end" => turn_open = false,
+            "assistant.message" => {
+                open_calls.extend(
+                    rec.requests
+                        .iter()
+                        .filter_map(|(_, r)| text(r.tool_call_id).map(Cow::into_owned)),
+                );
+            }
+            "tool.execution_start" => open_calls.extend(call()),
+            "tool.execution_complete" => {
+                if let Some(c) = call() {
+                    open_calls.remove(&c);
+                }
+            }
+            _ => {}
+        }
+    }
+    let status = match shutdown {
+        Some(s) => s,
+        None if turn_open || !open_calls.is_empty() => RunStatus::Running,
+        None if errored_last => RunStatus::Error,
+        None => RunStatus::Unknown,
+    };
+    let start = h.start_time.or(h.first_ts);
+    Ok(Some(Summary {
+        id: h.id.unwrap_or_else(|| run_id(events)),
+        name: h.name,
+        format: "copilot-cli",
+        path: events.to_path_buf(),
+        status,
+        start,
+        duration: match (start, last_ts) {
+            (Some(a), Some(b)) if b >= a => b.checked_sub(a),
+            _ => None,
+        },
+        events: None,
+        tool_calls: None,
+        llm_calls: None,
+        errors: None,
+        tokens: None,
+        problems: None,
+        badges: Vec::new(),
+        cost: None,
+    }))
 }
 
 /// A session directory: `events.jsonl` inside `session-state/`, or one whose first line is a
@@ -651,7 +810,7 @@ impl Parser {
                 });
                 let t = &mut sink.traces[0];
                 if let Some(u) = d.model_metrics.and_then(|m| shutdown_usage(m.0)) {
-                    t.event_mut(root).usage = Some(Box::new(u));
+                    t.event_mut(root).usage = u.into();
                 }
                 for (k, v) in [
                     ("modelMetrics", d.model_metrics),
@@ -1015,7 +1174,7 @@ mod tests {
         // 9,000 input tokens of which 4,000 read from the cache.
         assert_eq!(
             root.usage
-                .as_deref()
+                .get()
                 .map(|u| (u.input, u.cache_read, u.cache_write, u.output)),
             Some((Some(5000), Some(4000), Some(0), Some(95)))
         );
@@ -1120,6 +1279,129 @@ mod tests {
             d.path().file_name().unwrap().to_string_lossy(),
             "the session dir names it"
         );
+    }
+
+    /// A session of `turns` turns padded past what a summary reads, then `end`.
+    /// A system message of `system` bytes comes before the prompt when not 0.
+    fn big_session(dir: &Path, system: usize, prompt: &str, end: &[&str]) -> PathBuf {
+        let ev = |i: usize, ty: &str, data: Value| {
+            serde_json::json!({"type": ty, "data": data, "id": format!("e{i}"),
+                "timestamp": format!("2026-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60), "parentId": null})
+            .to_string()
+        };
+        let mut lines = vec![
+            ev(
+                0,
+                "session.start",
+                serde_json::json!({"sessionId": "s-big", "startTime": "2025-12-31T23:59:59Z"}),
+            ),
+            match system {
+                0 => ev(1, "user.message", serde_json::json!({"content": "   "})),
+                n => ev(1, "system.message", serde_json::json!({"content": "s".repeat(n)})),
+            },
+            ev(2, "user.message", serde_json::json!({"content": prompt})),
+        ];
+        for i in 3..200 {
+            let data = match i % 4 {
+                0 => serde_json::json!({"turnId": i.to_string()}),
+                1 => {
+                    serde_json::json!({"content": "x".repeat(300), "toolRequests": [{"toolCallId": format!("c{i}"), "name": "bash"}]})
+                }
+                2 => serde_json::json!({"toolCallId": format!("c{}", i - 1), "success": true}),
+                _ => serde_json::json!({"turnId": (i - 3).to_string()}),
+            };
+            let ty = [
+                "assistant.turn_start",
+                "assistant.message",
+                "tool.execution_complete",
+                "assistant.turn_end",
+            ][i % 4];
+            lines.push(ev(i, ty, data));
+        }
+        lines.extend(end.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        write(dir, &refs)
+    }
+
+    #[test]
+    fn a_large_session_is_summarized_from_its_ends_as_the_full_load_says_it() {
+        let d = tempfile::tempdir().unwrap();
+        let line = |ty: &str, data: &str, ts: &str| {
+            format!(
+                r#"{{"type":"{ty}","data":{data},"id":"x{ts}","timestamp":"2026-01-01T01:00:{ts}Z","parentId":null}}"#
+            )
+        };
+        let long = format!("Fix the build\n{}", "y".repeat(40 << 10));
+        let cases: Vec<(&str, &str, Vec<String>, RunStatus)> = vec![
+            (
+                "after a long system message",
+                "Count the rows",
+                vec![line("session.shutdown", r#"{"shutdownType":"routine"}"#, "01")],
+                RunStatus::Ok,
+            ),
+            (
+                "shutdown",
+                "Count the rows",
+                vec![line("session.shutdown", r#"{"shutdownType":"routine"}"#, "01")],
+                RunStatus::Ok,
+            ),
+            (
+                "failed",
+                &long,
+                vec![line("session.shutdown", r#"{"shutdownType":"error"}"#, "01")],
+                RunStatus::Error,
+            ),
+            (
+                "open turn",
+                "p",
+                vec![line("assistant.turn_start", r#"{"turnId":"9"}"#, "01")],
+                RunStatus::Running,
+            ),
+            (
+                "open call",
+                "p",
+                vec![line(
+                    "assistant.message",
+                    r#"{"toolRequests":[{"toolCallId":"z","name":"bash"}]}"#,
+                    "01",
+                )],
+                RunStatus::Running,
+            ),
+            (
+                "error last",
+                "p",
+                vec![
+                    line("session.error", r#"{"errorType":"quota"}"#, "01"),
+                    line("session.idle", "{}", "02"),
+                ],
+                RunStatus::Error,
+            ),
+            ("killed", "p", vec![], RunStatus::Unknown),
+        ];
+        for (what, prompt, end, status) in cases {
+            let dir = d.path().join(what.replace(' ', "-"));
+            let end: Vec<&str> = end.iter().map(String::as_str).collect();
+            let system = if what.contains("system") { 30 << 10 } else { 0 };
+            let p = big_session(&dir, system, prompt, &end);
+            assert!(std::fs::metadata(&p).unwrap().len() > SMALL, "{what}");
+            let s = CopilotCli.summarize(&dir).unwrap().remove(0);
+            let full = Summary::of(&load(&dir));
+            assert_eq!(s.status, status, "{what}");
+            assert_eq!(
+                (&s.id, &s.name, s.status, s.start, s.duration, &s.path),
+                (&full.id, &full.name, full.status, full.start, full.duration, &full.path),
+                "{what}"
+            );
+            assert!(
+                s.provisional() && s.events.is_none() && s.tokens.is_none(),
+                "{what}: counts left unknown"
+            );
+        }
+        // A session no larger than its two ends loads whole: exact counts.
+        let small = d.path().join("small");
+        write(&small, &[&line("session.start", r#"{"sessionId":"s-small"}"#, "00")]);
+        let s = CopilotCli.summarize(&small).unwrap().remove(0);
+        assert_eq!((s.id.as_str(), s.events, s.provisional()), ("s-small", Some(1), false));
     }
 
     #[test]

@@ -1954,7 +1954,7 @@ mod tests {
         assert_eq!(input.as_array().unwrap().len(), 2);
         assert_eq!(input[0]["content"], "You are a careful assistant.");
         assert_eq!(
-            t.event(llm[0]).usage.as_deref().copied(),
+            t.event(llm[0]).usage.get(),
             Some(Usage {
                 input: Some(10),
                 output: Some(3),
@@ -1987,7 +1987,7 @@ mod tests {
                 .iter()
                 .any(|(k, v)| k == "scores" && v["includes"]["value"] == "C")
         );
-        assert_eq!(t.event(root).usage.as_deref().and_then(|u| u.sum()), Some(39));
+        assert_eq!(t.event(root).usage.get().and_then(|u| u.sum()), Some(39));
         assert_eq!(
             t.time_span(),
             (parse_timestamp_str(&at(0)), parse_timestamp_str(&at(900)))

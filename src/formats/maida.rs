@@ -1250,7 +1250,7 @@ mod tests {
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         // GenAI's input_tokens 100 include 60 read from and 15 written to the cache.
         let main = t.events.iter().find(|e| t.str(e.name) == "main-model").unwrap();
-        let u = main.usage.as_deref().unwrap();
+        let u = main.usage.get().unwrap();
         assert_eq!(
             (u.input, u.cache_read, u.cache_write, u.output, u.total),
             (Some(25), Some(60), Some(15), Some(20), Some(120))
@@ -1277,7 +1277,7 @@ mod tests {
         );
         let main = named(&t, "main-model");
         assert_eq!(t.str(t.event(main).model), "acme-large", "request model first");
-        let u = t.event(main).usage.as_deref().unwrap();
+        let u = t.event(main).usage.get().unwrap();
         assert_eq!(
             (u.input, u.output, u.total),
             (Some(25), Some(20), Some(120)),
@@ -1975,7 +1975,7 @@ mod tests {
                     e.start.into(),
                     e.duration.into(),
                     e.status,
-                    e.usage.as_deref().copied(),
+                    e.usage.get(),
                     t.str(e.model).to_string(),
                 );
                 // A parent that never arrives, or would make a cycle, leaves its child a root.

@@ -1204,7 +1204,7 @@ fn finish_step(b: &mut Builder, s: &Step, p: &mut PartRec, end: Option<i64>) {
     // price, so it is left unknown.
     let cost = d.get("cost").and_then(crate::cost::micros_of_json).filter(|&c| c > 0);
     if let Some(u) = usage_of(d.get("tokens")) {
-        b.t.event_mut(s.event).usage = Some(Box::new(Usage { cost, ..u }));
+        b.t.event_mut(s.event).usage = Usage { cost, ..u }.into();
     }
     if let Some(c) = d.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite()) {
         b.cost += c;
@@ -1585,9 +1585,9 @@ mod tests {
                 (llm.start.get(), llm.duration.get()),
                 (Some(1_200_000_000), Some(700_000_000))
             );
-            assert_eq!(llm.usage.as_deref().unwrap().total, Some(110));
+            assert_eq!(llm.usage.get().unwrap().total, Some(110));
             // OpenCode's kinds as written, its cost of the step recorded.
-            let u = llm.usage.as_deref().unwrap();
+            let u = llm.usage.get().unwrap();
             assert_eq!(
                 (u.input, u.output, u.reasoning, u.cache_read, u.cache_write, u.cost),
                 (Some(100), Some(10), Some(5), Some(1000), Some(50), Some(250_000))
@@ -1808,7 +1808,7 @@ mod tests {
                 (llm.start.get(), llm.duration.get()),
                 (Some(1_300_000_000), Some(400_000_000))
             );
-            assert_eq!(llm.usage.as_deref().unwrap().total, Some(330));
+            assert_eq!(llm.usage.get().unwrap().total, Some(330));
             assert_eq!(p.meta.status, RunStatus::Ok);
             let sums = OpenCode.summarize(&path).unwrap();
             assert_eq!(sums.len(), 2);

@@ -1131,7 +1131,7 @@ mod tests {
         let r1 = t
             .events
             .iter()
-            .find_map(|e| e.usage.as_deref().filter(|u| u.reasoning.is_some()));
+            .find_map(|e| e.usage.get().filter(|u| u.reasoning.is_some()));
         let want = Usage {
             input: Some(30),
             cache_read: Some(60),
@@ -1141,7 +1141,7 @@ mod tests {
             total: Some(120),
             ..Default::default()
         };
-        assert_eq!(r1, Some(&want));
+        assert_eq!(r1, Some(want));
         let run = t.find("3").unwrap();
         assert_eq!(t.event(run).status, Status::Error); // success: false
         assert_eq!(t.event(run).duration, Some(500_000_000));
@@ -1182,7 +1182,7 @@ mod tests {
         let r1 = t
             .events
             .iter()
-            .find_map(|e| e.usage.as_deref().filter(|u| u.reasoning.is_some()));
+            .find_map(|e| e.usage.get().filter(|u| u.reasoning.is_some()));
         let want = Usage {
             input: Some(150),
             cache_read: Some(100),
@@ -1191,7 +1191,7 @@ mod tests {
             reasoning: Some(10),
             ..Default::default()
         };
-        assert_eq!(r1, Some(&want));
+        assert_eq!(r1, Some(want));
         let bad = t.find("call_2").unwrap();
         assert_eq!(t.event(bad).status, Status::Error);
         let p = crate::formats::payload(&t, t.event(bad));

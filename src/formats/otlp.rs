@@ -1903,7 +1903,7 @@ impl LineParser for Parser {
                 if same_llm && parent.usage.is_none() {
                     let (p, u) = (e.parent as usize, e.usage.clone());
                     t.events[p].usage = u;
-                    t.events[i].usage = None;
+                    t.events[i].usage = UsageCell::NONE;
                 }
                 if same_tool || same_llm {
                     t.events[i].kind = EventKind::Step;
@@ -2118,7 +2118,7 @@ mod tests {
         let l = Otlp.load(&path).unwrap();
         let t = &l.traces[0];
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
-        let u = |id: &str| *t.event(t.find(&id.repeat(8)).unwrap()).usage.as_deref().unwrap();
+        let u = |id: &str| t.event(t.find(&id.repeat(8)).unwrap()).usage.get().unwrap();
         assert_eq!(
             u("01"),
             Usage {
@@ -2171,7 +2171,7 @@ mod tests {
         let c = a.counts();
         assert_eq!((c.llm_calls, c.tool_calls, c.errors), (2, 2, 2));
         assert_eq!(c.tokens, (12 + 1000 + 200 + 40) + (30 + 8));
-        let u = a.event(a.roots[1]).usage.as_deref().unwrap();
+        let u = a.event(a.roots[1]).usage.get().unwrap();
         assert_eq!(
             (u.input, u.cache_read, u.cache_write, u.output, u.cost),
             (Some(12), Some(1000), Some(200), Some(40), Some(10_000))
@@ -2198,7 +2198,7 @@ mod tests {
         assert_eq!(codex.counts().tokens, 325);
         // Codex's counts include the cached input and the reasoning: taken out.
         let llm = codex.events.iter().find(|e| e.kind == EventKind::LlmCall).unwrap();
-        let u = llm.usage.as_deref().unwrap();
+        let u = llm.usage.get().unwrap();
         assert_eq!(
             (u.input, u.cache_read, u.output, u.reasoning),
             (Some(200), Some(100), Some(15), Some(10))
@@ -2377,7 +2377,7 @@ mod tests {
         }
         let chat = t.find("b7ad6b7169203331").unwrap();
         assert_eq!(
-            t.event(chat).usage.as_deref().map(|u| (u.input, u.output)),
+            t.event(chat).usage.get().map(|u| (u.input, u.output)),
             Some((Some(120), Some(35)))
         );
         let p = crate::formats::payload(t, t.event(chat));

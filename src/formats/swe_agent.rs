@@ -985,7 +985,7 @@ mod tests {
         assert_eq!(t.counts().tokens, 430 + 530);
         // r2: 500 prompt of which 200 cached, 30 completion of which 10 reasoning, and the
         // cost LiteLLM computed; r1's recorded cost of 0 means unpriced, not free.
-        let u: Vec<Usage> = t.events.iter().filter_map(|e| e.usage.as_deref().copied()).collect();
+        let u: Vec<Usage> = t.events.iter().filter_map(|e| e.usage.get()).collect();
         assert_eq!(u[0].cost, None);
         let want = Usage {
             input: Some(300),

@@ -9,7 +9,7 @@ mod time;
 mod trace;
 
 pub use event::Event;
-pub use event::{EventKind, NO_PARENT, Nanos, Origin, Role, Status, Usage};
+pub use event::{EventKind, NO_PARENT, Nanos, Origin, Role, Status, Usage, UsageCell};
 pub use payload::{ErrorInfo, Marker, Payload, PayloadRef, markers_in};
 pub use strings::{StrRef, Strings};
 pub use time::{format_duration, format_ts, parse_timestamp, parse_timestamp_ms, parse_timestamp_str};

@@ -552,7 +552,7 @@ impl Trace {
             start: ev.start.into(),
             duration: ev.duration.into(),
             status: ev.status,
-            usage: ev.usage.filter(|u| !u.is_empty()).map(Box::new),
+            usage: ev.usage.filter(|u| !u.is_empty()).into(),
             payload: ev.payload,
             origin: ev.origin,
             origin2: None,
@@ -813,7 +813,7 @@ impl Trace {
     pub fn counts(&self) -> Counts {
         let mut c = counts_of(&self.events);
         let run = self.events.iter().filter(|e| e.kind == EventKind::Run);
-        if let Some(n) = run.filter_map(|e| e.usage.as_ref()?.sum()).next() {
+        if let Some(n) = run.filter_map(|e| e.usage.get()?.sum()).next() {
             c.tokens = c.tokens.max(n);
         }
         c
@@ -894,7 +894,7 @@ pub fn counts_of(events: &[Event]) -> Counts {
             c.errors += 1;
         }
         if e.kind == EventKind::LlmCall {
-            let n = e.usage.as_ref().and_then(|u| u.sum()).unwrap_or(0);
+            let n = e.usage.get().and_then(|u| u.sum()).unwrap_or(0);
             c.tokens = c.tokens.saturating_add(n);
         }
     }

@@ -93,7 +93,7 @@ pub fn row(t: &Trace, i: u32, run_start: Option<i64>) -> String {
     if let Some(d) = e.duration.get() {
         s.push_str(&format!(" {}", format_duration(d)));
     }
-    if let Some(n) = e.usage.as_ref().and_then(|u| u.sum()) {
+    if let Some(n) = e.usage.get().and_then(|u| u.sum()) {
         s.push_str(&format!(" {n} tok"));
     }
     let p = formats::payload(t, e);
@@ -125,7 +125,7 @@ pub fn event_json(t: &Trace, i: u32) -> Value {
         "start_ns": e.start,
         "duration_ms": e.duration.map(|d| d as f64 / 1e6),
         "model": (!e.model.is_empty()).then(|| t.str(e.model)),
-        "usage": e.usage.as_deref(),
+        "usage": e.usage.get(),
         "line": (e.origin.line > 0).then_some(e.origin.line),
     });
     if let EventKind::Message(r) = e.kind {

@@ -224,7 +224,7 @@ pub fn transcript_upto(t: &Trace, root: Option<u32>, max: usize) -> (Vec<Turn>, 
                 turns.push(Turn::Llm {
                     ev: i,
                     model: t.str(model).to_string(),
-                    tokens: e.usage.as_ref().map_or((None, None), |u| (u.input, u.output)),
+                    tokens: e.usage.get().map_or((None, None), |u| (u.input, u.output)),
                 });
                 let p = formats::payload(t, e);
                 let (prompt, response) = llm_messages(&p);

@@ -44,7 +44,7 @@ pub fn lines(t: &Trace, e: &Event, prices: &Prices) -> Vec<Line> {
     match e.kind {
         // The run's totals on its root; a nested run (a subagent) shows its own usage only.
         EventKind::Run if e.parent == crate::model::NO_PARENT => run_lines(&crate::cost::usage::run_cost(t, prices)),
-        _ => match e.usage.as_deref() {
+        _ => match e.usage.get().as_ref() {
             Some(u) => {
                 let model = model_of(t, e);
                 let mut out = vec![token_line("tokens", u)];
