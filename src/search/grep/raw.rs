@@ -71,7 +71,7 @@ pub(super) fn searched_payload(t: &Trace, e: &Event, p: &Pattern, open: Option<O
     if refs.iter().map(|r| r.len()).sum::<usize>() >= WHOLE {
         return fmt.decode_payload(t, e, &refs);
     }
-    let Some(rp) = fmt.decode_payload_raw(t, e, &refs) else {
+    let Some(rp) = fmt.decode_payload_raw(t, e, &refs, None) else {
         return fmt.decode_payload(t, e, &refs);
     };
     let mut out = rp.payload;
