@@ -64,7 +64,7 @@ impl Format for Assay {
         }
         let mut best = 0;
         for rec in p.lines().take(8) {
-            let score = score_record(&rec);
+            let score = score_record(rec);
             if score == 0 && rec.is_object() && best == 0 {
                 // The first readable record is some other format's: not ours.
                 return 0;

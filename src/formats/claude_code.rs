@@ -97,7 +97,7 @@ impl Format for ClaudeCode {
             return 0;
         }
         for v in p.lines().take(20) {
-            if looks_like_record(&v) {
+            if looks_like_record(v) {
                 return 95;
             }
         }

@@ -103,7 +103,7 @@ impl Format for Codex {
                 0
             };
         };
-        if is_envelope(&first) {
+        if is_envelope(first) {
             return 95;
         }
         // Pre-envelope rollouts: a `{id, timestamp}` header, then bare Responses API items.
@@ -111,11 +111,13 @@ impl Format for Codex {
             && first.get("timestamp").is_some()
             && first.get("type").is_none()
             && first.get("role").is_none();
-        let items = lines.skip(1).any(|v| {
-            v.get("record_type").and_then(Value::as_str) == Some("state")
-                || str_of(&v, "type").is_some_and(|t| CALL_ITEMS.contains(&t) || OUTPUT_ITEMS.contains(&t))
-                || (str_of(&v, "type") == Some("message") && has_responses_parts(&v))
-        });
+        // Only a header makes the next lines worth reading.
+        let items = header
+            && lines.skip(1).any(|v| {
+                v.get("record_type").and_then(Value::as_str) == Some("state")
+                    || str_of(v, "type").is_some_and(|t| CALL_ITEMS.contains(&t) || OUTPUT_ITEMS.contains(&t))
+                    || (str_of(v, "type") == Some("message") && has_responses_parts(v))
+            });
         if header && items { 85 } else { 0 }
     }
 

@@ -71,7 +71,7 @@ impl Format for CopilotCli {
             };
         }
         let named = p.file_name() == EVENTS && in_session_state(p.path.parent());
-        if p.lines().take(5).any(|v| looks_like_event(&v)) {
+        if p.lines().take(5).any(looks_like_event) {
             return if named { 100 } else { 97 };
         }
         // A first record too large for the probe: judge by its keys.

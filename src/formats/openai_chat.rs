@@ -75,14 +75,14 @@ impl Format for OpenAiChat {
         }
         let mut lines = p.lines();
         match lines.next() {
-            Some(first) if is_dataset_metadata(&first) => match lines.next() {
-                Some(second) => record_score(&second),
+            Some(first) if is_dataset_metadata(first) => match lines.next() {
+                Some(second) => record_score(second),
                 // The first trace is too long for the probe: a lone metadata line is still
                 // Invariant's dataset header.
                 None if !p.complete => 50,
                 None => 0,
             },
-            Some(first) => record_score(&first),
+            Some(first) => record_score(first),
             None => {
                 // A first line too long to parse here: judge by its keys.
                 let list_of_messages = p.head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')

@@ -146,6 +146,15 @@ fn batch_per_line(p: &Probe, path: &Path) -> bool {
         return true;
     }
     let head = &p.head;
+    if memchr::memmem::find(head, b"\"resource").is_none() {
+        // No line names a batch (the loop below would find none): only the first line's
+        // length is left to judge, without walking every line of another format's head.
+        let first_complete = head
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .map(|i| p.complete || memchr::memchr(b'\n', &head[i..]).is_some());
+        return first_complete == Some(false) && long_first_line_ends(path);
+    }
     let mut starts = 0;
     let mut lines = head.split(|&b| b == b'\n').peekable();
     let mut first_complete = None;
@@ -163,7 +172,18 @@ fn batch_per_line(p: &Probe, path: &Path) -> bool {
         if t.starts_with(b"{\"resourceSpans\"") || t.starts_with(b"{\"resourceLogs\"") {
             starts += 1;
         }
-        if complete && t.starts_with(b"{") && serde_json::from_slice::<Value>(t).is_ok_and(|v| is_batch(&v)) {
+        // Only a line that names a batch's key is parsed: parsing every line of another
+        // format's head was most of `ls`'s time over many sessions. (A key written with
+        // `\u` escapes is still found on the first line, through `p.first`.)
+        let names_batch = || {
+            memchr::memmem::find(t, b"\"resourceSpans\"").is_some()
+                || memchr::memmem::find(t, b"\"resourceLogs\"").is_some()
+        };
+        if complete
+            && t.starts_with(b"{")
+            && names_batch()
+            && serde_json::from_slice::<Value>(t).is_ok_and(|v| is_batch(&v))
+        {
             return n > 1 || lines.clone().any(|l| !l.trim_ascii().is_empty());
         }
         if starts >= 2 {

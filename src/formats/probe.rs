@@ -27,7 +27,16 @@ pub struct Probe {
     /// Why neither the first line nor the whole file parsed, when what was read is complete
     /// (serde's message with line and column: nesting too deep, invalid UTF-8, ...).
     pub json_error: Option<String>,
+    /// The first complete lines of the head that parse, parsed once for every detector
+    /// (each used to parse up to 20 lines again: most of `ls`'s time over many sessions):
+    /// the first few, and where they stopped; the rest only when a detector reads on.
+    pub(crate) parsed_lines: std::sync::OnceLock<(Vec<Value>, usize)>,
+    pub(crate) more_lines: std::sync::OnceLock<Vec<Value>>,
 }
+
+/// How many parsed lines detectors may look at: most look at the first few.
+const FIRST_LINES: usize = 5;
+const PARSED_LINES: usize = 20;
 
 impl Probe {
     pub fn open(path: &Path) -> Result<Probe, LoadError> {
@@ -49,6 +58,8 @@ impl Probe {
                 whole: None,
                 first_keys: Vec::new(),
                 json_error: None,
+                parsed_lines: Default::default(),
+                more_lines: Default::default(),
             });
         }
         if !meta.is_file() {
@@ -94,6 +105,8 @@ impl Probe {
             whole,
             first_keys,
             json_error,
+            parsed_lines: Default::default(),
+            more_lines: Default::default(),
         }
     }
 
@@ -118,24 +131,37 @@ impl Probe {
         self.first.as_ref().or(self.whole.as_ref())
     }
 
-    /// Every complete line of the head, parsed (for detectors that look past line one).
-    pub fn lines(&self) -> impl Iterator<Item = Value> + '_ {
-        let mut it = self.head.split(|&b| b == b'\n').peekable();
-        let complete = self.complete;
-        std::iter::from_fn(move || {
-            loop {
-                let l = it.next()?;
-                if it.peek().is_none() && !complete {
-                    return None; // the cut-off last line
-                }
-                if l.iter().all(|b| b.is_ascii_whitespace()) {
-                    continue;
-                }
-                if let Ok(v) = serde_json::from_slice(l) {
-                    return Some(v);
-                }
+    /// The first complete lines of the head that are JSON, parsed (for detectors that look past
+    /// line one), at most 20: lines that do not parse are skipped.
+    pub fn lines(&self) -> impl Iterator<Item = &Value> + '_ {
+        let (first, resume) = self.parsed_lines.get_or_init(|| self.parse_lines(0, FIRST_LINES));
+        let more = std::iter::once_with(move || {
+            self.more_lines
+                .get_or_init(|| self.parse_lines(*resume, PARSED_LINES - first.len()).0)
+        });
+        first.iter().chain(more.flat_map(|v| v.iter()))
+    }
+
+    /// Up to `n` parsed lines from byte `from` of the head, and where the next line starts.
+    fn parse_lines(&self, from: usize, n: usize) -> (Vec<Value>, usize) {
+        let mut out = Vec::new();
+        let mut at = from.min(self.head.len());
+        while out.len() < n && at < self.head.len() {
+            let rest = &self.head[at..];
+            let (l, next) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (&rest[..i], at + i + 1),
+                None if self.complete => (rest, self.head.len()),
+                None => break, // the cut-off last line
+            };
+            at = next;
+            if l.iter().all(|b| b.is_ascii_whitespace()) {
+                continue;
             }
-        })
+            if let Ok(v) = serde_json::from_slice(l) {
+                out.push(v);
+            }
+        }
+        (out, at)
     }
 
     /// A short description of what was found, for the "not a trace" error.
