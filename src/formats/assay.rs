@@ -1368,6 +1368,10 @@ impl LineParser for Parser {
         engine::batch(self, batch, sink);
     }
 
+    fn holds_itself(&self) -> bool {
+        true
+    }
+
     /// Statuses as far as the file goes now (may be called many times while it grows).
     fn settle(&mut self, sink: &mut Sink) {
         for (st, t) in self.states.iter().zip(&mut sink.traces) {

@@ -572,6 +572,10 @@ impl LineParser for Parser {
         engine::batch(&mut w, batch, sink);
     }
 
+    fn holds_itself(&self) -> bool {
+        true
+    }
+
     fn settle(&mut self, sink: &mut Sink) {
         if self.s.root.is_some() {
             self.read_subagents(sink);

@@ -998,6 +998,10 @@ impl LineParser for Parser {
         engine::batch(self, batch, sink);
     }
 
+    fn holds_itself(&self) -> bool {
+        true
+    }
+
     fn settle(&mut self, sink: &mut Sink) {
         let (Some(root), Some(t)) = (self.root, sink.traces.first_mut()) else {
             return;

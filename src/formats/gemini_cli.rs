@@ -1201,6 +1201,10 @@ impl LineParser for Parser {
     fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
         engine::batch(self, batch, sink);
     }
+
+    fn holds_itself(&self) -> bool {
+        true
+    }
 }
 
 // ---------------------------------------------------------------------------------------

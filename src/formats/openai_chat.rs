@@ -1320,6 +1320,10 @@ impl LineParser for Parser {
     fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
         engine::batch(self, batch, sink);
     }
+
+    fn holds_itself(&self) -> bool {
+        true
+    }
 }
 
 impl Records for Parser {

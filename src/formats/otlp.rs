@@ -1893,6 +1893,10 @@ impl LineParser for Parser {
         engine::batch(self, batch, sink);
     }
 
+    fn holds_itself(&self) -> bool {
+        true
+    }
+
     fn forget(&mut self, trace: usize) {
         if let Some(r) = self.root_span.get_mut(trace) {
             *r = None;

@@ -366,6 +366,9 @@ pub struct DetailState {
     /// The search in the document (`/` in the detail pane).
     pub search: Option<DocSearch>,
     stamp: (Status, Option<i64>, u64, bool),
+    /// When the document was built and how long that took (see `refresh_detail_with`).
+    built: std::time::Instant,
+    took: std::time::Duration,
 }
 
 /// A search in the detail's document: every match, and the one the cursor went to.
@@ -446,6 +449,9 @@ pub struct RunView {
     reindexed: Option<std::time::Instant>,
     /// How long the last full pass took.
     reindex_took: std::time::Duration,
+    /// When the counts and cost were last made from every event, and how long that took.
+    recounted: Option<std::time::Instant>,
+    recount_took: std::time::Duration,
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
     pub counts: Counts,
@@ -501,6 +507,8 @@ impl RunView {
             summarized_all: false,
             reindexed: None,
             reindex_took: std::time::Duration::ZERO,
+            recounted: None,
+            recount_took: std::time::Duration::ZERO,
             generation: 0,
             trace,
             entry,
@@ -566,6 +574,8 @@ impl RunView {
         let prices = super::config::prices();
         self.summarized_all = from == 0;
         if from == 0 {
+            let started = std::time::Instant::now();
+            self.recounted = Some(started);
             // Two passes over every event: on a large trace the cost takes a core of its own
             // (the last update of a 1M-event load waited 60 + 110 ms for them, one after the
             // other, before its frame).
@@ -580,6 +590,7 @@ impl RunView {
                 self.counts = trace.counts();
                 self.cost = crate::cost::usage::run_cost(trace, prices);
             }
+            self.recount_took = started.elapsed();
             self.extent = (None, None);
         } else {
             crate::cost::usage::add_calls(&mut self.cost, trace, from, prices);
@@ -671,8 +682,16 @@ impl RunView {
                     }
                     self.shape = t.reshaped();
                     self.grows += 1;
-                    // Small traces, and every 16th update of a large one, are recounted.
-                    let full = n1 < 200_000 || self.grows.is_multiple_of(16);
+                    // Small traces, and every 16th update of a large one, are recounted; while
+                    // a file is read from the start, at most as often as the full pass of the
+                    // view (the two passes of a recount of a 1M-event trace and its cost were
+                    // a tenth of the explorer's load; the load's last update recounts).
+                    let full = match self.live.loading {
+                        Some(_) => self
+                            .recounted
+                            .is_none_or(|at| at.elapsed() >= REINDEX_EVERY.max(self.recount_took * REINDEX_SHARE)),
+                        None => n1 < 200_000 || self.grows.is_multiple_of(16),
+                    };
                     self.summarize(t, if full { 0 } else { n0 });
                 }
                 // While the file is read from the start, new events that do not simply follow
@@ -736,6 +755,15 @@ impl RunView {
         let stamp = detail_stamp(t, ev);
         match self.detail.as_ref() {
             Some(d) if d.event == ev && d.stamp == stamp => {}
+            // While a file is read from the start, a costly document (the run's root sums the
+            // usage and cost of every call) is made again at most as often as the view's full
+            // pass: rebuilt on every update it took a fifth of the explorer's load (issue 13).
+            // The last update of the load makes it whole.
+            Some(d)
+                if d.event == ev
+                    && self.live.loading.is_some()
+                    && d.took >= DETAIL_COSTLY
+                    && d.built.elapsed() < REINDEX_EVERY.max(d.took * REINDEX_SHARE) => {}
             Some(d) if d.event == ev => {
                 let (cursor, offset, hscroll) = (d.cursor, d.offset, d.hscroll);
                 let rows = d.rows.clone();
@@ -861,7 +889,9 @@ impl RunView {
         if super::chat::follow_selection(self, ev) {
             return;
         }
+        let built = std::time::Instant::now();
         let doc = super::chat::doc(self, t, ev).unwrap_or_else(|| detail::build(t, ev, self.raw, self.span.0));
+        let took = built.elapsed();
         let stamp = detail_stamp(t, ev);
         self.detail = Some(DetailState {
             event: ev,
@@ -872,6 +902,8 @@ impl RunView {
             rows: None,
             search: None,
             stamp,
+            built,
+            took,
         });
         super::chat::place(self, ev);
     }
@@ -892,6 +924,8 @@ impl RunView {
     }
 }
 
+/// A detail document that took this long to make is not made again on every update of a load.
+const DETAIL_COSTLY: std::time::Duration = std::time::Duration::from_millis(1);
 /// At most one full pass of the view over a trace that is still loading in this time.
 const REINDEX_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// ... and not before this many times as long as the last one took: a pass over a 1M-event
