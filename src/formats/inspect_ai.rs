@@ -128,6 +128,25 @@ impl Format for InspectAi {
         decode(trace, ev, raw).unwrap_or_else(whole::unreadable)
     }
 
+    /// A `.eval` event's record, cut out of its decompressed member (the raw view shows it).
+    fn read_record(&self, trace: &Trace, o: Origin) -> Option<std::io::Result<Vec<u8>>> {
+        // Events without a byte range (held) read nothing either way.
+        if o.len == 0 {
+            return None;
+        }
+        let root = trace.event(*trace.roots.first()?);
+        if root.origin.len == 0 {
+            return None;
+        }
+        let member = sample_of(trace, root.origin)?;
+        let m = member.member.as_ref()?;
+        let rec = m.get(o.offset as usize..).and_then(|r| r.get(..o.len as usize));
+        Some(
+            rec.map(<[u8]>::to_vec)
+                .ok_or_else(|| std::io::Error::other("beyond its sample's archive member")),
+        )
+    }
+
     fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
         let rows = if is_zip(path)? {
             summarize_eval(path)?
@@ -640,7 +659,7 @@ fn read_sample(trace: &Trace, path: &Path, at: Origin) -> Option<Sample> {
         let bytes = read_member(&mut archive, index, &name, &mut Budget { left: MAX_MEMBER_BYTES }).ok()?;
         (None, Some(bytes))
     } else {
-        (Some(super::read_origin(trace, at).ok()?), None)
+        (Some(super::read_file_range(trace, at).ok()?), None)
     };
     let all = bytes.as_deref().or(member.as_deref())?;
     let text = std::str::from_utf8(all.get(..at.len as usize)?).ok()?;
@@ -2841,6 +2860,11 @@ mod tests {
                         a.str(ea.name)
                     );
                     assert_eq!((ea.status, ea.origin), (eb.status, eb.origin));
+                    // The raw view's record: the event's JSON, also inside a `.eval` member.
+                    if eb.origin.len > 0 {
+                        let raw = crate::formats::read_origin(b, eb.origin).unwrap();
+                        assert!(serde_json::from_slice::<Value>(&raw).is_ok_and(|v| v.is_object() || v.is_array()));
+                    }
                 }
             }
         }
