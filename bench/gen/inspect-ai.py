@@ -2,16 +2,18 @@
 """Inspect AI at scale: one .eval log (deflated members, as Python's zipfile writes them) of
 --events model and tool events, 250 turns a sample (a model call and a tool call each), model
 inputs deduplicated into events_data.messages with input_refs as Inspect 0.3.2xx writes them.
+With --json, the same samples as one .json EvalLog document (Inspect's other log format).
 Prints the generator contract of bench/formats.py: {"load", "files", "format"} as JSON."""
 import argparse, json, os, zipfile
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")
 ap.add_argument("--events", type=int, default=1_000_000)
+ap.add_argument("--json", action="store_true", help="write bench.json (one EvalLog document), not bench.eval")
 a = ap.parse_args()
 TURNS = 250
 os.makedirs(a.out, exist_ok=True)
-path = os.path.join(a.out, "bench.eval")
+path = os.path.join(a.out, "bench.json" if a.json else "bench.eval")
 
 
 def ts(i):
@@ -29,9 +31,7 @@ def put(z, name, text):
     z.writestr(info, text)
 
 
-with zipfile.ZipFile(path, "w") as z:
-    put(z, "_journal/start.json", json.dumps(header))
-    summaries = []
+def sample_texts():
     for s in range(samples):
         pool = [{"role": "user", "content": "task %d" % s}]
         ev = [{"event": "span_begin", "id": "solvers", "name": "solvers", "type": "solvers", "timestamp": ts(0)}]
@@ -51,8 +51,22 @@ with zipfile.ZipFile(path, "w") as z:
         usage = {"mockllm/model": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}
         sample = {"id": s, "epoch": 1, "input": "task %d" % s, "target": "x", "messages": pool, "events": ev,
                   "events_data": {"messages": pool}, "model_usage": usage}
-        put(z, "samples/%d_epoch_1.json" % s, json.dumps(sample))
-        summaries.append({"id": s, "epoch": 1, "model_usage": usage})
-    put(z, "summaries.json", json.dumps(summaries))
-    put(z, "header.json", json.dumps(header))
+        yield s, usage, json.dumps(sample)
+
+
+if a.json:
+    with open(path, "w") as f:
+        f.write(json.dumps(header)[:-1] + ', "samples": [')
+        for s, _, text in sample_texts():
+            f.write((", " if s else "") + text)
+        f.write("]}")
+else:
+    with zipfile.ZipFile(path, "w") as z:
+        put(z, "_journal/start.json", json.dumps(header))
+        summaries = []
+        for s, usage, text in sample_texts():
+            put(z, "samples/%d_epoch_1.json" % s, text)
+            summaries.append({"id": s, "epoch": 1, "model_usage": usage})
+        put(z, "summaries.json", json.dumps(summaries))
+        put(z, "header.json", json.dumps(header))
 print(json.dumps({"load": path, "files": [path], "format": "inspect-ai"}))

@@ -20,8 +20,17 @@
 //!
 //! Reading is bounded: a member's declared and actual decompressed size are capped (a zip
 //! bomb stops at the cap with a diagnostic), as are the whole load's decompressed bytes and a
-//! `.json` log's size. Payloads are held in memory (a zip member cannot be read by position);
-//! `.json` events keep their byte range so that the raw record can be shown.
+//! `.json` log's size.
+//!
+//! Payloads stay on disk (issue 13): each event keeps the byte range of its record, in the
+//! file for a `.json` log, in its decompressed member for a `.eval` (a member cannot be read
+//! by position: the decoder decompresses the sample's member again, found by the trace id
+//! that names it, and keeps the last few). Decoding resolves references as the load did: the
+//! sample's attachments and message pool are read again, and where each model call's input
+//! began (what earlier calls covered) is replayed over the sample's events. Held instead:
+//! events nested in tool/subtask events (older logs; no byte range of their own), samples
+//! without `id` or in a member named otherwise, and events after a sample ran out of the
+//! resolve budget (decoding them unbounded would show more than the load did).
 //!
 //! Tokens: `ModelUsage` passes each provider's counts through (OpenAI's include the cache
 //! read in `input_tokens` and the reasoning in `output_tokens`; Anthropic's keep the cache
@@ -30,6 +39,7 @@
 //! the run's totals (summed over models).
 
 use super::jsonl::json_error;
+use super::whole;
 use super::{Format, LoadError, Loaded, Probe, Summary, field, lenient_u64, open_regular, stem, str_of};
 use crate::model::*;
 use serde::Deserialize;
@@ -39,6 +49,7 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 pub struct InspectAi;
 
@@ -102,15 +113,38 @@ impl Format for InspectAi {
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
         if is_zip(path)? {
-            load_eval(path)
+            load_eval(path, true)
         } else if path.extension().is_some_and(|x| x == "eval") {
             Err(LoadError::invalid(
                 path,
                 "not a zip archive (an Inspect .eval log is one); damaged or not an Inspect log",
             ))
         } else {
-            load_json(path)
+            load_json(path, true)
         }
+    }
+
+    fn decode_payload(&self, trace: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
+        decode(trace, ev, raw).unwrap_or_else(whole::unreadable)
+    }
+
+    /// A `.eval` event's record, cut out of its decompressed member (the raw view shows it).
+    fn read_record(&self, trace: &Trace, o: Origin) -> Option<std::io::Result<Vec<u8>>> {
+        // Events without a byte range (held) read nothing either way.
+        if o.len == 0 {
+            return None;
+        }
+        let root = trace.event(*trace.roots.first()?);
+        if root.origin.len == 0 {
+            return None;
+        }
+        let member = sample_of(trace, root.origin)?;
+        let m = member.member.as_ref()?;
+        let rec = m.get(o.offset as usize..).and_then(|r| r.get(..o.len as usize));
+        Some(
+            rec.map(<[u8]>::to_vec)
+                .ok_or_else(|| std::io::Error::other("beyond its sample's archive member")),
+        )
     }
 
     fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
@@ -368,7 +402,7 @@ fn sample_order(a: &(&str, u64), b: &(&str, u64)) -> std::cmp::Ordering {
     .then(a.1.cmp(&b.1))
 }
 
-fn load_eval(path: &Path) -> Result<Loaded, LoadError> {
+fn load_eval(path: &Path, defer: bool) -> Result<Loaded, LoadError> {
     let mut zip = open_archive(path)?;
     let names = member_names(&zip);
     let mut budget = Budget { left: MAX_TOTAL_BYTES };
@@ -409,7 +443,12 @@ fn load_eval(path: &Path) -> Result<Loaded, LoadError> {
                 continue;
             }
         };
-        match sample_trace(path, &log, text, None, name, &mut resolve) {
+        let place = Place {
+            base: Some(0),
+            member: true,
+            defer,
+        };
+        match sample_trace(path, &log, text, place, name, &mut resolve) {
             Ok(t) => traces.push(t),
             Err(e) => diags.push(Diagnostic::error(path, None, format!("{name}: {e}; sample skipped"))),
         }
@@ -474,7 +513,7 @@ fn read_json_text(path: &Path) -> Result<String, LoadError> {
     String::from_utf8(buf).map_err(|e| LoadError::invalid(path, format!("not UTF-8: {}", e.utf8_error())))
 }
 
-fn load_json(path: &Path) -> Result<Loaded, LoadError> {
+fn load_json(path: &Path, defer: bool) -> Result<Loaded, LoadError> {
     let text = read_json_text(path)?;
     let top: BTreeMap<String, &RawValue> =
         serde_json::from_str(&text).map_err(|e| LoadError::invalid(path, json_error(&e)))?;
@@ -518,7 +557,11 @@ fn load_json(path: &Path) -> Result<Loaded, LoadError> {
             path,
             &log,
             raw.get(),
-            Some(offset as u64),
+            Place {
+                base: Some(offset as u64),
+                member: false,
+                defer,
+            },
             &format!("samples[{i}]"),
             &mut resolve,
         ) {
@@ -530,12 +573,160 @@ fn load_json(path: &Path) -> Result<Loaded, LoadError> {
 }
 
 // ---------------------------------------------------------------------------------------
+// Payloads decoded when shown
+
+/// What a sample's payloads are decoded against: its attachments and message pool, where
+/// each model call's input began (`Refs::seen` before it, by the call's byte offset), and for
+/// a `.eval` sample the decompressed member its byte ranges point into.
+struct Sample {
+    attachments: Arc<Map<String, Value>>,
+    pool: Arc<Vec<Value>>,
+    seen: HashMap<u64, usize>,
+    member: Option<Vec<u8>>,
+}
+
+/// A sample: its file, trace id and byte range.
+type SampleKey = (std::path::PathBuf, String, u64, u32);
+
+/// The samples decoded last: the detail pane, `grep` and `export` ask for many events of one
+/// sample in turn (and a few threads at once), and reading a sample's context is a pass over
+/// the sample (a `.eval` member decompressed).
+static SAMPLES: Mutex<Vec<(SampleKey, Arc<Sample>)>> = Mutex::new(Vec::new());
+const SAMPLES_KEPT: usize = 4;
+
+/// Decode an event whose payload was left in the file. None: its record cannot be read.
+fn decode(trace: &Trace, ev: &Event, raw: &[&[u8]]) -> Option<Payload> {
+    // The run event of the sample: its byte range is the sample's.
+    let mut root = ev;
+    for _ in 0..trace.len() {
+        if root.parent == NO_PARENT {
+            break;
+        }
+        root = trace.event(root.parent);
+    }
+    let sample = sample_of(trace, root.origin)?;
+    let rec: &[u8] = match &sample.member {
+        // A zip member cannot be read by position: `raw` is the archive's bytes, not the
+        // record's; the record is cut out of the member.
+        Some(m) => m.get(ev.origin.offset as usize..)?.get(..ev.origin.len as usize)?,
+        None => raw.first()?,
+    };
+    let text = std::str::from_utf8(rec).ok()?;
+    let mut refs = Refs {
+        attachments: sample.attachments.clone(),
+        pool: sample.pool.clone(),
+        left: usize::MAX,
+        seen: 0,
+        exhausted: false,
+    };
+    Some(match ev.kind {
+        EventKind::Run => root_payload(&serde_json::from_str(text).ok()?, &mut refs),
+        EventKind::Message(_) => message_parts(text, &mut refs).1,
+        _ => {
+            let offset = ev.origin.offset;
+            refs.seen = sample.seen.get(&offset).copied().unwrap_or(0);
+            event_payload(serde_json::from_str(text).ok()?, &mut refs)
+        }
+    })
+}
+
+/// The decoding context of the sample at `at` (its run event's origin), cached.
+fn sample_of(trace: &Trace, at: Origin) -> Option<Arc<Sample>> {
+    let path = trace.files.get(at.file as usize)?;
+    let key: SampleKey = (path.clone(), trace.meta.id.clone(), at.offset, at.len);
+    {
+        let mut cache = SAMPLES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = cache.iter().position(|(k, _)| *k == key) {
+            let hit = cache.remove(i);
+            let s = hit.1.clone();
+            cache.insert(0, hit);
+            return Some(s);
+        }
+    }
+    let s = Arc::new(read_sample(trace, path, at)?);
+    let mut cache = SAMPLES.lock().unwrap_or_else(|e| e.into_inner());
+    cache.insert(0, (key, s.clone()));
+    cache.truncate(SAMPLES_KEPT);
+    Some(s)
+}
+
+fn read_sample(trace: &Trace, path: &Path, at: Origin) -> Option<Sample> {
+    let zip = is_zip(path).ok()?;
+    let (bytes, member) = if zip {
+        let mut archive = open_archive(path).ok()?;
+        let name = format!("samples/{}.json", trace.meta.id);
+        let index = archive.index_for_name(&name)?;
+        let bytes = read_member(&mut archive, index, &name, &mut Budget { left: MAX_MEMBER_BYTES }).ok()?;
+        (None, Some(bytes))
+    } else {
+        (Some(super::read_file_range(trace, at).ok()?), None)
+    };
+    let all = bytes.as_deref().or(member.as_deref())?;
+    let text = std::str::from_utf8(all.get(..at.len as usize)?).ok()?;
+    // A `.json` sample's offsets count from the file's start, a member's from its own.
+    let base = if zip { 0 } else { at.offset };
+    let fields: Fields<'_> = serde_json::from_str(text).ok()?;
+    let (attachments, pool) = sample_context(&fields);
+    let mut seen = HashMap::new();
+    if let Some(events) = fields
+        .get("events")
+        .and_then(|r| serde_json::from_str::<Vec<&RawValue>>(r.get()).ok())
+    {
+        let mut at_pool = 0;
+        for raw in events {
+            let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(raw.get()) else {
+                continue;
+            };
+            let offset = base + (raw.get().as_ptr() as usize - text.as_ptr() as usize) as u64;
+            if str_of(&v, "event") == Some("model") {
+                seen.insert(offset, at_pool);
+            }
+            replay_seen(&v, pool.len(), 0, &mut at_pool);
+        }
+    }
+    Some(Sample {
+        attachments: Arc::new(attachments),
+        pool: Arc::new(pool),
+        seen,
+        member,
+    })
+}
+
+/// Move `seen` past an event as the load's [`Refs::new_messages`] moved it: a model call
+/// whose input is its `input_refs` covers their ranges; events nested in tool and subtask
+/// events (older logs) count in the order the load visits them.
+fn replay_seen(v: &Value, pool_len: usize, depth: usize, seen: &mut usize) {
+    match str_of(v, "event") {
+        Some("model") => {
+            let input = v.get("input").filter(|i| i.as_array().is_none_or(|a| !a.is_empty()));
+            if input.is_none()
+                && let Some(ranges) = v.get("input_refs").and_then(|r| ref_ranges(r, pool_len))
+            {
+                *seen = ranges.iter().map(|&(_, b)| b).fold(*seen, usize::max);
+            }
+        }
+        Some("tool" | "subtask") => {
+            if let Some(Value::Array(list)) = v.get("events")
+                && !list.is_empty()
+                && depth + 1 < MAX_NESTING
+            {
+                for x in list.iter().filter(|x| x.is_object()) {
+                    replay_seen(x, pool_len, depth + 1, seen);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // One sample
 
 /// What a model call's `input_refs` and `attachment://` references resolve against.
 struct Refs {
-    attachments: Map<String, Value>,
-    pool: Vec<Value>,
+    /// Shared with the sample's decoding context (see [`Sample`]).
+    attachments: Arc<Map<String, Value>>,
+    pool: Arc<Vec<Value>>,
     /// Bytes of resolved references left for this load.
     left: usize,
     /// The end of the pool that earlier model calls' inputs covered.
@@ -577,21 +768,10 @@ impl Refs {
     /// input is the whole conversation so far, so resolving every call whole costs the square
     /// of its length (100 samples of 250 turns: 80 s and 7.5 GB). None past the budget.
     fn new_messages(&mut self, refs: &Value) -> Option<(Value, usize)> {
-        let ranges = refs.as_array()?;
+        let ranges = ref_ranges(refs, self.pool.len())?;
         let mut out = Vec::new();
         let (mut seen_before, mut end) = (0, self.seen);
-        for r in ranges {
-            let (Some(a), Some(b)) = (
-                r.get(0).and_then(Value::as_u64).map(|x| x as usize),
-                r.get(1)
-                    .and_then(Value::as_u64)
-                    .map(|x| (x as usize).min(self.pool.len())),
-            ) else {
-                return None;
-            };
-            if a >= b {
-                continue;
-            }
+        for (a, b) in ranges {
             let from = a.max(self.seen);
             seen_before += from.min(b) - a;
             for m in self.pool.get(from..b).unwrap_or(&[]) {
@@ -608,6 +788,24 @@ impl Refs {
         self.seen = end;
         Some((Value::Array(out), seen_before))
     }
+}
+
+/// The ranges of `input_refs` (`[[start, end], ...]`, end exclusive, cut to the pool), empty
+/// ones left out; None when one is not a pair of counts.
+fn ref_ranges(refs: &Value, pool_len: usize) -> Option<Vec<(usize, usize)>> {
+    let mut out = Vec::new();
+    for r in refs.as_array()? {
+        let (Some(a), Some(b)) = (
+            r.get(0).and_then(Value::as_u64).map(|x| x as usize),
+            r.get(1).and_then(Value::as_u64).map(|x| (x as usize).min(pool_len)),
+        ) else {
+            return None;
+        };
+        if a < b {
+            out.push((a, b));
+        }
+    }
+    Some(out)
 }
 
 /// A cheap upper-bound-ish size of a value, for the resolve budget.
@@ -726,13 +924,72 @@ fn ts(v: &Value, k: &str) -> Option<i64> {
     v.get(k).and_then(parse_timestamp)
 }
 
-/// Build the trace of one sample from its JSON text. `base` is the text's byte offset in the
-/// file when it is read in place (a `.json` log), so that events keep their byte range.
+/// The attachments and message pool of a sample, as its references resolve against them.
+fn sample_context(fields: &Fields<'_>) -> (Map<String, Value>, Vec<Value>) {
+    let attachments = match value_of(fields, "attachments") {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    // Only the messages of `events_data`: its `calls` (raw provider requests) stay unread.
+    let pool = match fields
+        .get("events_data")
+        .and_then(|d| serde_json::from_str::<Fields<'_>>(d.get()).ok())
+        .and_then(|d| value_of(&d, "messages"))
+        .or_else(|| value_of(fields, "message_pool"))
+    {
+        Some(Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    (attachments, pool)
+}
+
+/// The payload of a sample's run event.
+fn root_payload(fields: &Fields<'_>, refs: &mut Refs) -> Payload {
+    let mut input = value_of(fields, "input");
+    if let Some(i) = &mut input {
+        refs.attachments_in(i);
+    }
+    let mut extra = Vec::new();
+    for (k, v) in [
+        ("target", value_of(fields, "target")),
+        ("scores", value_of(fields, "scores")),
+        (
+            "metadata",
+            value_of(fields, "metadata").filter(|m| m.as_object().is_none_or(|o| !o.is_empty())),
+        ),
+        ("model_usage", value_of(fields, "model_usage")),
+        ("limit", value_of(fields, "limit")),
+    ] {
+        if let Some(v) = v {
+            extra.push((k.to_string(), v));
+        }
+    }
+    Payload {
+        input,
+        output: value_of(fields, "output").map(|o| final_output(&o)),
+        error: value_of(fields, "error").as_ref().and_then(eval_error),
+        extra,
+    }
+}
+
+/// How a sample is read: `base` is its text's byte offset in the file (a `.json` log) or in
+/// its archive member (a `.eval` log whose member is named after the sample), when events
+/// can keep their byte range; `defer` leaves their payloads there to be decoded when shown
+/// (false: held, as the tests' reference reading holds them).
+#[derive(Clone, Copy)]
+struct Place {
+    base: Option<u64>,
+    /// The text is a whole `.eval` member, named `what`.
+    member: bool,
+    defer: bool,
+}
+
+/// Build the trace of one sample from its JSON text.
 fn sample_trace(
     path: &Path,
     log: &Log,
     text: &str,
-    base: Option<u64>,
+    place: Place,
     what: &str,
     budget: &mut usize,
 ) -> Result<Trace, String> {
@@ -748,6 +1005,15 @@ fn sample_trace(
         what.to_string()
     });
     let epoch = epoch.unwrap_or(1);
+    // The decoder finds a `.eval` member again by the trace's id, which names it as Inspect
+    // does; a member named otherwise keeps no byte ranges (and its payloads are held).
+    let base = match place.member {
+        true => place
+            .base
+            // Without `id` the run event has no byte range to find the sample by.
+            .filter(|_| fields.contains_key("id") && what == format!("samples/{id}_epoch_{epoch}.json")),
+        false => place.base,
+    };
     let error = value_of(&fields, "error").as_ref().and_then(eval_error);
     let limit = value_of(&fields, "limit");
     let model_usage = value_of(&fields, "model_usage");
@@ -802,45 +1068,28 @@ fn sample_trace(
         },
     };
 
+    let (attachments, pool) = sample_context(&fields);
     let mut refs = Refs {
-        attachments: match value_of(&fields, "attachments") {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        },
-        // Only the messages of `events_data`: its `calls` (raw provider requests) stay unread.
-        pool: match fields
-            .get("events_data")
-            .and_then(|d| serde_json::from_str::<Fields<'_>>(d.get()).ok())
-            .and_then(|d| value_of(&d, "messages"))
-            .or_else(|| value_of(&fields, "message_pool"))
-        {
-            Some(Value::Array(a)) => a,
-            _ => Vec::new(),
-        },
+        attachments: Arc::new(attachments),
+        pool: Arc::new(pool),
         left: *budget,
         seen: 0,
         exhausted: false,
     };
-
-    let mut input = value_of(&fields, "input");
-    if let Some(i) = &mut input {
-        refs.attachments_in(i);
-    }
-    let mut extra = Vec::new();
-    for (k, v) in [
-        ("target", value_of(&fields, "target")),
-        ("scores", scores.clone()),
-        (
-            "metadata",
-            value_of(&fields, "metadata").filter(|m| m.as_object().is_none_or(|o| !o.is_empty())),
-        ),
-        ("model_usage", model_usage.clone()),
-        ("limit", limit.clone()),
-    ] {
-        if let Some(v) = v {
-            extra.push((k.to_string(), v));
+    // Payloads are left in the file when the decoder finds the sample again: through the run
+    // event's byte range, which a sample without `id` does not get.
+    let defer = place.defer && base.is_some() && fields.contains_key("id");
+    // Resolving references with the load's budget gives what the decoder's unbounded
+    // resolving gives only while the budget lasts: past it, payloads are held.
+    let held = |p: Payload, refs: &Refs| {
+        if defer && !refs.exhausted {
+            PayloadRef::Deferred
+        } else {
+            PayloadRef::inline(p)
         }
-    }
+    };
+
+    let root_p = root_payload(&fields, &mut refs);
     let root = t.add(NewEvent {
         start: started,
         duration: total,
@@ -848,12 +1097,7 @@ fn sample_trace(
         usage: usage_sum(model_usage.as_ref()),
         model: log.model.as_deref(),
         origin: fields.get("id").map(|_| origin_of(text)).unwrap_or_default(),
-        payload: PayloadRef::inline(Payload {
-            input,
-            output: value_of(&fields, "output").map(|o| final_output(&o)),
-            error: error.clone(),
-            extra,
-        }),
+        payload: held(root_p, &refs),
         ..NewEvent::new(EventKind::Run, &name)
     });
 
@@ -870,6 +1114,7 @@ fn sample_trace(
                     steps: Vec::new(),
                     last_tool: None,
                     pending: None,
+                    defer,
                     diags: &mut diags,
                 };
                 b.events(&mut t, &events, root, 0, &origin_of, &mut refs);
@@ -894,7 +1139,7 @@ fn sample_trace(
                     ..NewEvent::new(EventKind::Step, "messages")
                 });
                 for m in msgs {
-                    add_message(&mut t, group, m, &origin_of, &mut refs, !has_events);
+                    add_message(&mut t, group, m, &origin_of, &mut refs, !has_events, defer);
                 }
             }
             Ok(_) => {}
@@ -950,8 +1195,29 @@ fn add_message(
     origin_of: &dyn Fn(&str) -> Origin,
     refs: &mut Refs,
     errors_count: bool,
+    defer: bool,
 ) {
-    let mut m: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+    let (role, payload) = message_parts(raw.get(), refs);
+    t.add(NewEvent {
+        parent: Parent::Index(parent),
+        status: if payload.error.is_some() && errors_count {
+            Status::Error
+        } else {
+            Status::Ok
+        },
+        origin: origin_of(raw.get()),
+        payload: if defer && !refs.exhausted {
+            PayloadRef::Deferred
+        } else {
+            PayloadRef::inline(payload)
+        },
+        ..NewEvent::new(EventKind::Message(Role::parse(&role)), &role)
+    });
+}
+
+/// A message's role and payload.
+fn message_parts(raw: &str, refs: &mut Refs) -> (String, Payload) {
+    let mut m: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
     refs.attachments_in(&mut m);
     let role = str_of(&m, "role").unwrap_or("other").to_string();
     let mut extra = Vec::new();
@@ -966,22 +1232,13 @@ fn add_message(
             }
         }
     }
-    t.add(NewEvent {
-        parent: Parent::Index(parent),
-        status: if error.is_some() && errors_count {
-            Status::Error
-        } else {
-            Status::Ok
-        },
-        origin: origin_of(raw.get()),
-        payload: PayloadRef::inline(Payload {
-            input: content,
-            error,
-            extra,
-            ..Default::default()
-        }),
-        ..NewEvent::new(EventKind::Message(Role::parse(&role)), &role)
-    });
+    let p = Payload {
+        input: content,
+        error,
+        extra,
+        ..Default::default()
+    };
+    (role, p)
 }
 
 /// A `span_begin` not yet added.
@@ -994,6 +1251,8 @@ struct Span {
     fallback: u32,
     start: Option<i64>,
     origin: Origin,
+    /// Its payload is left in the file (a span of the sample's own `events[]`).
+    defer: bool,
 }
 
 /// Turns a sample's `events[]` into the event tree.
@@ -1009,10 +1268,22 @@ struct Builder<'p, 'd> {
     last_tool: Option<(String, u32)>,
     /// A `tool` span that began before its tool event.
     pending: Option<Span>,
+    /// Payloads of the sample's own events are left in the file (nested events of older
+    /// logs have no byte range of their own and are always held).
+    defer: bool,
     diags: &'d mut Vec<Diagnostic>,
 }
 
 impl Builder<'_, '_> {
+    /// The payload as the event keeps it: left in the file where it can be (see `defer`).
+    fn held(&self, p: Payload, refs: &Refs, depth: usize) -> PayloadRef {
+        if self.defer && depth == 0 && !refs.exhausted {
+            PayloadRef::Deferred
+        } else {
+            PayloadRef::inline(p)
+        }
+    }
+
     fn events(
         &mut self,
         t: &mut Trace,
@@ -1100,6 +1371,7 @@ impl Builder<'_, '_> {
                     name,
                     start,
                     origin,
+                    defer: self.defer && depth == 0,
                 };
                 // A tool's own span (holding its sandbox calls) belongs to the tool event,
                 // which is written just before or, usually, just after the span begins.
@@ -1140,18 +1412,13 @@ impl Builder<'_, '_> {
                     return;
                 }
                 let p = self.parent_of(&v, parent);
-                let ty = str_of(&v, "type").map(str::to_string);
+                let payload = self.held(type_payload(&v), refs, depth);
                 let idx = t.add(NewEvent {
                     parent: Parent::Index(p),
                     start,
                     origin,
                     status: Status::Ok,
-                    payload: PayloadRef::inline(Payload {
-                        extra: ty
-                            .map(|ty| vec![("type".to_string(), Value::String(ty))])
-                            .unwrap_or_default(),
-                        ..Default::default()
-                    }),
+                    payload,
                     ..NewEvent::new(EventKind::Step, &name)
                 });
                 if parent == self.root {
@@ -1161,79 +1428,25 @@ impl Builder<'_, '_> {
             "model" => {
                 let p = self.parent_of(&v, parent);
                 let model = str_of(&v, "model").unwrap_or("model").to_string();
-                let o = v.as_object_mut().expect("checked to be an object");
-                let output = o.remove("output").unwrap_or(Value::Null);
-                let usage = call_usage(output.get("usage"));
-                let error = o
-                    .remove("error")
-                    .as_ref()
-                    .and_then(ErrorInfo::from_value)
-                    .or_else(|| output.get("error").and_then(ErrorInfo::from_value));
-                let mut input = o.remove("input").filter(|i| i.as_array().is_none_or(|a| !a.is_empty()));
-                let mut earlier = 0;
-                if input.is_none()
-                    && let Some(r) = o.get("input_refs")
-                    && let Some((new, seen)) = refs.new_messages(r)
-                {
-                    input = Some(new);
-                    earlier = seen;
-                }
-                if let Some(i) = &mut input {
-                    refs.attachments_in(i);
-                }
-                let mut out = if output.is_null() {
-                    None
+                let usage = call_usage(v.get("output").and_then(|o| o.get("usage")));
+                let payload = model_payload(v, refs);
+                let status = if payload.error.is_some() {
+                    Status::Error
+                } else if pending {
+                    Status::Pending
                 } else {
-                    Some(final_output(&output))
+                    Status::Ok
                 };
-                if let Some(x) = &mut out {
-                    refs.attachments_in(x);
-                }
-                let mut extra = Vec::new();
-                if let Some(Value::Object(m)) = output.get("choices").and_then(|c| c.get(0))
-                    && let Some(r) = m.get("stop_reason")
-                {
-                    extra.push(("stop_reason".to_string(), r.clone()));
-                }
-                if let Some(u) = output.get("usage") {
-                    extra.push(("usage".to_string(), u.clone()));
-                }
-                for k in ["role", "config", "tool_choice", "cache", "retries", "working_time"] {
-                    if let Some(x) = o.remove(k).filter(|x| !x.is_null()) {
-                        extra.push((k.to_string(), x));
-                    }
-                }
-                if let Some(r) = o.remove("input_refs") {
-                    extra.push(("input_refs".to_string(), r));
-                }
-                if earlier > 0 {
-                    extra.push((
-                        "input_shown".to_string(),
-                        Value::String(format!(
-                            "the messages added since the previous model call; the {earlier} before them are in earlier calls' inputs"
-                        )),
-                    ));
-                }
+                let payload = self.held(payload, refs, depth);
                 t.add(NewEvent {
                     parent: Parent::Index(p),
                     start,
                     duration,
-                    status: if error.is_some() {
-                        Status::Error
-                    } else if pending {
-                        Status::Pending
-                    } else {
-                        Status::Ok
-                    },
+                    status,
                     usage,
                     model: Some(&model),
                     origin,
-                    payload: PayloadRef::inline(Payload {
-                        input,
-                        output: out,
-                        error,
-                        extra,
-                    }),
+                    payload,
                     ..NewEvent::new(EventKind::LlmCall, &model)
                 });
             }
@@ -1241,50 +1454,24 @@ impl Builder<'_, '_> {
                 let p = self.parent_of(&v, parent);
                 let function = str_of(&v, "function").unwrap_or("tool").to_string();
                 let call_id = str_of(&v, "id").map(str::to_string);
-                let o = v.as_object_mut().expect("checked to be an object");
-                let error = o.remove("error").as_ref().and_then(ErrorInfo::from_value);
-                let nested = o.remove("events");
-                let mut output = o.remove("result");
-                if let Some(x) = &mut output {
-                    refs.attachments_in(x);
-                }
-                let mut input = o.remove("arguments");
-                if let Some(x) = &mut input {
-                    refs.attachments_in(x);
-                }
-                let mut extra = Vec::new();
-                for k in [
-                    "type",
-                    "truncated",
-                    "agent",
-                    "failed",
-                    "message_id",
-                    "working_time",
-                    "internal",
-                ] {
-                    if let Some(x) = o.remove(k).filter(|x| !x.is_null()) {
-                        extra.push((k.to_string(), x));
-                    }
-                }
+                let nested = v.as_object_mut().and_then(|o| o.remove("events"));
+                let payload = tool_payload(v, refs);
+                let status = if payload.error.is_some() {
+                    Status::Error
+                } else if pending {
+                    Status::Pending
+                } else {
+                    Status::Ok
+                };
+                let payload = self.held(payload, refs, depth);
                 let idx = t.add(NewEvent {
                     parent: Parent::Index(p),
                     id: call_id.as_deref(),
                     start,
                     duration,
-                    status: if error.is_some() {
-                        Status::Error
-                    } else if pending {
-                        Status::Pending
-                    } else {
-                        Status::Ok
-                    },
+                    status,
                     origin,
-                    payload: PayloadRef::inline(Payload {
-                        input,
-                        output,
-                        error,
-                        extra,
-                    }),
+                    payload,
                     ..NewEvent::new(EventKind::ToolCall, &function)
                 });
                 match self.pending.take() {
@@ -1301,24 +1488,20 @@ impl Builder<'_, '_> {
             "subtask" => {
                 let p = self.parent_of(&v, parent);
                 let name = str_of(&v, "name").unwrap_or("subtask").to_string();
-                let o = v.as_object_mut().expect("checked to be an object");
-                let nested = o.remove("events");
+                let nested = v.as_object_mut().and_then(|o| o.remove("events"));
+                let payload = self.held(subtask_payload(v), refs, depth);
                 let idx = t.add(NewEvent {
                     parent: Parent::Index(p),
                     start,
                     duration,
                     status: Status::Ok,
                     origin,
-                    payload: PayloadRef::inline(Payload {
-                        input: o.remove("input"),
-                        output: o.remove("result"),
-                        ..Default::default()
-                    }),
+                    payload,
                     ..NewEvent::new(EventKind::Step, &name)
                 });
                 self.nested(t, nested, idx, depth, refs);
             }
-            _ => self.other(t, &kind, v, start, duration, parent, origin, refs),
+            _ => self.other(t, &kind, v, start, duration, parent, origin, depth, refs),
         }
     }
 
@@ -1329,18 +1512,17 @@ impl Builder<'_, '_> {
             .and_then(|s| self.spans.get(s))
             .copied()
             .unwrap_or(span.fallback);
+        let payload = if span.defer {
+            PayloadRef::Deferred
+        } else {
+            PayloadRef::inline(type_payload_of(span.ty))
+        };
         let idx = t.add(NewEvent {
             parent: Parent::Index(p),
             start: span.start,
             origin: span.origin,
             status: Status::Ok,
-            payload: PayloadRef::inline(Payload {
-                extra: span
-                    .ty
-                    .map(|ty| vec![("type".to_string(), Value::String(ty))])
-                    .unwrap_or_default(),
-                ..Default::default()
-            }),
+            payload,
             ..NewEvent::new(EventKind::Step, &span.name)
         });
         self.spans.insert(span.id, idx);
@@ -1388,176 +1570,330 @@ impl Builder<'_, '_> {
         &mut self,
         t: &mut Trace,
         kind: &str,
-        mut v: Value,
+        v: Value,
         start: Option<i64>,
         duration: Option<i64>,
         parent: u32,
         origin: Origin,
+        depth: usize,
         refs: &mut Refs,
     ) {
         let p = self.parent_of(&v, parent);
-        let o = v.as_object_mut().expect("checked to be an object");
-        for k in [
-            "event",
-            "uuid",
-            "span_id",
-            "timestamp",
-            "working_start",
-            "completed",
-            "pending",
-            "metadata",
-        ] {
-            o.remove(k);
+        if kind.is_empty() {
+            self.diags.push(Diagnostic::warning(
+                self.path,
+                None,
+                format!("{}: an event without `event` type", self.what),
+            ));
         }
-        let (ek, name, status, payload): (EventKind, String, Status, Payload) = match kind {
-            "error" => {
-                let e = o.remove("error").as_ref().and_then(eval_error).unwrap_or(ErrorInfo {
-                    message: "error".into(),
-                    ..Default::default()
-                });
-                (
-                    EventKind::Error,
-                    "error".into(),
-                    Status::Error,
-                    Payload {
-                        error: Some(e),
-                        ..Default::default()
-                    },
-                )
-            }
-            "score" => {
-                let score = o.remove("score");
-                let name = match score.as_ref().and_then(|s| s.get("value")) {
-                    Some(Value::String(s)) => format!("score {s}"),
-                    Some(x @ (Value::Number(_) | Value::Bool(_))) => format!("score {x}"),
-                    _ => "score".into(),
-                };
-                (
-                    EventKind::Other,
-                    name,
-                    Status::Ok,
-                    Payload {
-                        output: score,
-                        extra: take_rest(o),
-                        ..Default::default()
-                    },
-                )
-            }
-            "state" | "store" => (
-                EventKind::State,
-                kind.into(),
-                Status::Ok,
-                Payload {
-                    input: o.remove("changes"),
-                    ..Default::default()
-                },
-            ),
-            "sample_init" => {
-                let mut sample = o.remove("sample");
-                if let Some(s) = &mut sample {
-                    refs.attachments_in(s);
-                }
-                (
-                    EventKind::Other,
-                    "sample_init".into(),
-                    Status::Ok,
-                    Payload {
-                        input: sample,
-                        extra: take_rest(o),
-                        ..Default::default()
-                    },
-                )
-            }
-            "sample_limit" => {
-                let ty = str_of(&v, "type").unwrap_or("limit").to_string();
-                let o = v.as_object_mut().expect("checked to be an object");
-                (
-                    EventKind::LoopWarning,
-                    format!("{ty} limit"),
-                    Status::Unknown,
-                    Payload {
-                        input: o.remove("message"),
-                        extra: take_rest(o),
-                        ..Default::default()
-                    },
-                )
-            }
-            "sandbox" => {
-                let action = str_of(&v, "action").unwrap_or("sandbox").to_string();
-                let o = v.as_object_mut().expect("checked to be an object");
-                let input = o.remove("cmd").or_else(|| o.remove("file"));
-                let output = o.remove("output");
-                (
-                    EventKind::Other,
-                    format!("sandbox {action}"),
-                    Status::Ok,
-                    Payload {
-                        input,
-                        output,
-                        extra: take_rest(o),
-                        ..Default::default()
-                    },
-                )
-            }
-            "logger" => {
-                let level = v
-                    .get("message")
-                    .and_then(|m| str_of(m, "level"))
-                    .unwrap_or("log")
-                    .to_string();
-                let o = v.as_object_mut().expect("checked to be an object");
-                let msg = o.remove("message");
-                let status = if matches!(level.as_str(), "error" | "critical") {
-                    Status::Error
-                } else {
-                    Status::Ok
-                };
-                (
-                    EventKind::Other,
-                    format!("log {level}"),
-                    status,
-                    Payload {
-                        input: msg,
-                        ..Default::default()
-                    },
-                )
-            }
-            "" => {
-                self.diags.push(Diagnostic::warning(
-                    self.path,
-                    None,
-                    format!("{}: an event without `event` type", self.what),
-                ));
-                (
-                    EventKind::Other,
-                    "event".into(),
-                    Status::Unknown,
-                    Payload {
-                        extra: take_rest(o),
-                        ..Default::default()
-                    },
-                )
-            }
-            // info, input, approval, compaction and types added later: shown as recorded.
-            other => (
-                EventKind::Other,
-                other.to_string(),
-                Status::Ok,
-                Payload {
-                    extra: take_rest(o),
-                    ..Default::default()
-                },
-            ),
-        };
+        let (ek, name, status, payload) = other_parts(kind, v, refs);
+        let payload = self.held(payload, refs, depth);
         t.add(NewEvent {
             parent: Parent::Index(p),
             start,
             duration,
             status,
             origin,
-            payload: PayloadRef::inline(payload),
+            payload,
             ..NewEvent::new(ek, &name)
         });
+    }
+}
+
+/// The payload of a `model` event.
+fn model_payload(mut v: Value, refs: &mut Refs) -> Payload {
+    let Some(o) = v.as_object_mut() else {
+        return Payload::default();
+    };
+    let output = o.remove("output").unwrap_or(Value::Null);
+    let error = o
+        .remove("error")
+        .as_ref()
+        .and_then(ErrorInfo::from_value)
+        .or_else(|| output.get("error").and_then(ErrorInfo::from_value));
+    let mut input = o.remove("input").filter(|i| i.as_array().is_none_or(|a| !a.is_empty()));
+    let mut earlier = 0;
+    if input.is_none()
+        && let Some(r) = o.get("input_refs")
+        && let Some((new, seen)) = refs.new_messages(r)
+    {
+        input = Some(new);
+        earlier = seen;
+    }
+    if let Some(i) = &mut input {
+        refs.attachments_in(i);
+    }
+    let mut out = if output.is_null() {
+        None
+    } else {
+        Some(final_output(&output))
+    };
+    if let Some(x) = &mut out {
+        refs.attachments_in(x);
+    }
+    let mut extra = Vec::new();
+    if let Some(Value::Object(m)) = output.get("choices").and_then(|c| c.get(0))
+        && let Some(r) = m.get("stop_reason")
+    {
+        extra.push(("stop_reason".to_string(), r.clone()));
+    }
+    if let Some(u) = output.get("usage") {
+        extra.push(("usage".to_string(), u.clone()));
+    }
+    for k in ["role", "config", "tool_choice", "cache", "retries", "working_time"] {
+        if let Some(x) = o.remove(k).filter(|x| !x.is_null()) {
+            extra.push((k.to_string(), x));
+        }
+    }
+    if let Some(r) = o.remove("input_refs") {
+        extra.push(("input_refs".to_string(), r));
+    }
+    if earlier > 0 {
+        extra.push((
+            "input_shown".to_string(),
+            Value::String(format!(
+                "the messages added since the previous model call; the {earlier} before them are in earlier calls' inputs"
+            )),
+        ));
+    }
+    Payload {
+        input,
+        output: out,
+        error,
+        extra,
+    }
+}
+
+/// The payload of a `tool` event (its nested `events` taken out before).
+fn tool_payload(mut v: Value, refs: &mut Refs) -> Payload {
+    let Some(o) = v.as_object_mut() else {
+        return Payload::default();
+    };
+    let error = o.remove("error").as_ref().and_then(ErrorInfo::from_value);
+    let mut output = o.remove("result");
+    if let Some(x) = &mut output {
+        refs.attachments_in(x);
+    }
+    let mut input = o.remove("arguments");
+    if let Some(x) = &mut input {
+        refs.attachments_in(x);
+    }
+    let mut extra = Vec::new();
+    for k in [
+        "type",
+        "truncated",
+        "agent",
+        "failed",
+        "message_id",
+        "working_time",
+        "internal",
+    ] {
+        if let Some(x) = o.remove(k).filter(|x| !x.is_null()) {
+            extra.push((k.to_string(), x));
+        }
+    }
+    Payload {
+        input,
+        output,
+        error,
+        extra,
+    }
+}
+
+/// The payload of a `subtask` event (its nested `events` taken out before).
+fn subtask_payload(mut v: Value) -> Payload {
+    let Some(o) = v.as_object_mut() else {
+        return Payload::default();
+    };
+    Payload {
+        input: o.remove("input"),
+        output: o.remove("result"),
+        ..Default::default()
+    }
+}
+
+/// The payload of a span or step: its `type`.
+fn type_payload(v: &Value) -> Payload {
+    type_payload_of(str_of(v, "type").map(str::to_string))
+}
+
+fn type_payload_of(ty: Option<String>) -> Payload {
+    Payload {
+        extra: ty
+            .map(|ty| vec![("type".to_string(), Value::String(ty))])
+            .unwrap_or_default(),
+        ..Default::default()
+    }
+}
+
+/// The payload of one of a sample's `events[]`, as the load built it (the decoder's way in;
+/// `refs.seen` set to where it stood before this event).
+fn event_payload(mut v: Value, refs: &mut Refs) -> Payload {
+    if !v.is_object() {
+        return whole::unreadable();
+    }
+    let kind = str_of(&v, "event").unwrap_or("").to_string();
+    match kind.as_str() {
+        "span_begin" | "step" => type_payload(&v),
+        "model" => model_payload(v, refs),
+        "tool" => {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("events");
+            }
+            tool_payload(v, refs)
+        }
+        "subtask" => subtask_payload(v),
+        _ => other_parts(&kind, v, refs).3,
+    }
+}
+
+/// The kind, name, status and payload of an event of the kinds not built on their own.
+fn other_parts(kind: &str, mut v: Value, refs: &mut Refs) -> (EventKind, String, Status, Payload) {
+    let o = v.as_object_mut().expect("checked to be an object");
+    for k in [
+        "event",
+        "uuid",
+        "span_id",
+        "timestamp",
+        "working_start",
+        "completed",
+        "pending",
+        "metadata",
+    ] {
+        o.remove(k);
+    }
+    match kind {
+        "error" => {
+            let e = o.remove("error").as_ref().and_then(eval_error).unwrap_or(ErrorInfo {
+                message: "error".into(),
+                ..Default::default()
+            });
+            (
+                EventKind::Error,
+                "error".into(),
+                Status::Error,
+                Payload {
+                    error: Some(e),
+                    ..Default::default()
+                },
+            )
+        }
+        "score" => {
+            let score = o.remove("score");
+            let name = match score.as_ref().and_then(|s| s.get("value")) {
+                Some(Value::String(s)) => format!("score {s}"),
+                Some(x @ (Value::Number(_) | Value::Bool(_))) => format!("score {x}"),
+                _ => "score".into(),
+            };
+            (
+                EventKind::Other,
+                name,
+                Status::Ok,
+                Payload {
+                    output: score,
+                    extra: take_rest(o),
+                    ..Default::default()
+                },
+            )
+        }
+        "state" | "store" => (
+            EventKind::State,
+            kind.into(),
+            Status::Ok,
+            Payload {
+                input: o.remove("changes"),
+                ..Default::default()
+            },
+        ),
+        "sample_init" => {
+            let mut sample = o.remove("sample");
+            if let Some(s) = &mut sample {
+                refs.attachments_in(s);
+            }
+            (
+                EventKind::Other,
+                "sample_init".into(),
+                Status::Ok,
+                Payload {
+                    input: sample,
+                    extra: take_rest(o),
+                    ..Default::default()
+                },
+            )
+        }
+        "sample_limit" => {
+            let ty = str_of(&v, "type").unwrap_or("limit").to_string();
+            let o = v.as_object_mut().expect("checked to be an object");
+            (
+                EventKind::LoopWarning,
+                format!("{ty} limit"),
+                Status::Unknown,
+                Payload {
+                    input: o.remove("message"),
+                    extra: take_rest(o),
+                    ..Default::default()
+                },
+            )
+        }
+        "sandbox" => {
+            let action = str_of(&v, "action").unwrap_or("sandbox").to_string();
+            let o = v.as_object_mut().expect("checked to be an object");
+            let input = o.remove("cmd").or_else(|| o.remove("file"));
+            let output = o.remove("output");
+            (
+                EventKind::Other,
+                format!("sandbox {action}"),
+                Status::Ok,
+                Payload {
+                    input,
+                    output,
+                    extra: take_rest(o),
+                    ..Default::default()
+                },
+            )
+        }
+        "logger" => {
+            let level = v
+                .get("message")
+                .and_then(|m| str_of(m, "level"))
+                .unwrap_or("log")
+                .to_string();
+            let o = v.as_object_mut().expect("checked to be an object");
+            let msg = o.remove("message");
+            let status = if matches!(level.as_str(), "error" | "critical") {
+                Status::Error
+            } else {
+                Status::Ok
+            };
+            (
+                EventKind::Other,
+                format!("log {level}"),
+                status,
+                Payload {
+                    input: msg,
+                    ..Default::default()
+                },
+            )
+        }
+        "" => (
+            EventKind::Other,
+            "event".into(),
+            Status::Unknown,
+            Payload {
+                extra: take_rest(o),
+                ..Default::default()
+            },
+        ),
+        // info, input, approval, compaction and types added later: shown as recorded.
+        other => (
+            EventKind::Other,
+            other.to_string(),
+            Status::Ok,
+            Payload {
+                extra: take_rest(o),
+                ..Default::default()
+            },
+        ),
     }
 }
 
@@ -2391,6 +2727,227 @@ mod tests {
             let l = InspectAi.load(&dir.join(name)).unwrap();
             assert_eq!(l.traces.len(), 2);
             assert_eq!(l.traces[1].meta.status, RunStatus::Error);
+        }
+    }
+
+    /// Logs that exercise decoding on demand beyond the sample traces: model inputs as
+    /// `input_refs` through events nested in tool and subtask events (older logs), attachments
+    /// in messages, tool results and the sample input, a tool span before its tool event, a
+    /// model call whose input is recorded (and one recorded as null), and a sample without
+    /// `id` (its payloads stay held).
+    fn decoding_logs(d: &tempfile::TempDir) -> Vec<std::path::PathBuf> {
+        let pool = json!([
+            {"role": "system", "content": "attachment://a1"},
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "function": "f", "arguments": {}}]},
+            {"role": "tool", "content": "attachment://a2", "tool_call_id": "t1"},
+            {"role": "assistant", "content": "done"}
+        ]);
+        let model = |ms: u32, refs: Value| {
+            json!({"event": "model", "timestamp": at(ms), "model": "m", "input": [], "input_refs": refs,
+                   "output": {"choices": [{"message": {"role": "assistant", "content": "x"}, "stop_reason": "stop"}], "usage": usage(3, 1)}})
+        };
+        let s = json!({
+            "id": "n1", "epoch": 2, "input": "attachment://a1", "target": "t",
+            "attachments": {"a1": "the system prompt", "a2": "a long tool result"},
+            "events_data": {"messages": pool},
+            "messages": [{"role": "user", "content": "attachment://a1"}, {"role": "tool", "content": "r", "error": {"message": "bad"}}],
+            "events": [
+                {"event": "span_begin", "id": "s1", "name": "solvers", "type": "solvers", "timestamp": at(0)},
+                model(1, json!([[0, 2]])),
+                {"event": "span_begin", "id": "ts", "name": "f", "type": "tool", "parent_id": "s1", "timestamp": at(2)},
+                {"event": "tool", "span_id": "s1", "timestamp": at(3), "id": "t1", "function": "f", "arguments": {"q": "attachment://a1"},
+                 "result": "attachment://a2", "events": [model(4, json!([[0, 3]]))]},
+                {"event": "span_end", "id": "ts", "timestamp": at(5)},
+                {"event": "subtask", "name": "sub", "timestamp": at(6), "input": {"a": 1}, "result": 2,
+                 "events": [model(7, json!([[1, 4], [0, 1]]))]},
+                model(8, json!([[0, 5]])),
+                {"event": "model", "timestamp": at(9), "model": "m", "input": null, "input_refs": [[0, 5]], "output": {}},
+                {"event": "model", "timestamp": at(10), "model": "m", "input": [{"role": "user", "content": "attachment://a2"}], "output": {"error": "boom"}},
+                {"event": "step", "action": "begin", "type": "scorer", "name": "match", "timestamp": at(11)},
+                {"event": "sandbox", "action": "exec", "cmd": "ls", "output": "attachment://a2", "timestamp": at(12)},
+                {"event": "sample_init", "timestamp": at(13), "sample": {"input": "attachment://a1"}},
+                {"event": "error", "timestamp": at(14), "error": {"message": "E", "traceback": "tb"}},
+                {"event": "logger", "timestamp": at(15), "message": {"level": "error", "message": "m"}},
+                {"event": "sample_limit", "type": "token", "message": "over", "timestamp": at(16)},
+                {"event": "state", "changes": [{"op": "add"}], "timestamp": at(17)},
+                {"event": "score", "score": {"value": "C"}, "timestamp": at(18)},
+                {"timestamp": at(19), "data": 1},
+                {"event": "info", "data": "attachment://a1", "timestamp": at(20)},
+                {"event": "step", "action": "end", "type": "scorer", "name": "match", "timestamp": at(21)},
+                {"event": "span_end", "id": "s1", "timestamp": at(22)}
+            ]
+        });
+        let mut no_id = sample(json!(5), 1);
+        no_id.as_object_mut().unwrap().remove("id");
+        let mut log = header("success");
+        log["samples"] = json!([s.clone(), sample(json!("q1"), 1), no_id.clone()]);
+        vec![
+            write(d, "decode.json", &bytes(&log)),
+            write(
+                d,
+                "decode.eval",
+                &build_zip(&[
+                    ("samples/n1_epoch_2.json", bytes(&s), CompressionMethod::Deflated),
+                    (
+                        "samples/q1_epoch_1.json",
+                        bytes(&sample(json!("q1"), 1)),
+                        CompressionMethod::Zstd,
+                    ),
+                    // Named otherwise than its sample, or a sample without `id`: payloads held.
+                    (
+                        "samples/other_epoch_1.json",
+                        bytes(&sample(json!(7), 1)),
+                        CompressionMethod::Stored,
+                    ),
+                    ("samples/5_epoch_1.json", bytes(&no_id), CompressionMethod::Deflated),
+                    ("header.json", bytes(&header("success")), CompressionMethod::Zstd),
+                ]),
+            ),
+            write(d, "three.eval", &three_samples()),
+        ]
+    }
+
+    /// Every payload decoded when shown is the payload the load built (and held until issue
+    /// 13 left them in the file): the load that holds them is the reference. Events are
+    /// decoded last to first, the traces of a log in turn, so that no decoding leans on the
+    /// one before it. `INSPECT_ORACLE_DIR` adds the logs of a directory (the corpus).
+    #[test]
+    fn payloads_decoded_when_shown_equal_the_payloads_held_at_load() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/inspect-ai");
+        let mut paths = vec![dir.join("agentic.json"), dir.join("agentic.eval")];
+        paths.extend(decoding_logs(&d));
+        let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("INSPECT_ORACLE_DIR")
+            .map(Into::into)
+            .into_iter()
+            .collect();
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let (p, n) = (e.path(), e.file_name().to_string_lossy().into_owned());
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if n.ends_with(".eval") || n.ends_with(".json") {
+                    paths.push(p);
+                }
+            }
+        }
+        let (mut deferred, mut held) = (0, 0);
+        for p in &paths {
+            let load = |defer| match is_zip(p).unwrap() {
+                true => load_eval(p, defer),
+                false => load_json(p, defer),
+            };
+            let (Ok(reference), Ok(loaded)) = (load(false), load(true)) else {
+                assert!(load(false).is_err() && load(true).is_err(), "{}", p.display());
+                continue;
+            };
+            assert_eq!(reference.traces.len(), loaded.traces.len());
+            for (a, b) in reference.traces.iter().zip(&loaded.traces) {
+                assert_eq!(crate::formats::testing::outline(a), crate::formats::testing::outline(b));
+                for i in (0..a.len() as u32).rev() {
+                    let (ea, eb) = (a.event(i), b.event(i));
+                    assert!(!matches!(ea.payload, PayloadRef::Deferred));
+                    match eb.payload {
+                        PayloadRef::Deferred => deferred += 1,
+                        PayloadRef::Inline(_) => held += 1,
+                        PayloadRef::None => {}
+                    }
+                    assert_eq!(
+                        crate::formats::payload(a, ea),
+                        crate::formats::payload(b, eb),
+                        "{} {} event {i} ({})",
+                        p.display(),
+                        a.meta.id,
+                        a.str(ea.name)
+                    );
+                    assert_eq!((ea.status, ea.origin), (eb.status, eb.origin));
+                    // The raw view's record: the event's JSON, also inside a `.eval` member.
+                    if eb.origin.len > 0 {
+                        let raw = crate::formats::read_origin(b, eb.origin).unwrap();
+                        assert!(serde_json::from_slice::<Value>(&raw).is_ok_and(|v| v.is_object() || v.is_array()));
+                    }
+                }
+            }
+        }
+        // Held: the nested events, the samples without `id` and the misnamed member.
+        assert!(deferred > 3 * held, "{deferred} deferred, {held} held");
+    }
+
+    /// Issue 13's budget: the index at most 128 bytes an event plus interned strings, no
+    /// payload held, for an agent run as `bench/gen/inspect-ai.py` writes it (model inputs as
+    /// `input_refs` into `events_data`), in a `.json` and a `.eval` log. `INSPECT_INDEX_LOG`
+    /// measures a log of one's own (the bench's) and prints the figures.
+    #[test]
+    fn the_index_holds_no_payload_and_fits_the_budget() {
+        let turns = 250;
+        let mut pool = vec![json!({"role": "user", "content": "task"})];
+        let mut events = vec![
+            json!({"event": "span_begin", "id": "solvers", "name": "solvers", "type": "solvers", "timestamp": at(0)}),
+        ];
+        for c in 0..turns {
+            let call = json!({"id": format!("c{c}"), "function": "bash", "arguments": {"cmd": format!("ls {c}")}});
+            pool.push(json!({"role": "assistant", "content": "", "tool_calls": [call]}));
+            events.push(
+                json!({"event": "model", "span_id": "solvers", "timestamp": at(c * 10 + 1), "model": "mockllm/model",
+                "input": [], "input_refs": [[0, pool.len() - 1]],
+                "output": {"choices": [{"message": pool.last().unwrap()}], "usage": usage(100 + c as u64, 10)}}),
+            );
+            let result = format!("file_{c}.txt\n").repeat(8);
+            events.push(
+                json!({"event": "tool", "span_id": "solvers", "timestamp": at(c * 10 + 6), "type": "function",
+                "id": call["id"], "function": "bash", "arguments": call["arguments"], "result": result, "events": []}),
+            );
+            pool.push(json!({"role": "tool", "content": result, "tool_call_id": call["id"], "function": "bash"}));
+        }
+        events.push(json!({"event": "span_end", "id": "solvers", "timestamp": at(turns * 10)}));
+        let sample = |id: u64| {
+            json!({"id": id, "epoch": 1, "input": "task", "target": "x", "messages": pool, "events": events,
+                   "events_data": {"messages": pool}, "model_usage": {"mockllm/model": usage(1, 1)}})
+        };
+        let d = tempfile::tempdir().unwrap();
+        let mut log = header("success");
+        log["samples"] = json!([sample(1), sample(2)]);
+        let mut paths = vec![
+            write(&d, "run.json", &bytes(&log)),
+            write(
+                &d,
+                "run.eval",
+                &build_zip(&[
+                    ("samples/1_epoch_1.json", bytes(&sample(1)), CompressionMethod::Deflated),
+                    ("samples/2_epoch_1.json", bytes(&sample(2)), CompressionMethod::Deflated),
+                    ("header.json", bytes(&header("success")), CompressionMethod::Deflated),
+                ]),
+            ),
+        ];
+        let own = std::env::var_os("INSPECT_INDEX_LOG");
+        paths.extend(own.iter().map(std::path::PathBuf::from));
+        for p in &paths {
+            let l = InspectAi.load(p).unwrap();
+            let (mut events, mut index, mut strings, mut held) = (0, 0, 0, 0);
+            for t in &l.traces {
+                events += t.len();
+                for (part, n) in t.index_bytes() {
+                    match part {
+                        "strings" => strings += n,
+                        _ => index += n,
+                    }
+                }
+                held += t
+                    .events
+                    .iter()
+                    .filter(|e| matches!(e.payload, PayloadRef::Inline(_)))
+                    .count();
+            }
+            let per_event = index as f64 / events as f64;
+            if own.is_some() {
+                println!(
+                    "{}: {events} events, index {index} bytes ({per_event:.1} an event) + strings {strings} bytes, {held} payloads held",
+                    p.display()
+                );
+            }
+            assert_eq!(held, 0, "{}", p.display());
+            assert!(per_event <= 128.0, "{}: {per_event} bytes an event", p.display());
         }
     }
 

@@ -137,6 +137,11 @@ pub trait Format: Sync {
     ) -> Option<RawPayload<'a>> {
         None
     }
+    /// The bytes of a record that are not at its byte range in the file (a record inside a
+    /// compressed archive member); None: read them from the file.
+    fn read_record(&self, _trace: &Trace, _origin: crate::model::Origin) -> Option<std::io::Result<Vec<u8>>> {
+        None
+    }
     /// Whether the source is a directory this format reads as one run.
     fn is_run_dir(&self, _dir: &Path) -> bool {
         false
@@ -332,6 +337,14 @@ pub fn payload_with_records(trace: &Trace, ev: &Event) -> (Payload, Vec<Vec<u8>>
 
 /// The raw bytes of a record (for the raw view and deferred payloads), by positioned read.
 pub fn read_origin(trace: &Trace, o: crate::model::Origin) -> std::io::Result<Vec<u8>> {
+    if let Some(r) = by_id(trace.meta.format).and_then(|f| f.read_record(trace, o)) {
+        return r;
+    }
+    read_file_range(trace, o)
+}
+
+/// The bytes at an origin's byte range in its file.
+pub fn read_file_range(trace: &Trace, o: crate::model::Origin) -> std::io::Result<Vec<u8>> {
     use std::io::{Read, Seek, SeekFrom};
     let path = trace
         .files

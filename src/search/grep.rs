@@ -483,6 +483,8 @@ pub fn search_source_loaded(run: &RunRef, o: &Options) -> Result<SourceResult, f
 /// and booleans of the record (no words of the parser's): AgentDbg's arguments, results,
 /// prompts, responses and states are its values, JSON text in a string decoded.
 const ERROR_TEXT_ONLY: &[&str] = &["agentdbg"];
+/// Formats whose deferred payloads hold text resolved from other parts of the file.
+const REFERENCES_ELSEWHERE: &[&str] = &["inspect-ai"];
 
 /// How much of an event's payload a search decodes.
 enum Decode {
@@ -505,7 +507,13 @@ pub fn search_trace_in(
     open: Option<OpenFile>,
 ) -> Vec<Hit> {
     // Per file of the trace: its candidate lines, or None to decode every record in it.
-    let cands: Vec<Option<Candidates>> = match o.pattern.prefilter() {
+    // A format whose payloads take text from elsewhere in the file (Inspect AI's attachments
+    // and message pool) cannot be ruled out by its records' bytes.
+    let prefilter = o
+        .pattern
+        .prefilter()
+        .filter(|_| !REFERENCES_ELSEWHERE.contains(&t.meta.format));
+    let cands: Vec<Option<Candidates>> = match prefilter {
         Some(pre) => t
             .files
             .iter()
