@@ -121,14 +121,7 @@ fn summarize_ends(path: &Path, len: u64) -> std::io::Result<Option<Summary>> {
         status,
         start: None,
         duration: None,
-        events: None,
-        tool_calls: None,
-        llm_calls: None,
-        errors: None,
-        tokens: None,
-        problems: None,
-        badges: Vec::new(),
-        cost: None,
+        ..Default::default()
     }))
 }
 

@@ -230,14 +230,7 @@ fn summary(dir: &Path, ui: &Path) -> Result<Summary, LoadError> {
         status: run_status(&[], rows),
         start,
         duration: start.zip(end).and_then(|(a, b)| b.checked_sub(a)),
-        events: None,
-        tool_calls: None,
-        llm_calls: None,
-        errors: None,
-        tokens: None,
-        problems: None,
-        badges: Vec::new(),
-        cost: None,
+        ..Default::default()
     })
 }
 

@@ -260,14 +260,7 @@ fn summarize_ends(events: &Path, len: u64) -> std::io::Result<Option<Summary>> {
             (Some(a), Some(b)) if b >= a => b.checked_sub(a),
             _ => None,
         },
-        events: None,
-        tool_calls: None,
-        llm_calls: None,
-        errors: None,
-        tokens: None,
-        problems: None,
-        badges: Vec::new(),
-        cost: None,
+        ..Default::default()
     }))
 }
 

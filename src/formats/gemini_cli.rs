@@ -198,14 +198,7 @@ fn summarize_ends(path: &Path, len: u64) -> std::io::Result<Option<Summary>> {
             (Some(a), Some(b)) if b >= a => Some(b - a),
             _ => None,
         },
-        events: None,
-        tool_calls: None,
-        llm_calls: None,
-        errors: None,
-        tokens: None,
-        problems: None,
-        badges: Vec::new(),
-        cost: None,
+        ..Default::default()
     }))
 }
 

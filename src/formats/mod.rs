@@ -197,8 +197,9 @@ impl LoadError {
     }
 }
 
-/// One row of `ls` and of the runs view before a run is opened.
-#[derive(Clone, Debug, serde::Serialize)]
+/// One row of `ls` and of the runs view before a run is opened. `Default` is a row of a run
+/// not loaded: every count unknown (summaries from metadata or a file's ends fill the rest).
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Summary {
     pub id: String,
     pub name: Option<String>,

@@ -637,14 +637,7 @@ fn summary(source: &Path, s: &SessionRec, status: RunStatus) -> Summary {
         status,
         start,
         duration: span(start, ns(s.updated)),
-        events: None,
-        tool_calls: None,
-        llm_calls: None,
-        errors: None,
-        tokens: None,
-        problems: None,
-        badges: Vec::new(),
-        cost: None,
+        ..Default::default()
     }
 }
 

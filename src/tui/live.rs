@@ -472,21 +472,10 @@ fn provisional(run: &RunRef) -> RunEntry {
         run: run.clone(),
         index: 0,
         summary: Summary {
-            id: String::new(),
             name: Some(crate::formats::stem(&run.path)),
             format: run.format.id(),
             path: run.path.clone(),
-            status: crate::model::RunStatus::Unknown,
-            start: None,
-            duration: None,
-            events: None,
-            tool_calls: None,
-            llm_calls: None,
-            errors: None,
-            tokens: None,
-            problems: None,
-            badges: Vec::new(),
-            cost: None,
+            ..Default::default()
         },
         quiet: None,
     }
