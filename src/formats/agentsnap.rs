@@ -450,6 +450,7 @@ impl DocSink for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::testing::decoded;
     use serde_json::json;
 
     /// The whole-document reader this format had before it streamed (kept as the oracle).
@@ -572,46 +573,6 @@ mod tests {
         load_with(&path, &doc).map(|mut l| l.traces.remove(0))
     }
 
-    /// What a trace is, payloads decoded: for comparing the streaming reader with the oracle.
-    fn outline(t: &Trace) -> Value {
-        let events: Vec<Value> = t
-            .walk()
-            .into_iter()
-            .map(|(i, depth)| {
-                let e = t.event(i);
-                let p = super::super::payload(t, e);
-                json!({
-                    "depth": depth,
-                    "kind": format!("{:?}", e.kind),
-                    "name": t.strings.get(e.name),
-                    "id": t.strings.get(e.source_id),
-                    "model": t.strings.get(e.model),
-                    "status": format!("{:?}", e.status),
-                    "line": e.origin.line,
-                    "input": p.input,
-                    "output": p.output,
-                    "error": p.error.map(|x| format!("{x:?}")),
-                    "extra": p.extra.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        let diags: Vec<Value> = t
-            .diagnostics
-            .iter()
-            .map(|d| json!([format!("{:?}", d.severity), d.line, d.message]))
-            .collect();
-        json!({
-            "id": t.meta.id,
-            "name": t.meta.name,
-            "status": format!("{:?}", t.meta.status),
-            "model": t.meta.model,
-            "attributes": t.meta.attributes.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-            "counts": format!("{:?}", t.counts()),
-            "events": events,
-            "diagnostics": diags,
-        })
-    }
-
     #[test]
     fn tools_errors_results_and_hashes() {
         let v = json!({
@@ -642,7 +603,7 @@ mod tests {
         assert_eq!(p.output, Some(json!({"ok": true})));
         // The tools' payloads stay on disk; the run's (one a document) is held.
         assert!(matches!(t.event(book).payload, PayloadRef::Deferred));
-        assert_eq!(outline(&t), outline(&from_value(&d.path().join("flow.snap.json"), &v)));
+        assert_eq!(decoded(&t), decoded(&from_value(&d.path().join("flow.snap.json"), &v)));
     }
 
     const CHUNK_TEST: usize = 7;
@@ -670,8 +631,8 @@ mod tests {
         assert_eq!(t.counts().tool_calls, 20_000);
         assert_eq!(t.counts().errors, 199);
         assert_eq!(
-            outline(&t),
-            outline(&from_value(&d.path().join("big.current.json"), &v))
+            decoded(&t),
+            decoded(&from_value(&d.path().join("big.current.json"), &v))
         );
     }
 
@@ -932,7 +893,7 @@ mod tests {
             let d = tempfile::tempdir().unwrap();
             let t = load_text(d.path(), name, &text, chunk).unwrap();
             let want = from_value(&d.path().join(name), &serde_json::from_slice(&text).unwrap());
-            prop_assert_eq!(outline(&t), outline(&want));
+            prop_assert_eq!(decoded(&t), decoded(&want));
         }
     }
 }

@@ -1430,13 +1430,7 @@ impl Builder<'_, '_> {
                 let model = str_of(&v, "model").unwrap_or("model").to_string();
                 let usage = call_usage(v.get("output").and_then(|o| o.get("usage")));
                 let payload = model_payload(v, refs);
-                let status = if payload.error.is_some() {
-                    Status::Error
-                } else if pending {
-                    Status::Pending
-                } else {
-                    Status::Ok
-                };
+                let status = call_status(&payload, pending);
                 let payload = self.held(payload, refs, depth);
                 t.add(NewEvent {
                     parent: Parent::Index(p),
@@ -1456,13 +1450,7 @@ impl Builder<'_, '_> {
                 let call_id = str_of(&v, "id").map(str::to_string);
                 let nested = v.as_object_mut().and_then(|o| o.remove("events"));
                 let payload = tool_payload(v, refs);
-                let status = if payload.error.is_some() {
-                    Status::Error
-                } else if pending {
-                    Status::Pending
-                } else {
-                    Status::Ok
-                };
+                let status = call_status(&payload, pending);
                 let payload = self.held(payload, refs, depth);
                 let idx = t.add(NewEvent {
                     parent: Parent::Index(p),
@@ -2014,6 +2002,17 @@ fn summarize_json(path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
     match top.samples {
         Some(s) if !s.is_empty() => Ok(Some(s.iter().map(|h| summary_of(path, &log, h)).collect())),
         _ => Ok(None),
+    }
+}
+
+/// A model or tool call's status: its error, else whether the log left it waiting.
+fn call_status(payload: &Payload, pending: bool) -> Status {
+    if payload.error.is_some() {
+        Status::Error
+    } else if pending {
+        Status::Pending
+    } else {
+        Status::Ok
     }
 }
 
