@@ -1726,7 +1726,8 @@ mod tests {
                     }
                     2 => {
                         // Repeat the object's first field.
-                        if let Some(end) = b.iter().position(|&c| c == b',') {
+                        // (After an earlier edit a comma may come first: nothing to repeat.)
+                        if let Some(end) = b.iter().skip(1).position(|&c| c == b',').map(|p| p + 1) {
                             let field = b[1..end].to_vec();
                             b.splice(1..1, field.into_iter().chain([b',']));
                         }
