@@ -223,6 +223,7 @@ impl Sink {
             t.finalize();
             // Whole now: give back what growth by doubling left spare (AgentDbg 1M: 5 MB).
             t.shrink_to_fit();
+            t.release_ids();
         }
         Ok(Loaded { traces: self.traces })
     }

@@ -223,7 +223,10 @@ pub struct Trace {
     /// Files that events' origins point into.
     pub files: Vec<PathBuf>,
     pub diagnostics: Vec<Diagnostic>,
-    ids: IdIndex,
+    /// Empty (not initialized) after `release_ids`: rebuilt from the events' ids at the next
+    /// lookup or add. A whole trace rarely looks an id up again, and the table was 12–24
+    /// bytes an event (issue 13's index budget is 128).
+    ids: std::sync::OnceLock<IdIndex>,
     /// Children that arrived before their parent, by the parent's id hash.
     waiting: HashMap<u64, Vec<(u32, StrRef)>>,
     /// The children lists of the events that have children (`Event::kids` is 1 + the
@@ -285,6 +288,20 @@ struct IdIndex {
     /// SipHash here: ids crafted to collide under the fast hash land in this map, which must
     /// not degrade in turn.
     collided: std::collections::HashMap<Box<str>, u32>,
+}
+
+impl IdIndex {
+    fn index(&mut self, id: &str, idx: u32, events: &[Event], strings: &Strings) {
+        let h = hash_id(id);
+        match self.by_hash.get(h) {
+            None => self.by_hash.insert_new(h, idx),
+            // A repeated id keeps pointing at its first event; a true collision goes aside.
+            Some(other) if strings.get(events[other as usize].source_id) == id => {}
+            Some(_) => {
+                self.collided.entry(id.into()).or_insert(idx);
+            }
+        }
+    }
 }
 
 /// An open-addressing table of (id tag, event index), linear probing, at most two thirds
@@ -506,15 +523,47 @@ impl Trace {
     /// soon. The index is large and its slots random, so without this nearly every add waits
     /// for memory (most of the in-order half of a large load).
     pub fn prefetch_id(&self, id: &str) {
-        self.ids.by_hash.prefetch(hash_id(id));
+        self.ids().by_hash.prefetch(hash_id(id));
+    }
+
+    fn ids(&self) -> &IdIndex {
+        self.ids.get_or_init(|| self.rebuilt_ids())
+    }
+
+    fn ids_mut(&mut self) -> &mut IdIndex {
+        if self.ids.get().is_none() {
+            let t = self.rebuilt_ids();
+            let _ = self.ids.set(t);
+        }
+        self.ids.get_mut().expect("set just above")
+    }
+
+    /// The table `add` would have built: every event's non-empty id in order, the first event
+    /// of a repeated id kept.
+    fn rebuilt_ids(&self) -> IdIndex {
+        let mut t = IdIndex::default();
+        for (idx, e) in self.events.iter().enumerate() {
+            let id = self.strings.get(e.source_id);
+            if !id.is_empty() {
+                t.index(id, idx as u32, &self.events, &self.strings);
+            }
+        }
+        t
+    }
+
+    /// Drop the id table of a trace that is whole (after its load's last `finalize`): it is
+    /// rebuilt, the same, if an id is looked up or an event added later.
+    pub fn release_ids(&mut self) {
+        self.ids = std::sync::OnceLock::new();
     }
 
     /// Find an event by the source's own id.
     pub fn find(&self, id: &str) -> Option<u32> {
         let h = hash_id(id);
-        match self.ids.by_hash.get(h) {
+        let ids = self.ids();
+        match ids.by_hash.get(h) {
             Some(i) if self.strings.get(self.events[i as usize].source_id) == id => Some(i),
-            _ => self.ids.collided.get(id).copied(),
+            _ => ids.collided.get(id).copied(),
         }
     }
 
@@ -582,15 +631,9 @@ impl Trace {
     }
 
     fn index_id(&mut self, id: &str, idx: u32) {
-        let h = hash_id(id);
-        match self.ids.by_hash.get(h) {
-            None => self.ids.by_hash.insert_new(h, idx),
-            // A repeated id keeps pointing at its first event; a true collision goes aside.
-            Some(other) if self.strings.get(self.events[other as usize].source_id) == id => {}
-            Some(_) => {
-                self.ids.collided.entry(id.into()).or_insert(idx);
-            }
-        }
+        self.ids_mut();
+        let ids = self.ids.get_mut().expect("initialized just above");
+        ids.index(id, idx, &self.events, &self.strings);
     }
 
     fn adopt_waiting(&mut self, id: &str, parent: u32) {
@@ -755,7 +798,10 @@ impl Trace {
             ("events", self.events.capacity() * size_of::<Event>()),
             ("roots", self.roots.capacity() * 4),
             ("children lists", self.kids.capacity() * size_of::<Kids>() + lists),
-            ("id table", self.ids.by_hash.slots.capacity() * size_of::<(u32, u32)>()),
+            (
+                "id table",
+                self.ids.get().map_or(0, |t| t.by_hash.slots.capacity()) * size_of::<(u32, u32)>(),
+            ),
             ("strings", self.strings.bytes()),
             (
                 "finalize notes",
@@ -779,6 +825,11 @@ impl Trace {
         }
         // The text store grew by doubling too (4M OTLP spans in 67k traces: 40 MB of slack).
         self.strings.shrink_to_fit();
+        // finalize's notes of what changed (empty after it; OTLP 1M: 5.5 MB kept for nothing).
+        self.dirty.shrink_to_fit();
+        self.left.shrink_to_fit();
+        self.touched.shrink_to_fit();
+        self.moves.shrink_to_fit();
     }
 
     pub fn children(&self, i: u32) -> &[u32] {
@@ -1172,6 +1223,36 @@ mod tests {
                 prop_assert_eq!(slots.get(k), map.get(&tag_of(k)).copied());
             }
             proptest::prop_assert!(slots.slots.len() * 2 >= 3 * slots.len);
+        }
+    }
+
+    proptest::proptest! {
+        /// A trace whose id table was released answers every lookup as before, and events
+        /// added afterwards (ids repeated, parents named by id) land where they would have.
+        #[test]
+        fn released_ids_are_rebuilt_the_same(
+            ids in proptest::collection::vec((0u8..40, proptest::option::of(0u8..40)), 0..120),
+            cut in 0usize..120,
+        ) {
+            let name = |k: u8| if k == 0 { String::new() } else { format!("id{k}") };
+            let mut kept = Trace::default();
+            let mut released = Trace::default();
+            for (i, (id, parent)) in ids.iter().enumerate() {
+                if i == cut {
+                    released.release_ids();
+                }
+                let (id, pid) = (name(*id), parent.map(name));
+                let parent = pid.as_deref().map_or(Parent::None, Parent::Id);
+                let a = kept.add(ev("e", &id, parent, None));
+                let b = released.add(ev("e", &id, parent, None));
+                proptest::prop_assert_eq!(a, b);
+            }
+            released.release_ids();
+            for k in 0..40u8 {
+                proptest::prop_assert_eq!(kept.find(&name(k)), released.find(&name(k)));
+            }
+            let parents = |t: &Trace| t.events.iter().map(|e| e.parent).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(parents(&kept), parents(&released));
         }
     }
 
