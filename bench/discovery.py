@@ -11,8 +11,9 @@ With --run-dirs FORMAT (a format whose runs are directories: agentdbg, maida, co
 run of 200 events from bench/gen/FORMAT.py, copied --sessions times with fresh ids into
 target/bench-data/discovery/FORMAT-N/ (or an existing directory of runs, --dir), and timed,
 interleaved: the floor (reading every file of every run once, in this process), `tracetui ls
-DIR` and `tracetui ls --format json DIR` (issue 13: 150 ms for 2,000 runs). Delete the copies
-with --clean.
+DIR` and `tracetui ls --format json DIR` (issue 13: 150 ms for 2,000 runs): with the summary
+cache filled by an earlier `ls` (a private cache directory under target/bench-data/discovery/),
+from an empty cache each time, and with the cache off. Delete the copies with --clean.
 
 Writes the fake HOME under the ignored target/bench-data/discovery/ (sessions made from
 sample-traces/claude-code with fresh ids, spread over 40 projects, one session in ten with a
@@ -154,28 +155,40 @@ def run_dirs(a, base):
                         fh.read()
         return time.perf_counter() - t0
 
-    cases = [("ls DIR", [a.bin, "ls", d]), ("ls --format json DIR", [a.bin, "ls", "--format", "json", d]),
-             ("ls -lR DIR (coreutils)", ["ls", "-lR", d])]
+    # The summary cache (src/source/cache.rs) in a directory of its own: "cached" cases find
+    # every summary in it (a repeated `ls`), "first" ones start each time from an empty cache
+    # (the first `ls` after installing), "no cache" ones do not use it at all.
+    cache = os.path.join(base, f"cache-{a.run_dirs or 'dir'}")
+    env = dict(os.environ, TRACETUI_CACHE_DIR=cache)
+    env.pop("TRACETUI_NO_CACHE", None)
+    off = dict(env, TRACETUI_NO_CACHE="1")
+    cases = [("ls DIR (cached)", [a.bin, "ls", d], env), ("ls --format json DIR (cached)", [a.bin, "ls", "--format", "json", d], env),
+             ("ls DIR (first: cache empty)", [a.bin, "ls", d], env),
+             ("ls DIR (no cache)", [a.bin, "ls", d], off),
+             ("ls -lR DIR (coreutils)", ["ls", "-lR", d], env)]
     if a.baseline_bin:
-        cases.append(("baseline: ls DIR", [a.baseline_bin, "ls", d]))
+        cases.append(("baseline: ls DIR", [a.baseline_bin, "ls", d], off))
     times = {"floor (read every file)": []}
     cpus = {"floor (read every file)": []}
-    for name, _ in cases:
+    for name, *_ in cases:
         times[name], cpus[name] = [], []
+    shutil.rmtree(cache, ignore_errors=True)
     floor()
-    for name, cmd in cases:
-        timed(cmd, None, ROOT)
+    for name, cmd, e in cases:
+        timed(cmd, e, ROOT)
     for _ in range(a.repeat):
         f = floor()
         times["floor (read every file)"].append(f)
         cpus["floor (read every file)"].append(f)
-        for name, cmd in cases:
-            dt, cpu, out = timed(cmd, None, ROOT)
+        for name, cmd, e in cases:
+            if "first" in name:
+                shutil.rmtree(cache, ignore_errors=True)
+            dt, cpu, out = timed(cmd, e, ROOT)
             if out.returncode not in (0, 1):
                 raise SystemExit(f"{name}: exit {out.returncode}: {out.stderr.decode()[:500]}")
             times[name].append(dt)
             cpus[name].append(cpu)
-    rows = subprocess.run([a.bin, "ls", "--format", "json", d], stdout=subprocess.PIPE).stdout
+    rows = subprocess.run([a.bin, "ls", "--format", "json", d], env=off, stdout=subprocess.PIPE).stdout
     listed = [json.loads(l) for l in rows.splitlines() if l.strip().startswith(b"{")]
     prov = sum(1 for r in listed if r.get("provisional"))
     size = sum(os.path.getsize(p) for r in runs for p in files_of(r))
@@ -211,7 +224,8 @@ def main():
     cwd = os.path.join(base, "empty-cwd")
     os.makedirs(cwd, exist_ok=True)
     env = {k: v for k, v in os.environ.items()
-           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "COPILOT_HOME")}
+           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "COPILOT_HOME",
+                        "TRACETUI_CACHE_DIR", "XDG_CACHE_HOME", "TRACETUI_NO_CACHE")}
     env.update(HOME=home, XDG_DATA_HOME=os.path.join(home, ".local/share"),
                XDG_CONFIG_HOME=os.path.join(home, ".config"))
     projects = os.path.join(home, ".claude", "projects")
@@ -219,23 +233,26 @@ def main():
         ("sources", [a.bin, "sources"]),
         ("ls (no PATH)", [a.bin, "ls"]),
         ("ls --format json (no PATH)", [a.bin, "ls", "--format", "json"]),
+        ("ls (no PATH, no cache)", [a.bin, "ls"], dict(env, TRACETUI_NO_CACHE="1")),
         ("check (full loads, no PATH)", [a.bin, "check", "--format", "json"]),
     ]
     if a.baseline_bin:
         cases.append(("baseline: ls ~/.claude/projects", [a.baseline_bin, "ls", projects]))
     times = {"floor (read every file)": []}
     cpus = {"floor (read every file)": []}
-    for name, _ in cases:
+    for name, *_ in cases:
         times[name] = []
         cpus[name] = []
-    # Warm the cache once.
+    # Warm the page cache once, and the summary cache (under the fake HOME's .cache).
     floor(home)
+    for name, cmd, *e in cases:
+        timed(cmd, e[0] if e else env, cwd)
     for _ in range(a.repeat):
         f = floor(home)
         times["floor (read every file)"].append(f)
         cpus["floor (read every file)"].append(f)
-        for name, cmd in cases:
-            dt, cpu, out = timed(cmd, env, cwd)
+        for name, cmd, *e in cases:
+            dt, cpu, out = timed(cmd, e[0] if e else env, cwd)
             cpus[name].append(cpu)
             if out.returncode not in (0, 1):
                 raise SystemExit(f"{name}: exit {out.returncode}: {out.stderr.decode()[:500]}")

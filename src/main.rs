@@ -98,6 +98,8 @@ fn report_out() -> std::io::BufWriter<Box<dyn Write>> {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     init_prices();
+    // After the prices: the cache is of summaries made with them.
+    source::cache::enable();
     let mut out = report_out();
     let code = match cli.command {
         Some(Command::Check { paths, fmt }) => {
@@ -141,6 +143,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 return Ok(2);
             }
             let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o, load)?;
+            source::cache::flush();
             // Runs that could not be listed are unreadable input, also beside others that were.
             if failed > 0 { 2 } else { 0 }
         }

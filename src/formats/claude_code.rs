@@ -114,6 +114,10 @@ impl Format for ClaudeCode {
         f.finish("Claude Code records")
     }
 
+    fn summary_inputs(&self, path: &Path) -> Option<Vec<PathBuf>> {
+        Some([path.to_path_buf()].into_iter().chain(subagent_dir(path)).collect())
+    }
+
     fn follow(&self, path: &Path) -> Option<Follow> {
         let path = path.to_path_buf();
         let main = path.clone();

@@ -127,6 +127,10 @@ impl Format for Codex {
         f.finish("Codex rollout records")
     }
 
+    fn summary_inputs(&self, path: &Path) -> Option<Vec<std::path::PathBuf>> {
+        Some(vec![path.to_path_buf()])
+    }
+
     fn follow(&self, path: &Path) -> Option<Follow> {
         Some(Follow::new(
             path,

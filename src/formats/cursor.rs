@@ -75,6 +75,11 @@ impl Format for Cursor {
         is_session_dir(dir)
     }
 
+    /// A session directory with everything in it (its transcript and subagents), or a file.
+    fn summary_inputs(&self, path: &Path) -> Option<Vec<PathBuf>> {
+        Some(vec![path.to_path_buf()])
+    }
+
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
         if !path.is_dir() {
             return load_file(path);

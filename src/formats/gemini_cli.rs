@@ -95,6 +95,10 @@ impl Format for GeminiCli {
     /// A session up to [`SMALL`] loads whole (exact counts, cheap); a larger one is summed up
     /// from its head (metadata, first prompt) and tail (last update, summary, last message),
     /// without counts: `ls` of thousands of sessions reads little of each.
+    fn summary_inputs(&self, path: &Path) -> Option<Vec<std::path::PathBuf>> {
+        Some(vec![path.to_path_buf()])
+    }
+
     fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
         let len = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?.len();
         if len <= SMALL || path.extension().is_some_and(|e| e == "json") {

@@ -142,6 +142,12 @@ pub trait Format: Sync {
     fn read_record(&self, _trace: &Trace, _origin: crate::model::Origin) -> Option<std::io::Result<Vec<u8>>> {
         None
     }
+    /// Every file or directory that loading `path` reads (a directory with all in it), when
+    /// its summary is a function of them alone: then `ls` caches it ([`crate::source::cache`]).
+    /// `None` (the default): summarized afresh each time.
+    fn summary_inputs(&self, _path: &Path) -> Option<Vec<PathBuf>> {
+        None
+    }
     /// Whether the source is a directory this format reads as one run.
     fn is_run_dir(&self, _dir: &Path) -> bool {
         false

@@ -2,6 +2,7 @@
 //! runs (of mixed formats). Listing is cheap: it looks at names and metadata, and loads a run
 //! only when it is opened.
 
+pub mod cache;
 pub mod places;
 pub mod summary;
 
@@ -29,10 +30,12 @@ impl RunRef {
     pub fn load(&self) -> Result<Loaded, LoadError> {
         self.format.load(&self.path)
     }
-    /// Cheap summaries: a large session from its first and last lines ([`summary`]), else
-    /// the format's own.
+    /// Cheap summaries: the cached ones of a source unchanged since ([`cache`]), else a large
+    /// session from its first and last lines ([`summary`]), else the format's own.
     pub fn summarize(&self) -> Result<Vec<Summary>, LoadError> {
-        summary::from_ends(self).unwrap_or_else(|| self.format.summarize(&self.path))
+        cache::summaries(self, || {
+            summary::from_ends(self).unwrap_or_else(|| self.format.summarize(&self.path))
+        })
     }
     /// Its project ([`places::project`]): the agent's project directory where the layout has
     /// one, else its parent directory relative to where it was found.
@@ -234,7 +237,7 @@ fn discover_one(
                 format: f,
                 root,
             }),
-            None => match formats::detect(path) {
+            None => match cache::format_of(path).map_or_else(|| formats::detect(path), Ok) {
                 Ok(f) => d.runs.push(RunRef {
                     path: path.to_path_buf(),
                     format: f,
@@ -274,11 +277,13 @@ fn discover_one(
                 format: f,
                 root: root.clone(),
             }),
-            None => formats::detect(p).map(|f| RunRef {
-                path: p.clone(),
-                format: f,
-                root: root.clone(),
-            }),
+            None => cache::format_of(p)
+                .map_or_else(|| formats::detect(p), Ok)
+                .map(|f| RunRef {
+                    path: p.clone(),
+                    format: f,
+                    root: root.clone(),
+                }),
         })
         .collect();
     for r in detected {

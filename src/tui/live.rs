@@ -641,6 +641,7 @@ impl Watcher {
                 break;
             }
         }
+        source::cache::flush();
         any_new
     }
 

@@ -1,0 +1,620 @@
+//! The summary cache of `ls` and the runs list: a session file that has not changed since it
+//! was last listed is not read again (issue 13: `ls` over 2,000 sessions within 150 ms; a
+//! full summary of 2,000 Claude Code sessions of 300 KB reads 590 MB and took 390 ms).
+//!
+//! It lives in the user's cache directory (`$TRACETUI_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/tracetui`, else `~/.cache/tracetui`), never beside the traces. An entry
+//! is used only when every file its run is read from is as it was (length, modification and
+//! change times, inode), and only by the build of tracetui and the prices that made it: any
+//! other binary or price list starts a fresh cache. Only formats that name their inputs
+//! ([`crate::formats::Format::summary_inputs`]) are cached. `TRACETUI_NO_CACHE=1` turns it off.
+//!
+//! A damaged or foreign cache file is ignored (and replaced at the next write); a cache that
+//! cannot be written is no error: the listing is the same, only slower next time.
+
+use crate::formats::{self, Format, LoadError, Summary};
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
+use std::hash::Hasher;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// The file in the cache directory.
+const FILE: &str = "summaries.jsonl";
+/// Entries kept (the most recently used); about 400 bytes each.
+const MAX_ENTRIES: usize = 50_000;
+/// A source written this recently is not cached: a file rewritten within one tick of its
+/// file system's clock could keep its length and times.
+const SETTLED_SECS: i64 = 2;
+/// A used entry's `used` time is written back when it is older than this (not on every `ls`).
+const TOUCH_SECS: u64 = 24 * 3600;
+/// A directory input with more entries than this (or deeper than [`DIR_DEPTH`]) is not cached.
+const DIR_ENTRIES: usize = 512;
+const DIR_DEPTH: usize = 3;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static CACHE: OnceLock<Option<Cache>> = OnceLock::new();
+
+/// Use the cache in this process (the binary's `ls` and explorer do; the library's callers
+/// and tests do not unless they ask).
+pub fn enable() {
+    if std::env::var_os("TRACETUI_NO_CACHE").is_none_or(|v| v.is_empty() || v == "0") {
+        ENABLED.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The cache directory in use, if any.
+pub fn dir() -> Option<PathBuf> {
+    dir_from(
+        std::env::var_os("TRACETUI_CACHE_DIR"),
+        std::env::var_os("XDG_CACHE_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+fn dir_from(
+    own: Option<std::ffi::OsString>,
+    xdg: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    let set = |v: Option<std::ffi::OsString>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
+    // XDG: a relative path is to be ignored.
+    set(own)
+        .or_else(|| set(xdg).filter(|p| p.is_absolute()).map(|p| p.join("tracetui")))
+        .or_else(|| set(home).map(|h| h.join(".cache").join("tracetui")))
+}
+
+fn get() -> Option<&'static Cache> {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    CACHE
+        .get_or_init(|| dir().map(|d| Cache::open(d.join(FILE), generation())))
+        .as_ref()
+}
+
+/// The format of `path` as its cached entry says, when the file is as it was then (no need to
+/// read its head to detect it again).
+pub fn format_of(path: &Path) -> Option<&'static dyn Format> {
+    let c = get()?;
+    let e = c.old.get(std::path::absolute(path).ok()?.to_str()?)?;
+    (stamp_file(path)? == e.own).then(|| formats::by_id(&e.format))?
+}
+
+/// The run's summaries from the cache, else from `compute` (and then kept for next time).
+pub fn summaries(
+    run: &super::RunRef,
+    compute: impl FnOnce() -> Result<Vec<Summary>, LoadError>,
+) -> Result<Vec<Summary>, LoadError> {
+    let Some(c) = get() else { return compute() };
+    // Keyed by the absolute path: the same run listed from elsewhere is the same entry.
+    let abs = std::path::absolute(&run.path).ok();
+    let (Some(inputs), Some(key)) = (
+        run.format.summary_inputs(&run.path),
+        abs.as_deref().and_then(Path::to_str),
+    ) else {
+        return compute();
+    };
+    let Some(stamp) = stamp_inputs(&inputs) else {
+        return compute();
+    };
+    if let Some(e) = c.old.get(key)
+        && e.all == stamp.hash
+        && e.format == run.format.id()
+        && let Some(list) = e
+            .summaries
+            .iter()
+            .map(|s| s.to_summary(run))
+            .collect::<Option<Vec<_>>>()
+    {
+        if now_secs().saturating_sub(e.used) > TOUCH_SECS {
+            c.keep(
+                key,
+                Entry {
+                    used: now_secs(),
+                    ..e.clone()
+                },
+            );
+        }
+        return Ok(list);
+    }
+    let list = compute()?;
+    let settled = stamp
+        .newest
+        .is_some_and(|t| t < now_ns() - SETTLED_SECS as i128 * 1_000_000_000);
+    if settled && let Some(own) = stamp_file(&run.path) {
+        let cached: Option<Vec<Cached>> = list.iter().map(|s| Cached::of(s, &run.path)).collect();
+        if let Some(summaries) = cached {
+            c.keep(
+                key,
+                Entry {
+                    format: run.format.id().to_string(),
+                    own,
+                    all: stamp.hash,
+                    used: now_secs(),
+                    summaries,
+                },
+            );
+        }
+    }
+    Ok(list)
+}
+
+/// Write what this process added or used (one write, replacing the file atomically). Call
+/// after a listing; a second call writes only what is new since.
+pub fn flush() {
+    if let Some(c) = get() {
+        c.flush();
+    }
+}
+
+struct Cache {
+    file: PathBuf,
+    generation: String,
+    /// As read at start (never changed: lookups take no lock).
+    old: HashMap<String, Entry>,
+    /// Added or used since, to be written.
+    new: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    entries: HashMap<String, Entry>,
+    dirty: bool,
+}
+
+impl Cache {
+    fn open(file: PathBuf, generation: String) -> Cache {
+        let old = std::fs::read(&file)
+            .ok()
+            .map(|bytes| parse(&bytes, &generation))
+            .unwrap_or_default();
+        Cache {
+            file,
+            generation,
+            old,
+            new: Mutex::new(Kept::default()),
+        }
+    }
+
+    fn keep(&self, key: &str, e: Entry) {
+        let mut k = self.new.lock().unwrap_or_else(|e| e.into_inner());
+        k.entries.insert(key.to_string(), e);
+        k.dirty = true;
+    }
+
+    fn flush(&self) {
+        // Take what to write under the lock, write without it.
+        let added: Vec<(String, Entry)> = {
+            let mut k = self.new.lock().unwrap_or_else(|e| e.into_inner());
+            if !k.dirty {
+                return;
+            }
+            k.dirty = false;
+            k.entries.iter().map(|(p, e)| (p.clone(), e.clone())).collect()
+        };
+        let mut all: HashMap<&str, &Entry> = self.old.iter().map(|(p, e)| (p.as_str(), e)).collect();
+        for (p, e) in &added {
+            all.insert(p, e);
+        }
+        let mut rows: Vec<(&str, &Entry)> = all.into_iter().collect();
+        rows.sort_unstable_by(|a, b| b.1.used.cmp(&a.1.used).then(a.0.cmp(b.0)));
+        rows.truncate(MAX_ENTRIES);
+        let mut text = serde_json::to_string(&Header {
+            tracetui_summary_cache: &self.generation,
+        })
+        .unwrap_or_default();
+        text.push('\n');
+        for (path, e) in rows {
+            if let Ok(line) = serde_json::to_string(&Row { path, entry: e }) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        let _ = write_atomically(&self.file, text.as_bytes());
+    }
+}
+
+/// Into a temporary file beside it, then renamed over it: a reader sees the old file or the
+/// new one, never half of one. Private to the user (it names their sessions).
+fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = file
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no cache directory"))?;
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)?;
+    // Left by a process that ended while it wrote (a quit explorer does not wait for it).
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let old = e
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok());
+            if e.file_name().to_string_lossy().starts_with(".summaries-") && old.is_some_and(|d| d.as_secs() > 60) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let mut tmp = tempfile::Builder::new().prefix(".summaries-").tempfile_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(file).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn parse(bytes: &[u8], generation: &str) -> HashMap<String, Entry> {
+    let mut lines = bytes.split(|&b| b == b'\n');
+    let ok = lines
+        .next()
+        .and_then(|l| serde_json::from_slice::<OwnedHeader>(l).ok())
+        .is_some_and(|h| h.tracetui_summary_cache == generation);
+    if !ok {
+        return HashMap::default();
+    }
+    lines
+        .filter_map(|l| serde_json::from_slice::<OwnedRow>(l).ok())
+        .map(|r| (r.path, r.entry))
+        .collect()
+}
+
+/// What makes a summary: this very build (its version, size and time) and the prices costs
+/// are computed with.
+fn generation() -> String {
+    let mut h = FxHasher::default();
+    if let Ok(m) = std::env::current_exe().and_then(std::fs::metadata) {
+        h.write_u64(m.len());
+        h.write_i128(mtime_ns(&m));
+    }
+    let prices = crate::cost::usage::current();
+    if !std::ptr::eq(prices, crate::cost::Prices::builtin()) {
+        for e in &prices.entries {
+            h.write(format!("{}\u{0}{:?}", e.model, e.price).as_bytes());
+        }
+    }
+    format!("{} {:016x}", env!("CARGO_PKG_VERSION"), h.finish())
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+fn mtime_ns(m: &std::fs::Metadata) -> i128 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128
+    }
+    #[cfg(not(unix))]
+    {
+        m.modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i128)
+    }
+}
+
+fn write_meta(h: &mut FxHasher, m: &std::fs::Metadata) {
+    h.write_u64(m.len());
+    h.write_i128(mtime_ns(m));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        h.write_i64(m.ctime());
+        h.write_i64(m.ctime_nsec());
+        h.write_u64(m.ino());
+        h.write_u64(m.dev());
+    }
+}
+
+/// One file's stamp (`None`: it cannot be read).
+fn stamp_file(path: &Path) -> Option<u64> {
+    let m = std::fs::metadata(path).ok()?;
+    let mut h = FxHasher::default();
+    write_meta(&mut h, &m);
+    Some(h.finish())
+}
+
+struct Stamp {
+    hash: u64,
+    /// The newest modification or change time among them, nanoseconds since the epoch.
+    newest: Option<i128>,
+}
+
+/// The stamp of every input: a missing one counts as missing (its appearance changes the
+/// stamp); a directory counts with everything in it. `None`: not to be cached.
+fn stamp_inputs(inputs: &[PathBuf]) -> Option<Stamp> {
+    let mut h = FxHasher::default();
+    let mut newest = None;
+    let mut budget = DIR_ENTRIES;
+    for p in inputs {
+        h.write(p.as_os_str().as_encoded_bytes());
+        h.write_u8(0);
+        stamp_into(p, 0, &mut h, &mut newest, &mut budget)?;
+    }
+    Some(Stamp {
+        hash: h.finish(),
+        newest,
+    })
+}
+
+fn stamp_into(p: &Path, depth: usize, h: &mut FxHasher, newest: &mut Option<i128>, budget: &mut usize) -> Option<()> {
+    let m = match std::fs::metadata(p) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            h.write_u8(1);
+            return Some(());
+        }
+        Err(_) => return None,
+    };
+    write_meta(h, &m);
+    let t = mtime_ns(&m);
+    #[cfg(unix)]
+    let t = {
+        use std::os::unix::fs::MetadataExt;
+        t.max(m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128)
+    };
+    *newest = Some(newest.map_or(t, |n: i128| n.max(t)));
+    if m.is_dir() {
+        if depth >= DIR_DEPTH {
+            return None;
+        }
+        let mut names: Vec<_> = std::fs::read_dir(p).ok()?.flatten().map(|e| e.file_name()).collect();
+        if names.len() > *budget {
+            return None;
+        }
+        *budget -= names.len();
+        names.sort();
+        for n in names {
+            h.write(n.as_encoded_bytes());
+            h.write_u8(0);
+            stamp_into(&p.join(n), depth + 1, h, newest, budget)?;
+        }
+    }
+    Some(())
+}
+
+#[derive(serde::Serialize)]
+struct Header<'a> {
+    tracetui_summary_cache: &'a str,
+}
+
+#[derive(serde::Deserialize)]
+struct OwnedHeader {
+    tracetui_summary_cache: String,
+}
+
+#[derive(serde::Serialize)]
+struct Row<'a> {
+    path: &'a str,
+    #[serde(flatten)]
+    entry: &'a Entry,
+}
+
+#[derive(serde::Deserialize)]
+struct OwnedRow {
+    path: String,
+    #[serde(flatten)]
+    entry: Entry,
+}
+
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct Entry {
+    format: String,
+    /// The run path's own stamp (for [`format_of`]).
+    own: u64,
+    /// The stamp of every input (for the summaries).
+    all: u64,
+    /// When it was last used, seconds since the epoch (the oldest go first when full).
+    used: u64,
+    summaries: Vec<Cached>,
+}
+
+/// A [`Summary`] as stored: every field of it (the destructuring in `of` makes a new field a
+/// compile error here).
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct Cached {
+    id: String,
+    name: Option<String>,
+    /// Its path under the run's path (empty: the run's path itself), so that the entry holds
+    /// for the run however it was named (a relative PATH from another directory).
+    path: String,
+    status: String,
+    start: Option<i64>,
+    duration: Option<i64>,
+    events: Option<usize>,
+    tool_calls: Option<usize>,
+    llm_calls: Option<usize>,
+    errors: Option<usize>,
+    tokens: Option<u64>,
+    problems: Option<usize>,
+    badges: Vec<String>,
+    /// calls, input, cache read, cache write, output, reasoning, total tokens, micros, unknown.
+    cost: Option<[u64; 9]>,
+}
+
+impl Cached {
+    /// `None` for what cannot be stored as it is (a path that is not UTF-8, or not the run's
+    /// path or under it).
+    fn of(s: &Summary, run: &Path) -> Option<Cached> {
+        let Summary {
+            id,
+            name,
+            format: _,
+            path,
+            status,
+            start,
+            duration,
+            events,
+            tool_calls,
+            llm_calls,
+            errors,
+            tokens,
+            problems,
+            badges,
+            cost,
+        } = s;
+        Some(Cached {
+            id: id.clone(),
+            name: name.clone(),
+            path: path.strip_prefix(run).ok()?.to_str()?.to_string(),
+            status: status.as_str().to_string(),
+            start: *start,
+            duration: *duration,
+            events: *events,
+            tool_calls: *tool_calls,
+            llm_calls: *llm_calls,
+            errors: *errors,
+            tokens: *tokens,
+            problems: *problems,
+            badges: badges.clone(),
+            cost: cost.as_ref().map(|c| {
+                let t = &c.tokens;
+                [
+                    c.calls,
+                    t.input,
+                    t.cache_read,
+                    t.cache_write,
+                    t.output,
+                    t.reasoning,
+                    c.total_tokens,
+                    c.micros,
+                    c.unknown,
+                ]
+            }),
+        })
+    }
+
+    fn to_summary(&self, run: &super::RunRef) -> Option<Summary> {
+        use crate::model::RunStatus;
+        let status = [RunStatus::Running, RunStatus::Ok, RunStatus::Error, RunStatus::Unknown]
+            .into_iter()
+            .find(|s| s.as_str() == self.status)?;
+        Some(Summary {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            format: run.format.id(),
+            path: match self.path.as_str() {
+                "" => run.path.clone(),
+                p => run.path.join(p),
+            },
+            status,
+            start: self.start,
+            duration: self.duration,
+            events: self.events,
+            tool_calls: self.tool_calls,
+            llm_calls: self.llm_calls,
+            errors: self.errors,
+            tokens: self.tokens,
+            problems: self.problems,
+            badges: self.badges.clone(),
+            cost: self.cost.map(|c| crate::cost::usage::Total {
+                calls: c[0],
+                tokens: crate::cost::Tokens {
+                    input: c[1],
+                    cache_read: c[2],
+                    cache_write: c[3],
+                    output: c[4],
+                    reasoning: c[5],
+                },
+                total_tokens: c[6],
+                micros: c[7],
+                unknown: c[8],
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_directory_follows_the_environment() {
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        assert_eq!(dir_from(os("/c"), os("/x"), os("/h")), Some(PathBuf::from("/c")));
+        assert_eq!(dir_from(None, os("/x"), os("/h")), Some(PathBuf::from("/x/tracetui")));
+        assert_eq!(
+            dir_from(os(""), os("rel"), os("/h")),
+            Some(PathBuf::from("/h/.cache/tracetui"))
+        );
+        assert_eq!(dir_from(None, None, None), None);
+    }
+
+    fn summary() -> Summary {
+        let t = &formats::by_id("claude-code")
+            .unwrap()
+            .load(Path::new(
+                "sample-traces/claude-code/7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl",
+            ))
+            .unwrap()
+            .traces[0];
+        Summary::of(t)
+    }
+
+    #[test]
+    fn a_summary_comes_back_as_it_went_in() {
+        let s = summary();
+        assert!(s.cost.as_ref().is_some_and(|c| c.calls > 0));
+        let run = super::super::RunRef {
+            path: s.path.clone(),
+            format: formats::by_id(s.format).unwrap(),
+            root: std::sync::Arc::from(Path::new(".")),
+        };
+        let back = Cached::of(&s, &run.path).unwrap().to_summary(&run).unwrap();
+        assert_eq!(format!("{s:?}"), format!("{back:?}"));
+        assert!(Cached::of(&s, Path::new("elsewhere")).is_none());
+    }
+
+    #[test]
+    fn a_file_of_another_generation_or_damaged_lines_are_ignored() {
+        let e = Entry {
+            format: "claude-code".into(),
+            own: 1,
+            all: 2,
+            used: 3,
+            summaries: vec![Cached::of(&summary(), Path::new("sample-traces")).unwrap()],
+        };
+        let row = serde_json::to_string(&Row { path: "/a", entry: &e }).unwrap();
+        let text = format!("{{\"tracetui_summary_cache\":\"g1\"}}\n{row}\n{{\"path\":\"/b\"\nnot json\n");
+        let got = parse(text.as_bytes(), "g1");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got["/a"].all, 2);
+        assert!(parse(text.as_bytes(), "g2").is_empty());
+        assert!(parse(b"", "g1").is_empty());
+    }
+
+    #[test]
+    fn stamps_change_with_the_inputs() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("s.jsonl");
+        let sub = d.path().join("s");
+        std::fs::write(&f, "a\n").unwrap();
+        let inputs = [f.clone(), sub.clone()];
+        let s0 = stamp_inputs(&inputs).unwrap().hash;
+        assert_eq!(stamp_inputs(&inputs).unwrap().hash, s0);
+        // A subagent directory that appears, then a file in it that grows.
+        std::fs::create_dir_all(sub.join("subagents")).unwrap();
+        let s1 = stamp_inputs(&inputs).unwrap().hash;
+        assert_ne!(s1, s0);
+        std::fs::write(sub.join("subagents/a.jsonl"), "x").unwrap();
+        let s2 = stamp_inputs(&inputs).unwrap().hash;
+        assert_ne!(s2, s1);
+        std::fs::write(sub.join("subagents/a.jsonl"), "xy").unwrap();
+        assert_ne!(stamp_inputs(&inputs).unwrap().hash, s2);
+        // The file appended to.
+        let before = stamp_inputs(&inputs).unwrap().hash;
+        std::fs::write(&f, "a\nb\n").unwrap();
+        assert_ne!(stamp_inputs(&inputs).unwrap().hash, before);
+    }
+}
