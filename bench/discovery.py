@@ -110,12 +110,17 @@ def make_run_dirs(base, fmt, n):
         body = open(run, "rb").read()
         name = os.path.basename(run)
         m = UUID.search(name.encode()) or UUID.search(body.split(b"\n", 1)[0])
-        old = m.group(0).decode()
+        # No id to replace (OpenHands V0, SWE-agent, Inspect AI files): copies named apart.
+        old = m.group(0).decode() if m else None
         # The layout is kept (Gemini CLI sessions live in `chats/`, Codex ones in `sessions/Y/M/D/`).
         dest = os.path.normpath(os.path.join(out, "runs", os.path.relpath(os.path.dirname(run), tmpl)))
         os.makedirs(dest)
         for i in range(n):
             new = "%08x-0000-4000-8000-%012x" % (i + 1, i + 1)
+            if old is None:
+                with open(os.path.join(dest, "%05d-%s" % (i, name)), "wb") as fh:
+                    fh.write(body)
+                continue
             f = name.replace(old, new).replace(old[:8], new[:8])
             with open(os.path.join(dest, f), "wb") as fh:
                 fh.write(body.replace(old.encode(), new.encode()))

@@ -147,6 +147,10 @@ impl Format for InspectAi {
         )
     }
 
+    fn summary_inputs(&self, path: &Path) -> Option<Vec<std::path::PathBuf>> {
+        Some(vec![path.to_path_buf()])
+    }
+
     fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
         let rows = if is_zip(path)? {
             summarize_eval(path)?

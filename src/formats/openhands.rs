@@ -91,6 +91,12 @@ impl Format for OpenHands {
         Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
     }
 
+    /// A V0 trajectory file, or a V1 conversation folder with everything in it (one of more
+    /// than 512 event files is summarized afresh: from its ends, which is cheap).
+    fn summary_inputs(&self, path: &Path) -> Option<Vec<std::path::PathBuf>> {
+        Some(vec![path.to_path_buf()])
+    }
+
     fn is_run_dir(&self, dir: &Path) -> bool {
         dir.join(BASE_STATE).is_file() && dir.join(EVENTS).is_dir()
     }

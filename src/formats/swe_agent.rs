@@ -131,6 +131,10 @@ impl Format for SweAgent {
         }
     }
 
+    fn summary_inputs(&self, path: &Path) -> Option<Vec<std::path::PathBuf>> {
+        Some(vec![path.to_path_buf()])
+    }
+
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
         let buf = read_checked(path, LIMIT)?;
         let invalid = |e: serde_json::Error| whole::invalid(path, &e);
