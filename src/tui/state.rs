@@ -454,6 +454,8 @@ pub struct RunView {
     reindex_took: std::time::Duration,
     /// When the counts and cost were last made from every event, and how long that took.
     recounted: Option<std::time::Instant>,
+    /// How far the load was then (bytes read).
+    recounted_bytes: u64,
     recount_took: std::time::Duration,
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
@@ -512,6 +514,7 @@ impl RunView {
             reindexed: None,
             reindex_took: std::time::Duration::ZERO,
             recounted: None,
+            recounted_bytes: 0,
             recount_took: std::time::Duration::ZERO,
             generation: 0,
             trace,
@@ -581,6 +584,7 @@ impl RunView {
             self.recount_next = false;
             let started = std::time::Instant::now();
             self.recounted = Some(started);
+            self.recounted_bytes = self.live.loading.map_or(0, |p| p.bytes);
             // Two passes over every event: on a large trace the cost takes a core of its own
             // (the last update of a 1M-event load waited 60 + 110 ms for them, one after the
             // other, before its frame).
@@ -698,10 +702,20 @@ impl RunView {
                     // a file is read from the start, at most as often as the full pass of the
                     // view (the two passes of a recount of a 1M-event trace and its cost were
                     // a tenth of the explorer's load; the load's last update recounts).
+                    // Nor when, at the rate since the last one, the load ends within that time:
+                    // its last update recounts anyway (a recount a few hundred ms before it
+                    // took a core from the load's last slice, a 1M-event Claude Code session).
                     let full = match self.live.loading {
-                        Some(_) => self
-                            .recounted
-                            .is_none_or(|at| at.elapsed() >= REINDEX_EVERY.max(self.recount_took * REINDEX_SHARE)),
+                        Some(p) => {
+                            let every = REINDEX_EVERY.max(self.recount_took * REINDEX_SHARE);
+                            self.recounted.is_none_or(|at| {
+                                let since = at.elapsed();
+                                let read = p.bytes.saturating_sub(self.recounted_bytes) as f64;
+                                let left = p.total.saturating_sub(p.bytes) as f64;
+                                since >= every
+                                    && !(read > 0.0 && left / read * since.as_secs_f64() < every.as_secs_f64())
+                            })
+                        }
                         None => self.recount_next || n1 < 200_000 || self.grows.is_multiple_of(16),
                     };
                     self.summarize(t, if full { 0 } else { n0 });
