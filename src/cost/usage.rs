@@ -244,22 +244,83 @@ fn calls_cost(trace: &Trace, prices: &Prices) -> RunCost {
 /// Add the LLM calls among the trace's events `from` on (a view adds the events that arrive;
 /// [`run_cost`] of the whole trace is the definition, made again at the end of a load).
 pub fn add_calls(rc: &mut RunCost, trace: &Trace, from: usize, prices: &Prices) {
-    each_call_from(trace, from, prices, |_, model, u, c| {
+    // Each call's model string as written -> its row in `by_model`: comparing the names of
+    // every call was a third of the pass (1M calls; the explorer makes it three times).
+    let mut rows: Vec<(crate::model::StrRef, usize)> = Vec::new();
+    each_call_from(trace, from, prices, |e, model, u, c| {
         rc.total.add(u, c);
-        match rc.by_model.iter_mut().find(|(m, _)| m == model) {
-            Some((_, t)) => t.add(u, c),
+        let row = match rows.iter().find(|(r, _)| *r == e.model) {
+            Some(&(_, k)) => k,
             None => {
-                let mut t = Total::default();
-                t.add(u, c);
-                rc.by_model.push((model.to_string(), t));
+                let k = match rc.by_model.iter().position(|(m, _)| m == model) {
+                    Some(k) => k,
+                    None => {
+                        rc.by_model.push((model.to_string(), Total::default()));
+                        rc.by_model.len() - 1
+                    }
+                };
+                rows.push((e.model, k));
+                k
             }
-        }
+        };
+        rc.by_model[row].1.add(u, c);
     });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `add_calls` rows a call by its model string: calls with no model of their own go to the
+    /// run's model, on the same row as calls that name it; totals as a plain grouping by name.
+    #[test]
+    fn add_calls_groups_by_the_priced_model_name_in_order_of_first_use() {
+        use crate::model::{NewEvent, Parent, RunMeta};
+        let mut t = Trace::new(RunMeta {
+            model: Some("gpt-4o".into()),
+            ..Default::default()
+        });
+        let models = [
+            Some("claude-sonnet-4-5"),
+            None,
+            Some("gpt-4o"),
+            Some("no-such-model"),
+            None,
+        ];
+        for k in 0..40u64 {
+            let model = models[(k * 7 % 5) as usize];
+            t.add(NewEvent {
+                parent: Parent::None,
+                model,
+                usage: Some(Usage {
+                    input: Some(100 + k),
+                    output: Some(k),
+                    ..Default::default()
+                }),
+                ..NewEvent::new(EventKind::LlmCall, "call")
+            });
+        }
+        let p = Prices::builtin();
+        let mut rc = RunCost::default();
+        add_calls(&mut rc, &t, 0, p);
+        let mut plain: Vec<(String, Total)> = Vec::new();
+        let mut total = Total::default();
+        each_call(&t, p, |_, m, u, c| {
+            total.add(u, c);
+            match plain.iter_mut().find(|(n, _)| n == m) {
+                Some((_, x)) => x.add(u, c),
+                None => {
+                    let mut x = Total::default();
+                    x.add(u, c);
+                    plain.push((m.to_string(), x));
+                }
+            }
+        });
+        assert_eq!(rc.by_model, plain);
+        assert_eq!(rc.total, total);
+        let names: Vec<&str> = rc.by_model.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(names, ["claude-sonnet-4-5", "gpt-4o", "no-such-model"]);
+    }
 
     #[test]
     fn recorded_cost_wins_and_unknown_models_are_unknown_not_zero() {

@@ -66,12 +66,17 @@ pub const SLICE: u64 = 1 << 20;
 /// Later slices are sized from the rate of the ones before to take about this long: every
 /// slice costs a serial read and a pipeline that fills and drains, so the explorer's load
 /// took 1.9 s with 1 MiB slices, 1.7 s with 4 MiB, 1.5 s with 16 MiB (AgentDbg, 1M events,
-/// `check` 1.1 s), while a slice is also the longest a key waits for the trace. 16 ms (was 4)
-/// took 1M-event loads from 1.28-1.70x `check`'s time to 1.07-1.35x (Assay 1.19 -> 0.95 s,
-/// Codex 1.26 -> 1.11 s, Maida 2.47 -> 2.11 s, medians of 3); 32 ms gained little more.
-const SLICE_TIME: Duration = Duration::from_millis(16);
-/// The largest slice, whatever the rate.
-const MAX_SLICE: u64 = 64 << 20;
+/// `check` 1.1 s). 16 ms (was 4) took 1M-event loads from 1.28-1.70x `check`'s time to
+/// 1.07-1.35x (Assay 1.19 -> 0.95 s, Codex 1.26 -> 1.11 s, Maida 2.47 -> 2.11 s, medians of
+/// 3). A slice no longer bounds how long a key waits (the parser holds the shared trace only
+/// to apply a part of a batch, `Sink::held`), so slices are as long as a publication's period
+/// (`PUBLISH_LOADING`): with 16 ms the rayon workers idled a third of the load between
+/// slices (the first chunk read alone, the pipeline draining, a `finalize` each), and
+/// 1M-event Claude Code and Cursor loads took 1.33x and 1.42x `check`'s time.
+const SLICE_TIME: Duration = Duration::from_millis(250);
+/// The largest slice, whatever the rate (a slice is read a chunk at a time: no buffer of
+/// this size is held).
+const MAX_SLICE: u64 = 1 << 30;
 /// Slices follow each other under one hold of the write lock for up to this long, unless a
 /// frame waits: giving the lock back after every slice, and a view that took it in between,
 /// cost the load more than parsing did (issue 13). A key waits at most this and a slice.
@@ -257,7 +262,7 @@ impl Loader {
             }
             // Disk reads are asked for ahead of the slices, so that reading one under the lock
             // finds it in the cache.
-            prefetch(f.path(), f.offset(), 8 * SLICE);
+            prefetch(f.path(), f.offset(), slice.max(8 * SLICE));
             let polled = {
                 // The trace lives in the shared slot; while a slice is read, the parser has it
                 // only for the time it changes it (`Sink::held`: the apply of a part, not the
@@ -271,7 +276,9 @@ impl Loader {
                 }
                 let mut r = poll_timed(&mut f, &mut slice);
                 let held = Instant::now();
-                while r.as_ref().is_ok_and(|p| !p.restarted)
+                // The first slice is published alone (the first screen); the next is long.
+                while self.published
+                    && r.as_ref().is_ok_and(|p| !p.restarted)
                     && !f.has_replaced()
                     && f.behind() > 0
                     && held.elapsed() < HOLD

@@ -365,7 +365,7 @@ pub struct DetailState {
     pub rows: Option<detail::Rows>,
     /// The search in the document (`/` in the detail pane).
     pub search: Option<DocSearch>,
-    stamp: (Status, Option<i64>, u64, bool),
+    stamp: (Status, Option<i64>, u64, bool, usize),
     /// When the document was built and how long that took (see `refresh_detail_with`).
     built: std::time::Instant,
     took: std::time::Duration,
@@ -445,12 +445,17 @@ pub struct RunView {
     grows: u64,
     /// The last `summarize` was a full pass (see `counted_all`).
     summarized_all: bool,
+    /// The load just ended: the next `grow_with` counts every event before it refreshes the
+    /// detail (see [`RunView::finish_load`]).
+    recount_next: bool,
     /// When the view was last made again from the whole trace (`reindex_with`).
     reindexed: Option<std::time::Instant>,
     /// How long the last full pass took.
     reindex_took: std::time::Duration,
     /// When the counts and cost were last made from every event, and how long that took.
     recounted: Option<std::time::Instant>,
+    /// How far the load was then (bytes read).
+    recounted_bytes: u64,
     recount_took: std::time::Duration,
     /// The runs-list entry it came from.
     pub entry: Option<usize>,
@@ -505,9 +510,11 @@ impl RunView {
             extent: (None, None),
             grows: 0,
             summarized_all: false,
+            recount_next: false,
             reindexed: None,
             reindex_took: std::time::Duration::ZERO,
             recounted: None,
+            recounted_bytes: 0,
             recount_took: std::time::Duration::ZERO,
             generation: 0,
             trace,
@@ -574,8 +581,10 @@ impl RunView {
         let prices = super::config::prices();
         self.summarized_all = from == 0;
         if from == 0 {
+            self.recount_next = false;
             let started = std::time::Instant::now();
             self.recounted = Some(started);
+            self.recounted_bytes = self.live.loading.map_or(0, |p| p.bytes);
             // Two passes over every event: on a large trace the cost takes a core of its own
             // (the last update of a 1M-event load waited 60 + 110 ms for them, one after the
             // other, before its frame).
@@ -629,6 +638,13 @@ impl RunView {
     /// [`RunView::recount`] with the trace's guard held by the caller.
     pub fn recount_with(&mut self, t: &Trace) {
         self.summarize(t, 0);
+    }
+
+    /// The update about to be applied ends the load: its `grow_with` makes the counts and the
+    /// cost from every event before the detail is refreshed, so that the run event's detail
+    /// takes its totals from them instead of a pass of its own.
+    pub fn finish_load(&mut self) {
+        self.recount_next = true;
     }
 
     /// Whether the last `grow_with` counted every event (then a recount has nothing to add).
@@ -686,11 +702,21 @@ impl RunView {
                     // a file is read from the start, at most as often as the full pass of the
                     // view (the two passes of a recount of a 1M-event trace and its cost were
                     // a tenth of the explorer's load; the load's last update recounts).
+                    // Nor when, at the rate since the last one, the load ends within that time:
+                    // its last update recounts anyway (a recount a few hundred ms before it
+                    // took a core from the load's last slice, a 1M-event Claude Code session).
                     let full = match self.live.loading {
-                        Some(_) => self
-                            .recounted
-                            .is_none_or(|at| at.elapsed() >= REINDEX_EVERY.max(self.recount_took * REINDEX_SHARE)),
-                        None => n1 < 200_000 || self.grows.is_multiple_of(16),
+                        Some(p) => {
+                            let every = REINDEX_EVERY.max(self.recount_took * REINDEX_SHARE);
+                            self.recounted.is_none_or(|at| {
+                                let since = at.elapsed();
+                                let read = p.bytes.saturating_sub(self.recounted_bytes) as f64;
+                                let left = p.total.saturating_sub(p.bytes) as f64;
+                                since >= every
+                                    && !(read > 0.0 && left / read * since.as_secs_f64() < every.as_secs_f64())
+                            })
+                        }
+                        None => self.recount_next || n1 < 200_000 || self.grows.is_multiple_of(16),
                     };
                     self.summarize(t, if full { 0 } else { n0 });
                 }
@@ -759,16 +785,20 @@ impl RunView {
             // usage and cost of every call) is made again at most as often as the view's full
             // pass: rebuilt on every update it took a fifth of the explorer's load (issue 13).
             // The last update of the load makes it whole.
+            // So is the root's, whose totals alone changed, in a live tail (each update of a
+            // large run); a full count makes them for free (`rebuild_detail_counted`).
             Some(d)
                 if d.event == ev
-                    && self.live.loading.is_some()
+                    && (self.live.loading.is_some()
+                        || (d.stamp.0, d.stamp.1, d.stamp.2, d.stamp.3) == (stamp.0, stamp.1, stamp.2, stamp.3))
+                    && !(stamp.4 > 0 && self.summarized_all)
                     && d.took >= DETAIL_COSTLY
                     && d.built.elapsed() < REINDEX_EVERY.max(d.took * REINDEX_SHARE) => {}
             Some(d) if d.event == ev => {
                 let (cursor, offset, hscroll) = (d.cursor, d.offset, d.hscroll);
                 let rows = d.rows.clone();
                 let (folded, query) = (d.doc.folded.clone(), d.search.as_ref().map(|x| x.query.clone()));
-                self.rebuild_detail_with(t, ev);
+                self.rebuild_detail_counted(t, ev);
                 if let Some(d) = self.detail.as_mut() {
                     // The old layout maps the rows back to lines when the new one is made.
                     (d.cursor, d.offset, d.hscroll, d.rows) = (cursor, offset, hscroll, rows);
@@ -789,8 +819,15 @@ impl RunView {
                     }
                 }
             }
-            _ => self.rebuild_detail_with(t, ev),
+            _ => self.rebuild_detail_counted(t, ev),
         }
+    }
+
+    /// [`RunView::rebuild_detail_with`] from `grow_with`, which holds the guard it counted
+    /// with: after a full count the run's totals are the view's own.
+    fn rebuild_detail_counted(&mut self, t: &Trace, ev: u32) {
+        let cost = self.summarized_all.then(|| self.cost.clone());
+        super::usage_view::with_run_cost(cost.as_ref(), || self.rebuild_detail_with(t, ev));
     }
 
     pub fn selected_event(&self) -> Option<u32> {
@@ -936,10 +973,23 @@ const REINDEX_SHARE: u32 = 8;
 const PARALLEL_SUMMARY: usize = 100_000;
 
 /// What the detail of an event depends on besides its index (a call's result arriving later
-/// changes its status, duration and payload).
-fn detail_stamp(t: &Trace, ev: u32) -> (Status, Option<i64>, u64, bool) {
+/// changes its status, duration and payload; the root's totals change with every call).
+fn detail_stamp(t: &Trace, ev: u32) -> (Status, Option<i64>, u64, bool, usize) {
     let e = t.event(ev);
-    (e.status, e.duration.into(), e.origin.offset, e.origin2.is_some())
+    // The run event at the root shows the run's totals: every event added may change them
+    // (they stayed as first made when the root's own record did not change).
+    let events = if e.kind == EventKind::Run && e.parent == NO_PARENT {
+        t.len()
+    } else {
+        0
+    };
+    (
+        e.status,
+        e.duration.into(),
+        e.origin.offset,
+        e.origin2.is_some(),
+        events,
+    )
 }
 
 /// New events in display order, grouped by the event they hang under, when they all come
@@ -967,12 +1017,11 @@ fn appended_order(t: &Trace, order: &[u32], n0: usize) -> Option<Vec<Appended>> 
     let mut seen = 0usize;
     let mut dfs = |under: u32, kids: &[u32], depth: usize, groups: &mut Vec<Appended>| {
         let mut events = Vec::new();
-        let mut stack: Vec<(u32, usize)> = kids
-            .iter()
-            .rev()
-            .filter(|&&c| c as usize >= n0)
-            .map(|&c| (c, depth))
-            .collect();
+        // Only the new children at the end of the list (see below: any elsewhere are not
+        // reached and the caller makes the view again): the list of a flat run's root holds
+        // every event, and filtering all of it on every update of a 2M-event load added up.
+        let new = kids.iter().rev().take_while(|&&c| c as usize >= n0).count();
+        let mut stack: Vec<(u32, usize)> = kids[kids.len() - new..].iter().rev().map(|&c| (c, depth)).collect();
         while let Some((i, d)) = stack.pop() {
             events.push((i, d.min(u16::MAX as usize) as u16));
             for &c in t.children(i).iter().rev() {

@@ -1148,3 +1148,71 @@ fn o_opens_the_value_or_the_whole_detail_and_capital_o_the_editor() {
     press(&mut s, &["enter", "O"]);
     assert!(matches!(s.effects.pop(), Some(Effect::Edit(t)) if t == "v\\x1b[2J"));
 }
+
+/// The update that ends a load counts every event before it refreshes the detail, and the
+/// run event's detail takes its totals from that count: the same document as one made from
+/// the trace alone.
+#[test]
+fn the_last_update_of_a_load_shows_the_root_s_totals_from_the_full_count() {
+    use crate::model::Usage;
+    let call = |t: &mut Trace, root: u32, k: u64| {
+        t.add(NewEvent {
+            parent: Parent::Index(root),
+            model: Some(if k.is_multiple_of(3) {
+                "gpt-4o"
+            } else {
+                "claude-sonnet-4-5"
+            }),
+            usage: Some(Usage {
+                input: Some(1000 + k),
+                output: Some(10 * k),
+                ..Default::default()
+            }),
+            start: Some(k as i64 * 1000),
+            ..NewEvent::new(EventKind::LlmCall, "call")
+        });
+    };
+    let mut t = Trace::new(Default::default());
+    let root = t.add(NewEvent {
+        start: Some(0),
+        ..NewEvent::new(EventKind::Run, "run")
+    });
+    for k in 1..4 {
+        call(&mut t, root, k);
+    }
+    t.finalize();
+    let trace = shared(t);
+    let mut s = State::new(Keymap::default(), (120, 40));
+    let generation = s.load_gen;
+    let update_with = |s: &mut State, loading| {
+        update(
+            s,
+            Action::RunUpdate {
+                generation,
+                trace: trace.clone(),
+                loading,
+                restarted: false,
+            },
+        )
+    };
+    update_with(&mut s, Some(Progress { bytes: 10, total: 100 }));
+    assert!(run(&s).live.loading.is_some());
+    {
+        let mut t = trace.write().unwrap();
+        for k in 4..40 {
+            call(&mut t, root, k);
+        }
+        t.finalize();
+    }
+    update_with(&mut s, None);
+    let r = run(&s);
+    assert!(r.live.loading.is_none() && r.counted_all());
+    assert_eq!(r.selected_event(), Some(root));
+    let t = read(&r.trace);
+    assert_eq!(r.cost, crate::cost::usage::run_cost(&t, super::config::prices()));
+    assert_eq!(r.counts.llm_calls, 39);
+    let fresh = super::detail::build(&t, root, false, r.span.0);
+    let shown = &r.detail.as_ref().unwrap().doc;
+    assert_eq!(shown.text(), fresh.text());
+    assert!(shown.text().contains("gpt-4o"), "{}", shown.text());
+}

@@ -304,6 +304,9 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
     } else if let Some(r) = s.run.as_mut() {
         let finished = r.live.loading.is_some() && loading.is_none();
         r.live.loading = loading;
+        if finished {
+            r.finish_load();
+        }
         // A source read again from the start comes in a new trace.
         let replaced = !Arc::ptr_eq(&r.trace, &trace);
         r.trace = trace;

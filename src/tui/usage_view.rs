@@ -38,12 +38,37 @@ fn model_of<'a>(t: &'a Trace, e: &Event) -> Option<&'a str> {
     }
 }
 
+thread_local! {
+    /// The run's cost at the current prices when the caller has just made it from every event
+    /// of the trace being shown (see [`with_run_cost`]).
+    static KNOWN_RUN_COST: std::cell::RefCell<Option<RunCost>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with the root's totals taken from `rc`, which must be `run_cost` of the trace `f`
+/// shows at [`super::config::prices`]: a view that just counted every event has it, and the
+/// run event's detail priced every call again (the last update of a 1M-event load spent a
+/// second pass over the trace on it, issue 13).
+pub fn with_run_cost<R>(rc: Option<&RunCost>, f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            KNOWN_RUN_COST.with(|k| *k.borrow_mut() = None);
+        }
+    }
+    KNOWN_RUN_COST.with(|k| *k.borrow_mut() = rc.cloned());
+    let _reset = Reset;
+    f()
+}
+
 /// The lines of an event's usage in its detail: for an LLM call the five kinds and the cost
 /// with the price used; for the root run event the run's totals and cost by model.
 pub fn lines(t: &Trace, e: &Event, prices: &Prices) -> Vec<Line> {
     match e.kind {
         // The run's totals on its root; a nested run (a subagent) shows its own usage only.
-        EventKind::Run if e.parent == crate::model::NO_PARENT => run_lines(&crate::cost::usage::run_cost(t, prices)),
+        EventKind::Run if e.parent == crate::model::NO_PARENT => match KNOWN_RUN_COST.with(|k| k.borrow().clone()) {
+            Some(rc) => run_lines(&rc),
+            None => run_lines(&crate::cost::usage::run_cost(t, prices)),
+        },
         _ => match e.usage.get().as_ref() {
             Some(u) => {
                 let model = model_of(t, e);
