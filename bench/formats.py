@@ -144,6 +144,15 @@ def main():
                                        g["files"][0]]))
         if a.explorer:
             cmds.append(("explorer", [tt, "--format", g["format"], g["load"]]))
+        # A file tracetui refuses (OpenHands V0 and SWE-agent documents over 512 MiB) has no
+        # load to time: say so and go on (the explorer would show the refusal and never end).
+        probe = subprocess.run(cmds[2][1], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        said = probe.stdout.strip()
+        if said.lower().startswith("error:"):
+            print(f"| {fmt} | {size / 1e9:.2f} GB | refused: {said.splitlines()[0][:120]} |",
+                  flush=True)
+            figures[fmt] = {"size": size, "refused": said}
+            continue
         m = measure(cmds, a.repeat)
         ex = m.get("explorer")
         c = m["check"]
