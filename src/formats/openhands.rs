@@ -22,10 +22,11 @@
 //! (`completion_tokens_details.reasoning_tokens`, V1 `reasoning_tokens`): taken out. V1's
 //! `costs` entries name no response, so they are not matched to calls: costs are computed.
 
-use super::whole::{self, Doc};
+use super::document::{DocSink, Document};
+use super::jsonl::LineLoc;
+use super::whole;
 use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, read_json_file, stem, str_of};
 use crate::model::*;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -115,24 +116,17 @@ impl Format for OpenHands {
                 traces: vec![load_v1(path)?],
             });
         }
-        let buf = whole::read_checked(path, LIMIT)?;
-        let items: Option<Vec<&RawValue>> = match whole::first_byte(&buf) {
-            Some(b'[') => Some(serde_json::from_slice(&buf).map_err(|e| whole::invalid(path, &e))?),
-            _ => {
-                serde_json::from_slice::<Value>(&buf).map_err(|e| whole::invalid(path, &e))?;
-                None
-            }
-        };
-        match items {
-            Some(items) if items.first().is_none_or(|r| is_v0_event(&whole::parse(r))) => Ok(Loaded {
-                traces: vec![from_v0(path, &Doc { buf: &buf, file: 0 }, &items)],
-            }),
-            _ => Err(LoadError::NotATrace {
-                path: path.to_path_buf(),
-                reason: "not a JSON array of OpenHands action/observation events".into(),
-                tried: "openhands".into(),
-            }),
+        if whole::first_byte_of(path)? == Some(b'[') {
+            return load_v0(path);
         }
+        // Not a list: read whole only to say what it is (JSON that is no trajectory, or not JSON).
+        let buf = whole::read_checked(path, LIMIT)?;
+        serde_json::from_slice::<Value>(&buf).map_err(|e| whole::invalid(path, &e))?;
+        Err(LoadError::NotATrace {
+            path: path.to_path_buf(),
+            reason: "not a JSON array of OpenHands action/observation events".into(),
+            tried: "openhands".into(),
+        })
     }
 
     /// An event's payload from its record(s): a V0 list element or a V1 event file, and the
@@ -383,235 +377,467 @@ fn v0_id(v: &Value) -> Option<String> {
     }
 }
 
-fn from_v0(path: &Path, doc: &Doc<'_>, events: &[&RawValue]) -> Trace {
-    let name = stem(path);
-    let mut t = Trace::new(RunMeta {
-        id: name.clone(),
-        name: Some(name.clone()),
-        format: "openhands",
-        source: path.to_path_buf(),
-        status: RunStatus::Unknown,
-        attributes: vec![("openhands".to_string(), json!("V0 trajectory"))],
-        ..Default::default()
-    });
-    let file = t.add_file(path);
-    let doc = Doc { file, ..*doc };
-    let origin = Origin {
-        file,
-        line: 0,
-        offset: 0,
-        len: 0,
-    };
-    let run = t.add(NewEvent {
-        origin,
-        ..NewEvent::new(EventKind::Run, &name)
-    });
-    // LLM calls by response id; tool calls by their V0 id and by tool_call_id.
-    let mut llms: HashMap<String, u32> = HashMap::new();
-    let mut calls: HashMap<String, u32> = HashMap::new();
-    let mut by_tool_call: HashMap<String, u32> = HashMap::new();
-    let mut task: Option<Value> = None;
-    let mut model: Option<String> = None;
-    let mut agent_state: Option<String> = None;
-    let mut finished = false;
-    for (i, raw) in events.iter().enumerate() {
-        let at = format!("[{i}]");
-        // Parsed for the index, then dropped: the payloads are read again when shown.
-        let ev = &whole::parse(raw);
-        let origin = doc.origin(raw);
-        if !ev.is_object() {
-            t.diagnostics.push(Diagnostic::error(
-                path,
-                None,
-                format!("event {at} is not an object; skipped"),
-            ));
-            continue;
+/// A V0 trajectory read as a stream (DESIGN §4): the top-level list's elements come with their
+/// byte ranges, each is parsed for the index (a batch in parallel) and dropped, and the events
+/// are folded in order. No size limit; the document is never in memory whole.
+fn load_v0(path: &Path) -> Result<Loaded, LoadError> {
+    let mut v0 = V0::new(path);
+    let scanned = Document::new(&[&[]]).read(path, &mut v0)?;
+    if v0.foreign {
+        return Err(LoadError::NotATrace {
+            path: path.to_path_buf(),
+            reason: "not a JSON array of OpenHands action/observation events".into(),
+            tried: "openhands".into(),
+        });
+    }
+    if scanned.elements == 0
+        && let Some((line, message)) = v0.problem.take()
+    {
+        return Err(LoadError::invalid(path, format!("line {line}: {message}")));
+    }
+    if let Some((line, message)) = v0.problem.take() {
+        v0.t.diagnostics.push(Diagnostic::error(path, Some(line), message));
+    }
+    Ok(Loaded {
+        traces: vec![v0.finish()],
+    })
+}
+
+/// What the fold needs of one V0 element, taken from its parsed value on a worker thread (the
+/// value is dropped there: made and freed on one thread, where the fold's thread freeing every
+/// worker's values spent most of a 1M-event load in the allocator).
+struct Facts {
+    id: Option<String>,
+    ts: Option<i64>,
+    source: String,
+    what: What,
+}
+
+enum What {
+    /// The first element, which is no V0 event: the document is not a trajectory.
+    Foreign,
+    NotAnObject,
+    Neither,
+    Action {
+        action: String,
+        /// The prompt, when this is the user's message.
+        task: Option<Value>,
+        function: Option<String>,
+        tool_call_id: Option<String>,
+        response: Option<Box<Response>>,
+    },
+    Observation {
+        obs: String,
+        /// An `agent_state_changed`'s state.
+        state: Option<String>,
+        cause: Option<String>,
+        tool_call_id: Option<String>,
+        failed: bool,
+    },
+}
+
+/// The LLM response an action's `tool_call_metadata` names (by its `id`).
+struct Response {
+    id: String,
+    model: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl Facts {
+    fn bare(what: What) -> Facts {
+        Facts {
+            id: None,
+            ts: None,
+            source: String::new(),
+            what,
         }
-        let id = v0_id(ev);
-        let ts = ts_of(ev);
-        let source = str_of(ev, "source").unwrap_or("");
-        let message = field(ev, "message");
-        if let Some(action) = str_of(ev, "action") {
+    }
+
+    fn of(ev: &Value) -> Facts {
+        if !ev.is_object() {
+            return Facts::bare(What::NotAnObject);
+        }
+        let mut f = Facts {
+            id: v0_id(ev),
+            ts: ts_of(ev),
+            source: str_of(ev, "source").unwrap_or("").to_string(),
+            what: What::Neither,
+        };
+        let meta = ev.get("tool_call_metadata");
+        let tool_call_id = meta.and_then(|m| str_of(m, "tool_call_id")).map(str::to_owned);
+        f.what = if let Some(action) = str_of(ev, "action") {
             let args = ev.get("args").unwrap_or(&Value::Null);
-            if NOT_TOOLS.contains(&action) || source != "agent" {
-                let (kind, label) = match action {
-                    "message" | "system" => {
-                        let role = match (action, source) {
-                            ("system", _) => "system",
-                            (_, "agent") => "assistant",
-                            (_, s) => s,
-                        };
-                        (EventKind::Message(Role::parse(role)), role.to_string())
-                    }
-                    _ if source == "agent" => (EventKind::Other, action.to_string()),
-                    // The environment's or the user's own actions (change_agent_state, ...).
-                    _ => (EventKind::State, action.to_string()),
-                };
-                if action == "message" && source == "user" && task.is_none() {
-                    task = field(args, "content").or(message).cloned();
+            let task = (action == "message" && f.source == "user")
+                .then(|| field(args, "content").or(field(ev, "message")).cloned())
+                .flatten();
+            let response = meta.and_then(|m| m.get("model_response"));
+            What::Action {
+                action: action.to_string(),
+                task,
+                function: meta
+                    .and_then(|m| str_of(m, "function_name"))
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+                tool_call_id,
+                response: response.and_then(|r| {
+                    Some(Box::new(Response {
+                        id: str_of(r, "id")?.to_string(),
+                        model: str_of(r, "model").filter(|s| !s.is_empty()).map(str::to_owned),
+                        usage: r.get("usage").and_then(usage_of),
+                    }))
+                }),
+            }
+        } else if let Some(obs) = str_of(ev, "observation") {
+            let extras = ev.get("extras").unwrap_or(&Value::Null);
+            What::Observation {
+                obs: obs.to_string(),
+                state: (obs == "agent_state_changed").then(|| str_of(extras, "agent_state").unwrap_or("?").to_string()),
+                cause: match ev.get("cause") {
+                    Some(Value::Number(n)) => Some(n.to_string()),
+                    Some(Value::String(s)) => Some(s.clone()),
+                    _ => None,
+                },
+                tool_call_id,
+                failed: obs == "error" || ev.get("success").and_then(Value::as_bool) == Some(false),
+            }
+        } else {
+            What::Neither
+        };
+        f
+    }
+}
+
+/// The fold of a V0 trajectory's events.
+struct V0 {
+    path: PathBuf,
+    t: Trace,
+    file: u16,
+    run: u32,
+    /// Elements seen.
+    i: u64,
+    /// The first element is no V0 event: the rest is not read.
+    foreign: bool,
+    /// The scan's structural error (it stops there).
+    problem: Option<(u64, String)>,
+    // LLM calls by response id; tool calls by their V0 id and by tool_call_id.
+    llms: HashMap<String, u32>,
+    calls: HashMap<String, u32>,
+    by_tool_call: HashMap<String, u32>,
+    task: Option<Value>,
+    model: Option<String>,
+    agent_state: Option<String>,
+    finished: bool,
+}
+
+impl DocSink for V0 {
+    fn elements(&mut self, batch: &[(&[u8], LineLoc)]) {
+        use rayon::prelude::*;
+        if self.foreign {
+            return;
+        }
+        let first = self.i == 0;
+        let parsed: Vec<Result<Facts, serde_json::Error>> = batch
+            .par_iter()
+            .enumerate()
+            .map(|(k, (b, _))| {
+                let v: Value = serde_json::from_slice(b)?;
+                // The first element says whether this is a V0 trajectory at all.
+                if first && k == 0 && !is_v0_event(&v) {
+                    return Ok(Facts::bare(What::Foreign));
                 }
-                t.add(NewEvent {
+                Ok(Facts::of(&v))
+            })
+            .collect();
+        for (ev, (_, loc)) in parsed.into_iter().zip(batch) {
+            let i = self.i;
+            self.i += 1;
+            match ev {
+                Ok(ev) => {
+                    if matches!(ev.what, What::Foreign) {
+                        self.foreign = true;
+                        return;
+                    }
+                    let origin = Origin {
+                        file: self.file,
+                        // Line 0: the document is one value (`show` says so).
+                        line: 0,
+                        offset: loc.offset,
+                        len: loc.len.min(u32::MAX as usize) as u32,
+                    };
+                    self.event(i, loc.line, ev, origin);
+                }
+                Err(e) => self.t.diagnostics.push(Diagnostic::error(
+                    &self.path,
+                    Some(loc.line),
+                    format!("event [{i}]: {}; skipped", super::jsonl::json_error(&e)),
+                )),
+            }
+        }
+    }
+
+    fn problem(&mut self, line: u64, message: String) {
+        self.problem.get_or_insert((line.max(1), message));
+    }
+}
+
+impl V0 {
+    fn new(path: &Path) -> V0 {
+        let name = stem(path);
+        let mut t = Trace::new(RunMeta {
+            id: name.clone(),
+            name: Some(name.clone()),
+            format: "openhands",
+            source: path.to_path_buf(),
+            status: RunStatus::Unknown,
+            attributes: vec![("openhands".to_string(), json!("V0 trajectory"))],
+            ..Default::default()
+        });
+        let file = t.add_file(path);
+        let origin = Origin {
+            file,
+            line: 0,
+            offset: 0,
+            len: 0,
+        };
+        let run = t.add(NewEvent {
+            origin,
+            ..NewEvent::new(EventKind::Run, &name)
+        });
+        V0 {
+            path: path.to_path_buf(),
+            t,
+            file,
+            run,
+            i: 0,
+            foreign: false,
+            problem: None,
+            llms: HashMap::new(),
+            calls: HashMap::new(),
+            by_tool_call: HashMap::new(),
+            task: None,
+            model: None,
+            agent_state: None,
+            finished: false,
+        }
+    }
+
+    /// One element of the list, in order.
+    fn event(&mut self, i: u64, line: u64, ev: Facts, origin: Origin) {
+        let V0 {
+            path,
+            t,
+            run,
+            llms,
+            calls,
+            by_tool_call,
+            task,
+            model,
+            agent_state,
+            finished,
+            ..
+        } = self;
+        let path = path.as_path();
+        let run = *run;
+        let Facts { id, ts, source, what } = ev;
+        let source = source.as_str();
+        match what {
+            // Stopped at in `elements`.
+            What::Foreign => {}
+            What::NotAnObject => t.diagnostics.push(Diagnostic::error(
+                path,
+                Some(line),
+                format!("event [{i}] is not an object; skipped"),
+            )),
+            What::Neither => t.diagnostics.push(Diagnostic::warning(
+                path,
+                Some(line),
+                format!("event [{i}] has neither `action` nor `observation`; skipped"),
+            )),
+            What::Action {
+                action,
+                task: first_prompt,
+                function,
+                tool_call_id,
+                response,
+            } => {
+                let action = action.as_str();
+                if NOT_TOOLS.contains(&action) || source != "agent" {
+                    let (kind, label) = match action {
+                        "message" | "system" => {
+                            let role = match (action, source) {
+                                ("system", _) => "system",
+                                (_, "agent") => "assistant",
+                                (_, s) => s,
+                            };
+                            (EventKind::Message(Role::parse(role)), role.to_string())
+                        }
+                        _ if source == "agent" => (EventKind::Other, action.to_string()),
+                        // The environment's or the user's own actions (change_agent_state, ...).
+                        _ => (EventKind::State, action.to_string()),
+                    };
+                    if action == "message" && source == "user" && task.is_none() {
+                        *task = first_prompt;
+                    }
+                    t.add(NewEvent {
+                        id: id.as_deref(),
+                        parent: Parent::Index(run),
+                        start: ts,
+                        status: Status::Ok,
+                        origin,
+                        payload: PayloadRef::Deferred,
+                        ..NewEvent::new(kind, &label)
+                    });
+                    return;
+                }
+                // An agent action: a tool call, under the LLM response that asked for it.
+                let parent = match response {
+                    Some(mut r) => match llms.get(&r.id) {
+                        Some(&l) => l,
+                        None => {
+                            let m = r.model.as_deref();
+                            if model.is_none() {
+                                *model = r.model.clone();
+                            }
+                            let l = t.add(NewEvent {
+                                id: Some(&r.id),
+                                parent: Parent::Index(run),
+                                start: ts,
+                                status: Status::Ok,
+                                usage: r.usage,
+                                model: m,
+                                origin,
+                                payload: PayloadRef::Deferred,
+                                ..NewEvent::new(EventKind::LlmCall, m.unwrap_or("llm"))
+                            });
+                            llms.insert(std::mem::take(&mut r.id), l);
+                            l
+                        }
+                    },
+                    None => run,
+                };
+                if action == "finish" {
+                    *finished = true;
+                }
+                let done = NO_OBSERVATION.contains(&action);
+                let c = t.add(NewEvent {
                     id: id.as_deref(),
-                    parent: Parent::Index(run),
+                    parent: Parent::Index(parent),
                     start: ts,
-                    status: Status::Ok,
+                    status: if done { Status::Ok } else { Status::Pending },
                     origin,
                     payload: PayloadRef::Deferred,
-                    ..NewEvent::new(kind, &label)
+                    ..NewEvent::new(EventKind::ToolCall, function.as_deref().unwrap_or(action))
                 });
-                continue;
+                if let Some(id) = id {
+                    calls.insert(id, c);
+                }
+                if let Some(tc) = tool_call_id {
+                    by_tool_call.insert(tc, c);
+                }
             }
-            // An agent action: a tool call, under the LLM response that asked for it.
-            let meta = ev.get("tool_call_metadata");
-            let function = meta.and_then(|m| str_of(m, "function_name")).filter(|s| !s.is_empty());
-            let tool_call_id = meta.and_then(|m| str_of(m, "tool_call_id"));
-            let response = meta.and_then(|m| m.get("model_response"));
-            let parent = match response.and_then(|r| str_of(r, "id")) {
-                Some(rid) => match llms.get(rid) {
-                    Some(&l) => l,
-                    None => {
-                        let m = response.and_then(|r| str_of(r, "model")).filter(|s| !s.is_empty());
-                        if model.is_none() {
-                            model = m.map(str::to_owned);
+            What::Observation {
+                obs,
+                state,
+                cause,
+                tool_call_id,
+                failed,
+            } => {
+                let obs = obs.as_str();
+                if let Some(state) = state {
+                    t.add(NewEvent {
+                        id: id.as_deref(),
+                        parent: Parent::Index(run),
+                        start: ts,
+                        status: if state == "error" { Status::Error } else { Status::Ok },
+                        origin,
+                        payload: PayloadRef::Deferred,
+                        ..NewEvent::new(EventKind::State, &format!("agent state: {state}"))
+                    });
+                    *agent_state = Some(state);
+                    return;
+                }
+                let call = cause
+                    .as_deref()
+                    .and_then(|c| calls.get(c))
+                    .or_else(|| tool_call_id.as_deref().and_then(|tc| by_tool_call.get(tc)))
+                    .copied();
+                match call {
+                    Some(c) if t.event(c).kind == EventKind::ToolCall => {
+                        let e = t.event_mut(c);
+                        e.status = if failed { Status::Error } else { Status::Ok };
+                        if let (Some(s), Some(end)) = (e.start.get(), ts)
+                            && end >= s
+                        {
+                            e.duration = end.checked_sub(s).into();
                         }
-                        let l = t.add(NewEvent {
-                            id: Some(rid),
+                        // The observation's record: its output, read when shown.
+                        e.origin2 = Some(Box::new(origin));
+                    }
+                    // `null` observations answer messages and state changes: nothing to show.
+                    _ if obs == "null" => {}
+                    _ => {
+                        if cause.is_some() && call.is_none() {
+                            t.diagnostics.push(Diagnostic::warning(
+                                path,
+                                Some(line),
+                                format!(
+                                    "event [{i}]: a `{obs}` observation caused by event {}, which is not in the file",
+                                    cause.as_deref().unwrap_or("")
+                                ),
+                            ));
+                        }
+                        t.add(NewEvent {
+                            id: id.as_deref(),
                             parent: Parent::Index(run),
                             start: ts,
-                            status: Status::Ok,
-                            usage: response.and_then(|r| r.get("usage")).and_then(usage_of),
-                            model: m,
+                            status: if failed { Status::Error } else { Status::Ok },
                             origin,
                             payload: PayloadRef::Deferred,
-                            ..NewEvent::new(EventKind::LlmCall, m.unwrap_or("llm"))
+                            ..NewEvent::new(if failed { EventKind::Error } else { EventKind::Other }, obs)
                         });
-                        llms.insert(rid.to_string(), l);
-                        l
                     }
-                },
-                None => run,
-            };
-            if action == "finish" {
-                finished = true;
-            }
-            let done = NO_OBSERVATION.contains(&action);
-            let c = t.add(NewEvent {
-                id: id.as_deref(),
-                parent: Parent::Index(parent),
-                start: ts,
-                status: if done { Status::Ok } else { Status::Pending },
-                origin,
-                payload: PayloadRef::Deferred,
-                ..NewEvent::new(EventKind::ToolCall, function.unwrap_or(action))
-            });
-            if let Some(id) = id {
-                calls.insert(id, c);
-            }
-            if let Some(tc) = tool_call_id {
-                by_tool_call.insert(tc.to_string(), c);
-            }
-            continue;
-        }
-        let Some(obs) = str_of(ev, "observation") else {
-            t.diagnostics.push(Diagnostic::warning(
-                path,
-                None,
-                format!("event {at} has neither `action` nor `observation`; skipped"),
-            ));
-            continue;
-        };
-        let extras = ev.get("extras").unwrap_or(&Value::Null);
-        if obs == "agent_state_changed" {
-            let state = str_of(extras, "agent_state").unwrap_or("?").to_string();
-            t.add(NewEvent {
-                id: id.as_deref(),
-                parent: Parent::Index(run),
-                start: ts,
-                status: if state == "error" { Status::Error } else { Status::Ok },
-                origin,
-                payload: PayloadRef::Deferred,
-                ..NewEvent::new(EventKind::State, &format!("agent state: {state}"))
-            });
-            agent_state = Some(state);
-            continue;
-        }
-        let cause = match ev.get("cause") {
-            Some(Value::Number(n)) => Some(n.to_string()),
-            Some(Value::String(s)) => Some(s.clone()),
-            _ => None,
-        };
-        let call = cause
-            .as_deref()
-            .and_then(|c| calls.get(c))
-            .or_else(|| {
-                ev.get("tool_call_metadata")
-                    .and_then(|m| str_of(m, "tool_call_id"))
-                    .and_then(|tc| by_tool_call.get(tc))
-            })
-            .copied();
-        let failed = obs == "error" || ev.get("success").and_then(Value::as_bool) == Some(false);
-        match call {
-            Some(c) if t.event(c).kind == EventKind::ToolCall => {
-                {
-                    let e = t.event_mut(c);
-                    e.status = if failed { Status::Error } else { Status::Ok };
-                    if let (Some(s), Some(end)) = (e.start.get(), ts)
-                        && end >= s
-                    {
-                        e.duration = end.checked_sub(s).into();
-                    }
-                    // The observation's record: its output, read when shown.
-                    e.origin2 = Some(Box::new(origin));
                 }
             }
-            // `null` observations answer messages and state changes: nothing to show.
-            _ if obs == "null" => {}
-            _ => {
-                if cause.is_some() && call.is_none() {
-                    t.diagnostics.push(Diagnostic::warning(
-                        path,
-                        None,
-                        format!(
-                            "event {at}: a `{obs}` observation caused by event {}, which is not in the file",
-                            cause.as_deref().unwrap_or("")
-                        ),
-                    ));
-                }
-                t.add(NewEvent {
-                    id: id.as_deref(),
-                    parent: Parent::Index(run),
-                    start: ts,
-                    status: if failed { Status::Error } else { Status::Ok },
-                    origin,
-                    payload: PayloadRef::Deferred,
-                    ..NewEvent::new(if failed { EventKind::Error } else { EventKind::Other }, obs)
-                });
-            }
         }
     }
-    // The last agent state says how the run stands; a trajectory without state events
-    // (the tests' and downloads') is finished when the agent called `finish`.
-    let status = match agent_state.as_deref() {
-        Some("error") => RunStatus::Error,
-        Some("finished" | "awaiting_user_input" | "stopped" | "paused" | "rejected" | "user_rejected") => RunStatus::Ok,
-        Some("running" | "loading" | "init") => RunStatus::Running,
-        _ if finished => RunStatus::Ok,
-        _ => RunStatus::Unknown,
-    };
-    t.meta.status = status;
-    t.meta.model = model.clone();
-    if let Some(s) = agent_state {
-        t.meta.attributes.push(("agent_state".to_string(), json!(s)));
+
+    /// The run's status and task, once every event is in.
+    fn finish(self) -> Trace {
+        let V0 {
+            mut t,
+            run,
+            task,
+            model,
+            agent_state,
+            finished,
+            ..
+        } = self;
+        // The last agent state says how the run stands; a trajectory without state events
+        // (the tests' and downloads') is finished when the agent called `finish`.
+        let status = match agent_state.as_deref() {
+            Some("error") => RunStatus::Error,
+            Some("finished" | "awaiting_user_input" | "stopped" | "paused" | "rejected" | "user_rejected") => {
+                RunStatus::Ok
+            }
+            Some("running" | "loading" | "init") => RunStatus::Running,
+            _ if finished => RunStatus::Ok,
+            _ => RunStatus::Unknown,
+        };
+        t.meta.status = status;
+        t.meta.model = model;
+        if let Some(s) = agent_state {
+            t.meta.attributes.push(("agent_state".to_string(), json!(s)));
+        }
+        {
+            let e = t.event_mut(run);
+            e.status = status.event_status();
+        }
+        if let Some(task) = task {
+            t.payload_mut(run).input = Some(task);
+        }
+        t.finalize();
+        t
     }
-    {
-        let e = t.event_mut(run);
-        e.status = status.event_status();
-    }
-    if let Some(task) = task {
-        t.payload_mut(run).input = Some(task);
-    }
-    t.finalize();
-    t
 }
 
 /// The event files of a V1 conversation, in the SDK's order (`event-NNNNN-…`).
@@ -1058,8 +1284,12 @@ mod tests {
             sources.push(e.unwrap().path());
         }
         for f in &sources {
-            let new = OpenHands.load(f).unwrap();
+            let mut new = OpenHands.load(f).unwrap();
             let old = super::oracle::load(f).unwrap();
+            // The streamed V0 reader names the line of a damaged event; the old one could not.
+            for d in &mut new.traces[0].diagnostics {
+                d.line = None;
+            }
             let new = &new.traces[0];
             let deferred = new
                 .events
@@ -1171,6 +1401,9 @@ mod tests {
         assert!(msgs[0].contains("event [1] is not an object"));
         assert!(msgs[1].contains("neither `action` nor `observation`"));
         assert!(msgs[2].contains("caused by event 99"));
+        // Each names the line its element starts on.
+        let lines: Vec<Option<u64>> = t.diagnostics.iter().map(|d| d.line).collect();
+        assert_eq!(lines, [Some(12), Some(23), Some(47)]);
         // A call whose observation never came stays pending.
         assert_eq!(t.event(t.find("2").unwrap()).status, Status::Pending);
     }
@@ -1251,6 +1484,49 @@ mod tests {
         assert_eq!(t.counts().tool_calls, 1);
         assert_eq!(t.meta.status, RunStatus::Unknown);
         assert!(t.diagnostics[0].message.contains("status, model and tokens unknown"));
+    }
+
+    /// An element that is not JSON is skipped with its line; a document cut short keeps what
+    /// came before the cut, and says where; one with no element at all is refused.
+    #[test]
+    fn broken_v0_documents_keep_what_they_can() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.json");
+        let ok = r#"{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}}"#;
+        std::fs::write(&p, format!("[\n{ok},\n{{\"id\": 1, \"x\": tru}},\n{ok}\n]")).unwrap();
+        let t = OpenHands.load(&p).unwrap().traces.remove(0);
+        assert_eq!(t.counts().events, 3);
+        assert_eq!(t.diagnostics.len(), 1, "{:?}", t.diagnostics);
+        assert_eq!(t.diagnostics[0].line, Some(3));
+        assert!(
+            t.diagnostics[0].message.starts_with("event [1]: "),
+            "{}",
+            t.diagnostics[0].message
+        );
+
+        std::fs::write(&p, format!("[\n{ok},\n{ok},\n{{\"id\": 2, ")).unwrap();
+        let t = OpenHands.load(&p).unwrap().traces.remove(0);
+        assert_eq!(t.counts().events, 3);
+        assert_eq!(t.diagnostics.len(), 1, "{:?}", t.diagnostics);
+        assert!(t.diagnostics[0].line.is_some());
+
+        std::fs::write(&p, "[\n  ").unwrap();
+        assert!(matches!(OpenHands.load(&p), Err(LoadError::Invalid { .. })));
+        std::fs::write(&p, "[]").unwrap();
+        assert_eq!(OpenHands.load(&p).unwrap().traces[0].counts().events, 1);
+    }
+
+    /// A trajectory whose elements cross the reader's chunks loads as when it is read whole.
+    #[test]
+    fn v0_streams_across_chunks() {
+        let f = fixture("openhands", "v0.json");
+        let whole = load("v0.json");
+        for chunk in [1, 7, 64, 4096] {
+            let mut v0 = V0::new(&f);
+            let doc = Document { paths: &[&[]], chunk };
+            doc.read_from(&mut std::fs::File::open(&f).unwrap(), &mut v0).unwrap();
+            assert_eq!(decoded(&v0.finish()), decoded(&whole), "chunk {chunk}");
+        }
     }
 
     #[test]

@@ -36,6 +36,25 @@ pub fn read_checked(path: &Path, limit: u64) -> Result<Vec<u8>, LoadError> {
     Ok(buf)
 }
 
+/// The first byte of the file at `path` that is not whitespace, read from its head only (a
+/// format that streams a list and reads anything else whole tells the two apart by it).
+pub fn first_byte_of(path: &Path) -> Result<Option<u8>, LoadError> {
+    use std::io::Read;
+    let mut f = super::open_regular(path).map_err(|e| LoadError::io(path, e))?;
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => return Ok(None),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(LoadError::io(path, e)),
+        };
+        if let Some(b) = first_byte(&buf[..n]) {
+            return Ok(Some(b));
+        }
+    }
+}
+
 /// A document's error as the whole-value read words it.
 pub fn invalid(path: &Path, e: &serde_json::Error) -> LoadError {
     LoadError::invalid(path, super::jsonl::json_error(e))
