@@ -27,6 +27,7 @@ use super::jsonl::LineLoc;
 use super::whole;
 use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, read_json_file, stem, str_of};
 use crate::model::*;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -406,6 +407,7 @@ fn load_v0(path: &Path) -> Result<Loaded, LoadError> {
 /// What the fold needs of one V0 element, taken from its parsed value on a worker thread (the
 /// value is dropped there: made and freed on one thread, where the fold's thread freeing every
 /// worker's values spent most of a 1M-event load in the allocator).
+#[derive(Debug, PartialEq)]
 struct Facts {
     id: Option<String>,
     ts: Option<i64>,
@@ -413,6 +415,7 @@ struct Facts {
     what: What,
 }
 
+#[derive(Debug, PartialEq)]
 enum What {
     /// The first element, which is no V0 event: the document is not a trajectory.
     Foreign,
@@ -437,6 +440,7 @@ enum What {
 }
 
 /// The LLM response an action's `tool_call_metadata` names (by its `id`).
+#[derive(Debug, PartialEq)]
 struct Response {
     id: String,
     model: Option<String>,
@@ -507,6 +511,144 @@ impl Facts {
     }
 }
 
+/// A V0 element's fields, unparsed: read without building a [`Value`] of the whole element
+/// (an observation's content, a response's choices), which was most of an `ls` over 2,000
+/// trajectories. Unknown fields are skipped.
+#[derive(serde::Deserialize)]
+struct RawEvent<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    source: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    action: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    args: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    observation: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    extras: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    cause: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    success: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_call_metadata: Option<&'a RawValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawMeta<'a> {
+    #[serde(borrow, default)]
+    function_name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_call_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    model_response: Option<&'a RawValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawResponse<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    model: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    usage: Option<&'a RawValue>,
+}
+
+impl Facts {
+    /// [`Facts::of`] the element's parsed value, without parsing what the facts do not need.
+    /// None when the typed read fails (not JSON, not an object, a field given twice, which
+    /// the value keeps the last of): the caller parses the value then.
+    fn fast(b: &[u8]) -> Option<Facts> {
+        // A small part as a value, as `Facts::of` sees it.
+        fn val(r: Option<&RawValue>) -> Value {
+            r.and_then(|r| serde_json::from_str(r.get()).ok())
+                .unwrap_or(Value::Null)
+        }
+        fn string(r: Option<&RawValue>) -> Option<String> {
+            let r = r?;
+            r.get()
+                .starts_with('"')
+                .then(|| serde_json::from_str(r.get()).ok())
+                .flatten()
+        }
+        // A struct reads a JSON array too, field by field: only objects here.
+        if whole::first_byte(b) != Some(b'{') {
+            return None;
+        }
+        let ev: RawEvent = serde_json::from_slice(b).ok()?;
+        let small = |k: &str, r: Option<&RawValue>| {
+            let mut m = serde_json::Map::new();
+            if let Some(r) = r {
+                m.insert(k.to_string(), val(Some(r)));
+            }
+            Value::Object(m)
+        };
+        let source = string(ev.source).unwrap_or_default();
+        let meta: Option<RawMeta> = match ev.tool_call_metadata {
+            Some(r) if r.get().starts_with('{') => Some(serde_json::from_str(r.get()).ok()?),
+            _ => None,
+        };
+        let tool_call_id = meta.as_ref().and_then(|m| string(m.tool_call_id));
+        let what = if let Some(action) = string(ev.action) {
+            let task = (action == "message" && source == "user")
+                .then(|| {
+                    let args = val(ev.args);
+                    field(&args, "content")
+                        .cloned()
+                        .or_else(|| ev.message.map(|m| val(Some(m))))
+                })
+                .flatten();
+            let response: Option<RawResponse> = match meta.as_ref().and_then(|m| m.model_response) {
+                Some(r) if r.get().starts_with('{') => Some(serde_json::from_str(r.get()).ok()?),
+                _ => None,
+            };
+            What::Action {
+                action,
+                task,
+                function: meta
+                    .as_ref()
+                    .and_then(|m| string(m.function_name))
+                    .filter(|s| !s.is_empty()),
+                tool_call_id,
+                response: response.and_then(|r| {
+                    Some(Box::new(Response {
+                        id: string(r.id)?,
+                        model: string(r.model).filter(|s| !s.is_empty()),
+                        usage: r.usage.and_then(|u| usage_of(&val(Some(u)))),
+                    }))
+                }),
+            }
+        } else if let Some(obs) = string(ev.observation) {
+            What::Observation {
+                state: (obs == "agent_state_changed")
+                    .then(|| str_of(&val(ev.extras), "agent_state").unwrap_or("?").to_string()),
+                cause: match val(ev.cause) {
+                    Value::Number(n) => Some(n.to_string()),
+                    Value::String(s) => Some(s),
+                    _ => None,
+                },
+                tool_call_id,
+                failed: obs == "error" || val(ev.success).as_bool() == Some(false),
+                obs,
+            }
+        } else {
+            What::Neither
+        };
+        Some(Facts {
+            id: v0_id(&small("id", ev.id)),
+            ts: ts_of(&small("timestamp", ev.timestamp)),
+            source,
+            what,
+        })
+    }
+}
+
 /// The fold of a V0 trajectory's events.
 struct V0 {
     path: PathBuf,
@@ -540,6 +682,11 @@ impl DocSink for V0 {
             .par_iter()
             .enumerate()
             .map(|(k, (b, _))| {
+                if !(first && k == 0)
+                    && let Some(f) = Facts::fast(b)
+                {
+                    return Ok(f);
+                }
                 let v: Value = serde_json::from_slice(b)?;
                 // The first element says whether this is a V0 trajectory at all.
                 if first && k == 0 && !is_v0_event(&v) {
@@ -1269,6 +1416,7 @@ mod oracle;
 mod tests {
     use super::*;
     use crate::formats::testing::{decoded, fixture, outline};
+    use proptest::prelude::*;
 
     /// Every fixture and sample (V0 files, V1 folders) loads as the old reader loaded it,
     /// each payload decoded from its record(s) equal to the payload the old reader held.
@@ -1527,6 +1675,109 @@ mod tests {
             doc.read_from(&mut std::fs::File::open(&f).unwrap(), &mut v0).unwrap();
             assert_eq!(decoded(&v0.finish()), decoded(&whole), "chunk {chunk}");
         }
+    }
+
+    /// A JSON value for a V0 element's fields: scalars of the words the reader looks for, and
+    /// the objects it looks into.
+    fn v0_value() -> impl Strategy<Value = String> {
+        let word = prop::sample::select(vec![
+            "message",
+            "user",
+            "agent",
+            "run",
+            "finish",
+            "think",
+            "system",
+            "recall",
+            "agent_state_changed",
+            "error",
+            "null",
+            "",
+            "r1",
+            "c1",
+            "7",
+            "2025-03-01T10:00:00",
+            "gpt-x",
+        ]);
+        let scalar = prop_oneof![
+            Just("null".to_string()),
+            any::<bool>().prop_map(|b| b.to_string()),
+            (-3i64..12).prop_map(|n| n.to_string()),
+            Just("1.5".to_string()),
+            Just("1e3".to_string()),
+            word.prop_map(|w| format!("{w:?}")),
+        ];
+        let nested = scalar.clone().prop_recursive(3, 24, 5, |inner| {
+            let key = prop::sample::select(vec![
+                "id",
+                "model",
+                "usage",
+                "prompt_tokens",
+                "completion_tokens",
+                "content",
+                "agent_state",
+                "function_name",
+                "tool_call_id",
+                "model_response",
+                "x",
+            ]);
+            prop_oneof![
+                prop::collection::vec((key, inner.clone()), 0..4).prop_map(|kv| {
+                    let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k:?}: {v}")).collect();
+                    format!("{{{}}}", body.join(", "))
+                }),
+                prop::collection::vec(inner, 0..3).prop_map(|v| format!("[{}]", v.join(", "))),
+            ]
+        });
+        // Mostly scalars, as a trajectory's fields mostly are.
+        prop_oneof![3 => scalar, 2 => nested]
+    }
+
+    proptest! {
+        // Cheap cases, and a field must meet the kind it matters to: many of them.
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+        /// The typed read of an element gives the facts its parsed value gives, or gives way
+        /// to it (fields given twice, arrays, anything it cannot read).
+        #[test]
+        fn fast_facts_are_the_value_facts(
+            fields in prop::collection::vec((prop::sample::select(vec![
+                "id", "timestamp", "message", "args", "extras", "cause", "success", "tool_call_metadata",
+                "content", "other", "action", "observation", "source",
+            ]), v0_value()), 0..7),
+            kind in prop::sample::select(vec!["action", "observation", "neither"]),
+            word in prop::sample::select(vec!["run", "message", "finish", "error", "null", "agent_state_changed"]),
+            source in prop::sample::select(vec!["agent", "user", "environment"]),
+            array in prop::bool::weighted(0.1),
+        ) {
+            // Most elements are an action or an observation, as in a trajectory; the random
+            // fields come after (a repeated key is then given twice).
+            let mut fields = fields;
+            if kind != "neither" {
+                fields.insert(0, (kind, format!("{word:?}")));
+                fields.insert(1, ("source", format!("{source:?}")));
+            }
+            let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k:?}: {v}")).collect();
+            let text = if array { format!("[{}]", fields.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(", ")) }
+                else { format!("{{{}}}", body.join(", ")) };
+            let value: Value = serde_json::from_str(&text).unwrap();
+            if let Some(f) = Facts::fast(text.as_bytes()) {
+                prop_assert_eq!(f, Facts::of(&value), "{}", text);
+            }
+        }
+    }
+
+    /// The fast read is taken for plain elements (the proptest above would pass if it never were).
+    #[test]
+    fn fast_facts_read_plain_elements() {
+        let e = br#"{"id": 3, "timestamp": "2025-03-01T10:00:00", "source": "agent", "action": "run",
+            "args": {"command": "ls"}, "tool_call_metadata": {"function_name": "bash", "tool_call_id": "t1",
+            "model_response": {"id": "r1", "model": "m", "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+            "choices": [{"message": {"content": "long"}}]}}}"#;
+        let f = Facts::fast(e).expect("typed read");
+        assert_eq!(f, Facts::of(&serde_json::from_slice(e).unwrap()));
+        assert!(matches!(f.what, What::Action { response: Some(_), .. }));
+        assert!(Facts::fast(br#"{"id": 1, "id": 2}"#).is_none());
+        assert!(Facts::fast(br#"["run", "agent"]"#).is_none());
     }
 
     #[test]
