@@ -14,15 +14,15 @@ time (from the first `loading` screen to the last).
 """
 import argparse, os, statistics, subprocess, time
 
+from tmuxscreen import screen, tmux
+import tmuxscreen
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def tmux(sock, *args):
-    return subprocess.run(["tmux", "-L", sock, *args], check=True, capture_output=True, text=True).stdout
-
-
-def screen(sock):
-    return tmux(sock, "capture-pane", "-p", "-t", "b")
+def wait(sock, pred, timeout):
+    # Keys are timed to the millisecond: poll at that rate.
+    return tmuxscreen.wait(sock, pred, timeout, poll=0.001)
 
 
 def loading(s):
@@ -32,17 +32,6 @@ def loading(s):
 def prompt_open(s):
     lines = s.rstrip("\n").splitlines()
     return bool(lines) and lines[-1].startswith("/")
-
-
-def wait(sock, pred, timeout):
-    t0 = time.perf_counter()
-    while True:
-        s = screen(sock)
-        if pred(s):
-            return time.perf_counter() - t0, s
-        if time.perf_counter() - t0 > timeout:
-            raise SystemExit(f"timed out; screen:\n{s}")
-        time.sleep(0.001)
 
 
 def one(binary, path):

@@ -15,26 +15,9 @@ figures are upper bounds. Medians over --repeat rounds; a shared machine inflate
 """
 import argparse, os, re, statistics, subprocess, sys, time
 
+from tmuxscreen import screen, tmux, wait
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def tmux(sock, *args):
-    return subprocess.run(["tmux", "-L", sock, *args], check=True, capture_output=True, text=True).stdout
-
-
-def screen(sock):
-    return tmux(sock, "capture-pane", "-p", "-t", "b")
-
-
-def wait(sock, pred, timeout=60.0):
-    t0 = time.perf_counter()
-    while True:
-        s = screen(sock)
-        if pred(s):
-            return time.perf_counter() - t0, s
-        if time.perf_counter() - t0 > timeout:
-            raise SystemExit(f"timed out; screen:\n{s}")
-        time.sleep(0.002)
 
 
 COUNT = re.compile(r"\S \[\d+\]")

@@ -457,6 +457,9 @@ impl Facts {
         }
     }
 
+    /// The facts of a parsed element, field by field as the reader of whole documents took
+    /// them: the oracle [`Facts::read`] is checked against.
+    #[cfg(test)]
     fn of(ev: &Value) -> Facts {
         if !ev.is_object() {
             return Facts::bare(What::NotAnObject);
@@ -561,6 +564,21 @@ struct RawResponse<'a> {
 }
 
 impl Facts {
+    /// The facts of one element. An element the typed read cannot take is parsed as a value,
+    /// and the value written again (its keys then unique: the last of a repeated key, as a
+    /// value keeps it) is read the typed way; what is not an object is said so.
+    fn read(b: &[u8]) -> Result<Facts, serde_json::Error> {
+        if let Some(f) = Facts::fast(b) {
+            return Ok(f);
+        }
+        let v: Value = serde_json::from_slice(b)?;
+        if !v.is_object() {
+            return Ok(Facts::bare(What::NotAnObject));
+        }
+        // A value written by serde_json is read the typed way: the last arm is never taken.
+        Ok(Facts::fast(v.to_string().as_bytes()).unwrap_or(Facts::bare(What::Neither)))
+    }
+
     /// [`Facts::of`] the element's parsed value, without parsing what the facts do not need.
     /// None when the typed read fails (not JSON, not an object, a field given twice, which
     /// the value keeps the last of): the caller parses the value then.
@@ -682,17 +700,11 @@ impl DocSink for V0 {
             .par_iter()
             .enumerate()
             .map(|(k, (b, _))| {
-                if !(first && k == 0)
-                    && let Some(f) = Facts::fast(b)
-                {
-                    return Ok(f);
-                }
-                let v: Value = serde_json::from_slice(b)?;
                 // The first element says whether this is a V0 trajectory at all.
-                if first && k == 0 && !is_v0_event(&v) {
+                if first && k == 0 && !is_v0_event(&serde_json::from_slice(b)?) {
                     return Ok(Facts::bare(What::Foreign));
                 }
-                Ok(Facts::of(&v))
+                Facts::read(b)
             })
             .collect();
         for (ev, (_, loc)) in parsed.into_iter().zip(batch) {
@@ -1763,6 +1775,8 @@ mod tests {
             if let Some(f) = Facts::fast(text.as_bytes()) {
                 prop_assert_eq!(f, Facts::of(&value), "{}", text);
             }
+            // And every element, the typed read's or the value's, reads as the value does.
+            prop_assert_eq!(Facts::read(text.as_bytes()).unwrap(), Facts::of(&value), "{}", text);
         }
     }
 
@@ -1777,6 +1791,8 @@ mod tests {
         assert_eq!(f, Facts::of(&serde_json::from_slice(e).unwrap()));
         assert!(matches!(f.what, What::Action { response: Some(_), .. }));
         assert!(Facts::fast(br#"{"id": 1, "id": 2}"#).is_none());
+        // The value keeps the last of a repeated key; so does the reader.
+        assert_eq!(Facts::read(br#"{"id": 1, "id": 2}"#).unwrap().id.as_deref(), Some("2"));
         assert!(Facts::fast(br#"["run", "agent"]"#).is_none());
     }
 

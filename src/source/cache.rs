@@ -278,9 +278,7 @@ fn generation() -> String {
 }
 
 fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    (now_ns() / 1_000_000_000) as u64
 }
 
 fn now_ns() -> i128 {
