@@ -93,8 +93,8 @@ fn summarize_ends(path: &Path, len: u64) -> std::io::Result<Option<Summary>> {
     let mut f = super::open_regular(path)?;
     let mut r = Reader::new(path);
     let head = Document {
-        paths: PATHS,
         chunk: END as usize,
+        ..Document::new(PATHS)
     };
     let scanned = head.read_from(&mut (&mut f).take(END), &mut r)?;
     if scanned.top != Top::Object || !r.version.as_ref().is_some_and(Value::is_u64) {
@@ -569,7 +569,10 @@ mod tests {
     fn load_text(dir: &Path, name: &str, text: &[u8], chunk: usize) -> Result<Trace, LoadError> {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
-        let doc = Document { paths: PATHS, chunk };
+        let doc = Document {
+            chunk,
+            ..Document::new(PATHS)
+        };
         load_with(&path, &doc).map(|mut l| l.traces.remove(0))
     }
 

@@ -69,11 +69,26 @@ pub struct Scanned {
 pub struct Document<'p> {
     pub paths: &'p [&'p [&'p str]],
     pub chunk: usize,
+    /// Stream the list of every path found, each once, one after the other (a SWE-agent
+    /// trajectory's `trajectory` and `history`), instead of the first only.
+    pub every_list: bool,
 }
 
 impl<'p> Document<'p> {
     pub fn new(paths: &'p [&'p [&'p str]]) -> Document<'p> {
-        Document { paths, chunk: CHUNK }
+        Document {
+            paths,
+            chunk: CHUNK,
+            every_list: false,
+        }
+    }
+
+    /// [`Document::new`], streaming every path's list (see `every_list`).
+    pub fn every_list(paths: &'p [&'p [&'p str]]) -> Document<'p> {
+        Document {
+            every_list: true,
+            ..Document::new(paths)
+        }
     }
 
     /// Scan the file at `path`, handing its list's elements to `sink`. The next chunk is read
@@ -88,6 +103,7 @@ impl<'p> Document<'p> {
             chunk: self
                 .chunk
                 .min(usize::try_from(len.saturating_add(1)).unwrap_or(usize::MAX)),
+            every_list: self.every_list,
         };
         doc.read_from(&mut f, sink).map_err(|e| LoadError::io(path, e))
     }
@@ -96,6 +112,7 @@ impl<'p> Document<'p> {
     pub fn read_from<R: Read + Send>(&self, f: &mut R, sink: &mut dyn DocSink) -> std::io::Result<Scanned> {
         let chunk = self.chunk.max(1);
         let mut sc = Scanner::new(self.paths);
+        sc.every_list = self.every_list;
         let mut cur = vec![0; chunk];
         let mut next = vec![0; chunk];
         let mut n = read_full(f, &mut cur)?;
@@ -182,7 +199,11 @@ struct Scanner<'p> {
     /// The value outgrew its limit: skipped, reported at its end.
     too_large: bool,
     top: Top,
+    /// The first list found.
     list: Option<usize>,
+    /// Every path whose list was found (with `every_list`, each is streamed once).
+    found: Vec<bool>,
+    every_list: bool,
     /// The level (objects entered) of the list, to know where its `]` returns to.
     elements: u64,
     trailing: bool,
@@ -210,6 +231,8 @@ impl<'p> Scanner<'p> {
             too_large: false,
             top: Top::Empty,
             list: None,
+            found: vec![false; paths.len()],
+            every_list: false,
             elements: 0,
             trailing: false,
             base: 0,
@@ -357,7 +380,14 @@ impl<'p> Scanner<'p> {
                         .filter(|&k| !self.key_long && self.paths[k][level].as_bytes() == key)
                         .collect();
                     let whole = cands.iter().copied().find(|&k| self.paths[k].len() == level + 1);
-                    if b == b'[' && whole.is_some() && self.list.is_none() {
+                    let open = |k: usize| {
+                        if self.every_list {
+                            !self.found[k]
+                        } else {
+                            self.list.is_none()
+                        }
+                    };
+                    if b == b'[' && whole.is_some_and(open) {
                         self.found(whole, &mut out);
                         self.mode = Mode::List;
                     } else if b == b'{' && cands.iter().any(|&k| self.paths[k].len() > level + 1) {
@@ -443,8 +473,9 @@ impl<'p> Scanner<'p> {
     }
 
     fn found(&mut self, path: Option<usize>, out: &mut Vec<Out>) {
-        self.list = path;
         if let Some(p) = path {
+            self.list.get_or_insert(p);
+            self.found[p] = true;
             out.push(Out::List(p));
         }
     }
@@ -724,7 +755,10 @@ mod tests {
 
     fn scan(doc: &[u8], paths: &[&[&str]], chunk: usize) -> (Collect, Scanned) {
         let mut c = Collect::default();
-        let d = Document { paths, chunk };
+        let d = Document {
+            chunk,
+            ..Document::new(paths)
+        };
         let s = d.read_from(&mut std::io::Cursor::new(doc), &mut c).unwrap();
         (c, s)
     }
@@ -785,6 +819,31 @@ mod tests {
             assert!(c.problems.is_empty(), "{:?}", c.problems);
             assert_eq!(s.top, Top::Object);
         }
+    }
+
+    #[test]
+    fn every_list_streams_each_path_once_in_document_order() {
+        let doc = br#"{"env": "e", "history": [{"h": 1}], "trajectory": [1, 2], "history": [3], "info": {"x": [4]}}"#;
+        let paths: &[&[&str]] = &[&["trajectory"], &["history"]];
+        for chunk in [1, 3, 4096] {
+            let mut c = Collect::default();
+            let d = Document {
+                chunk,
+                ..Document::every_list(paths)
+            };
+            let s = d.read_from(&mut std::io::Cursor::new(&doc[..]), &mut c).unwrap();
+            assert_eq!(values(&c), vec![json!({"h": 1}), json!(1), json!(2)], "chunk {chunk}");
+            assert_eq!(c.lists, vec![1, 0]);
+            // A list found again is a value beside the lists, as with one list.
+            let keys: Vec<&str> = c.others.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(keys, ["env", "history", "info"]);
+            assert_eq!((s.list, s.elements), (Some(1), 3));
+            assert!(c.problems.is_empty(), "{:?}", c.problems);
+        }
+        // Without it, the first list only.
+        let (c, _) = scan(doc, paths, 4096);
+        assert_eq!(values(&c), vec![json!({"h": 1})]);
+        assert_eq!(c.lists, vec![1]);
     }
 
     #[test]

@@ -1683,7 +1683,10 @@ mod tests {
         let whole = load("v0.json");
         for chunk in [1, 7, 64, 4096] {
             let mut v0 = V0::new(&f);
-            let doc = Document { paths: &[&[]], chunk };
+            let doc = Document {
+                chunk,
+                ..Document::new(&[&[]])
+            };
             doc.read_from(&mut std::fs::File::open(&f).unwrap(), &mut v0).unwrap();
             assert_eq!(decoded(&v0.finish()), decoded(&whole), "chunk {chunk}");
         }

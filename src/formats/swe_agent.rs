@@ -21,18 +21,20 @@
 //!   response's LiteLLM `usage` (OpenAI's way: cache inside `prompt_tokens`, reasoning inside
 //!   `completion_tokens`; taken out) and `extra.cost` (dollars) as the call's recorded cost.
 
-use super::whole::{self, Doc, first_byte, parse, raw_list, read_checked};
+use super::document::{DocSink, Document, Top};
+use super::jsonl::LineLoc;
+use super::whole::{self, first_byte, read_checked};
 use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, str_of};
 use crate::model::*;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
 pub struct SweAgent;
 
-/// Largest trajectory read. Trajectories repeat the conversation (`history`, `query`), so
-/// long runs reach tens of MB; the limit only guards against hostile files.
+/// Largest file read whole: only one that is neither a list nor an object, to say what it is
+/// (trajectories are streamed, whatever their size).
 const LIMIT: u64 = 512 << 20;
 
 /// What mini-swe-agent prints to end a run (2.x; 1.x used the second).
@@ -136,56 +138,7 @@ impl Format for SweAgent {
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
-        let buf = read_checked(path, LIMIT)?;
-        let invalid = |e: serde_json::Error| whole::invalid(path, &e);
-        let named = traj_name(&path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-        let not_ours = || LoadError::NotATrace {
-            path: path.to_path_buf(),
-            reason: "neither a SWE-agent trajectory (`trajectory` steps) nor a mini-swe-agent one (`messages`)".into(),
-            tried: "swe-agent".into(),
-        };
-        let doc = Doc { buf: &buf, file: 0 };
-        let trace = match first_byte(&buf) {
-            Some(b'{') => {
-                let top: BTreeMap<String, &RawValue> = serde_json::from_slice(&buf).map_err(invalid)?;
-                let list = |k: &str| top.get(k).and_then(|r| raw_list(r));
-                let skeleton = skeleton(&top);
-                match shape(&skeleton, named) {
-                    Some(Shape::Swe) => from_swe(
-                        path,
-                        &doc,
-                        &skeleton,
-                        &list("trajectory").unwrap_or_default(),
-                        top.get("history").copied(),
-                    ),
-                    Some(Shape::MiniDoc) => from_mini(path, &doc, &skeleton, &list("messages").unwrap_or_default()),
-                    _ => return Err(not_ours()),
-                }
-            }
-            Some(b'[') => {
-                let items: Vec<&RawValue> = serde_json::from_slice(&buf).map_err(invalid)?;
-                let first = items.first().map(|r| parse(r));
-                let signed = || {
-                    items.iter().any(|r| {
-                        r.get().contains("```mswea_bash_command") && {
-                            let m = parse(r);
-                            str_of(&m, "role") == Some("assistant")
-                                && str_of(&m, "content").is_some_and(|c| c.contains("```mswea_bash_command"))
-                        }
-                    })
-                };
-                if first.as_ref().is_some_and(is_message) && (named || signed()) {
-                    from_mini(path, &doc, &Value::Null, &items)
-                } else {
-                    return Err(not_ours());
-                }
-            }
-            _ => {
-                serde_json::from_slice::<Value>(&buf).map_err(invalid)?;
-                return Err(not_ours());
-            }
-        };
-        Ok(Loaded { traces: vec![trace] })
+        load_with(path, &Document::every_list(PATHS))
     }
 
     /// A step's or a message's payload from its bytes (the run's is held: one a file).
@@ -240,6 +193,75 @@ impl Format for SweAgent {
     }
 }
 
+/// A trajectory read as a stream: each list's elements parsed (a batch in parallel) into the
+/// facts the index needs and dropped; the trace is built from them once the document's values
+/// after the lists (`info`, `replay_config`) are in. No size limit: the document is never in
+/// memory whole.
+fn load_with(path: &Path, doc: &Document<'_>) -> Result<Loaded, LoadError> {
+    let named = traj_name(&path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    let not_ours = || LoadError::NotATrace {
+        path: path.to_path_buf(),
+        reason: "neither a SWE-agent trajectory (`trajectory` steps) nor a mini-swe-agent one (`messages`)".into(),
+        tried: "swe-agent".into(),
+    };
+    let mut s = Stream::default();
+    let scanned = doc.read(path, &mut s)?;
+    if matches!(scanned.top, Top::Empty | Top::Other) {
+        // No list or object: what serde_json says of it (empty, not JSON, a bare value).
+        let buf = read_checked(path, LIMIT)?;
+        serde_json::from_slice::<Value>(&buf).map_err(|e| whole::invalid(path, &e))?;
+        return Err(not_ours());
+    }
+    if scanned.elements == 0
+        && let Some((line, message)) = s.problems.first()
+    {
+        return Err(LoadError::invalid(path, format!("line {line}: {message}")));
+    }
+    let Stream {
+        others,
+        seen,
+        first_step,
+        first_message,
+        steps,
+        messages,
+        task,
+        signed,
+        problems,
+        ..
+    } = s;
+    let mut t = if scanned.top == Top::List {
+        if !(first_message.as_ref().is_some_and(is_message) && (named || signed)) {
+            return Err(not_ours());
+        }
+        from_mini(path, &Value::Null, messages)
+    } else {
+        // The document without its long lists (they keep only what the shape is told by).
+        let mut skeleton = serde_json::Map::new();
+        for (k, v) in others {
+            skeleton.insert(k, v);
+        }
+        for (list, key, first) in [
+            (STEPS, "trajectory", first_step),
+            (HISTORY, "history", None),
+            (MESSAGES, "messages", None),
+        ] {
+            if seen[list] {
+                skeleton.insert(key.to_string(), Value::Array(first.into_iter().collect()));
+            }
+        }
+        let skeleton = Value::Object(skeleton);
+        match shape(&skeleton, named) {
+            Some(Shape::Swe) => from_swe(path, &skeleton, steps, task),
+            Some(Shape::MiniDoc) => from_mini(path, &skeleton, messages),
+            _ => return Err(not_ours()),
+        }
+    };
+    for (line, message) in problems {
+        t.diagnostics.push(Diagnostic::error(path, Some(line.max(1)), message));
+    }
+    Ok(Loaded { traces: vec![t] })
+}
+
 /// Which action of its assistant message a tool call is: `from_mini` adds a message's actions
 /// right after its LLM call, in order, so it is the distance from that parent. `None` when the
 /// event is not one of `trace`'s or not laid out so (then the id decides).
@@ -257,20 +279,282 @@ fn action_place(trace: &Trace, event: &Event) -> Option<usize> {
         .then(|| siblings.len() - 1)
 }
 
-/// The document without its long lists (`trajectory`, `history`, `messages` keep only their
-/// first element): what the shape and the run's metadata are read from.
-fn skeleton(top: &BTreeMap<String, &RawValue>) -> Value {
-    let mut m = serde_json::Map::new();
-    for (k, r) in top {
-        let v = match k.as_str() {
-            "trajectory" | "history" | "messages" if r.get().starts_with('[') => {
-                Value::Array(whole::find_in_list(r, Some).into_iter().collect())
-            }
-            _ => parse(r),
+/// The lists a trajectory is streamed by (DESIGN §4): mini-swe-agent 1.x's bare list,
+/// SWE-agent's steps and its history (as long as the steps, read up to the task), mini's
+/// messages. Everything else of the document (`info`, `replay_config`, `environment`, written
+/// after the steps) comes as values beside them.
+const PATHS: &[&[&str]] = &[&[], &["trajectory"], &["history"], &["messages"]];
+const BARE: usize = 0;
+const STEPS: usize = 1;
+const HISTORY: usize = 2;
+const MESSAGES: usize = 3;
+
+/// A list's element: what the index needs of it (Err: why it was not read), and where it is.
+type Located<T> = (Result<T, String>, LineLoc);
+
+/// What a trajectory's stream leaves: every element's facts, kept until the end, since the
+/// status, model and shape come after the steps.
+#[derive(Default)]
+struct Stream {
+    list: Option<usize>,
+    /// Elements of each list so far.
+    count: [u64; 4],
+    seen: [bool; 4],
+    /// The document's other values, parsed (each under `MAX_OTHER`), in order.
+    others: Vec<(String, Value)>,
+    first_step: Option<Value>,
+    first_message: Option<Value>,
+    steps: Vec<Located<Step>>,
+    messages: Vec<Located<Msg>>,
+    /// The history's first user message that is not a demonstration, once found.
+    task: Option<String>,
+    task_found: bool,
+    /// An assistant message holds mini-swe-agent's action block.
+    signed: bool,
+    problems: Vec<(u64, String)>,
+}
+
+impl DocSink for Stream {
+    fn elements(&mut self, batch: &[(&[u8], LineLoc)]) {
+        use rayon::prelude::*;
+        let Some(list) = self.list else { return };
+        let first = self.count[list] == 0;
+        self.count[list] += batch.len() as u64;
+        let at = |k: usize| self.count[list] - batch.len() as u64 + k as u64;
+        let error = |name: &str, i: u64, e: &serde_json::Error| {
+            format!("{name}[{i}]: {}; skipped", super::jsonl::json_error(e))
         };
-        m.insert(k.clone(), v);
+        match list {
+            STEPS => {
+                if first && let Some((b, _)) = batch.first() {
+                    self.first_step = serde_json::from_slice(b).ok();
+                }
+                let facts: Vec<Result<Step, serde_json::Error>> =
+                    batch.par_iter().map(|(b, _)| Step::read(b)).collect();
+                for (k, (f, (_, loc))) in facts.into_iter().zip(batch).enumerate() {
+                    self.steps.push((f.map_err(|e| error("trajectory", at(k), &e)), *loc));
+                }
+            }
+            HISTORY => {
+                for (b, _) in batch {
+                    if self.task_found {
+                        break;
+                    }
+                    let Ok(m) = serde_json::from_slice::<Value>(b) else {
+                        continue;
+                    };
+                    if str_of(&m, "role") == Some("user") && !m.get("is_demo").and_then(Value::as_bool).unwrap_or(false)
+                    {
+                        self.task = m.get("content").and_then(text_of);
+                        self.task_found = true;
+                    }
+                }
+            }
+            _ => {
+                let name = if list == BARE { "" } else { "messages" };
+                let facts: Vec<Result<(Msg, Option<Value>), serde_json::Error>> = batch
+                    .par_iter()
+                    .enumerate()
+                    .map(|(k, (b, _))| {
+                        let m: Value = serde_json::from_slice(b)?;
+                        let msg = Msg::of(&m);
+                        Ok((msg, (first && k == 0).then_some(m)))
+                    })
+                    .collect();
+                if first && facts.first().is_none_or(Result::is_err) {
+                    self.first_message = None;
+                }
+                for (k, (f, (_, loc))) in facts.into_iter().zip(batch).enumerate() {
+                    let f = match f {
+                        Ok((msg, m)) => {
+                            if m.is_some() {
+                                self.first_message = m;
+                            }
+                            self.signed |= msg.signed;
+                            Ok(msg)
+                        }
+                        Err(e) => Err(error(name, at(k), &e)),
+                    };
+                    self.messages.push((f, *loc));
+                }
+            }
+        }
     }
-    Value::Object(m)
+
+    fn other(&mut self, key: &str, value: &[u8], loc: LineLoc) {
+        match serde_json::from_slice::<Value>(value) {
+            Ok(v) => self.others.push((key.to_string(), v)),
+            Err(e) => self
+                .problems
+                .push((loc.line, format!("{key:?}: {}; not read", super::jsonl::json_error(&e)))),
+        }
+    }
+
+    fn list(&mut self, path: usize) {
+        self.list = Some(path);
+        self.seen[path] = true;
+    }
+
+    fn problem(&mut self, line: u64, message: String) {
+        self.problems.push((line, message));
+    }
+}
+
+/// What the index needs of one SWE-agent step.
+#[derive(Debug, PartialEq)]
+enum Step {
+    NotAnObject,
+    Step {
+        /// The action's first word (`open`, `edit`, `submit`); None: no action string.
+        tool: Option<String>,
+        observed: bool,
+        duration: Option<i64>,
+    },
+}
+
+impl Step {
+    /// The facts of a step's value.
+    fn of(v: &Value) -> Step {
+        if !v.is_object() {
+            return Step::NotAnObject;
+        }
+        Step::Step {
+            tool: str_of(v, "action").map(first_word),
+            observed: field(v, "observation").is_some(),
+            duration: seconds_ns(v.get("execution_time")),
+        }
+    }
+
+    /// [`Step::of`] a step's bytes, reading only its three fields (a step's observation,
+    /// response, thought and state are most of a trajectory): a typed read, else (a field
+    /// given twice, not an object) the value.
+    fn read(b: &[u8]) -> Result<Step, serde_json::Error> {
+        #[derive(serde::Deserialize)]
+        struct Raw<'a> {
+            #[serde(borrow, default)]
+            action: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            observation: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            execution_time: Option<&'a RawValue>,
+        }
+        // A struct reads a JSON list too, field by field: objects only.
+        if first_byte(b) == Some(b'{')
+            && let Ok(r) = serde_json::from_slice::<Raw>(b)
+        {
+            let action = r.action.and_then(|a| {
+                let s: std::borrow::Cow<str> = match serde_json::from_str::<&str>(a.get()) {
+                    Ok(s) => s.into(),
+                    Err(_) => serde_json::from_str::<String>(a.get()).ok()?.into(),
+                };
+                Some(first_word(&s))
+            });
+            let time = r
+                .execution_time
+                .and_then(|t| serde_json::from_str::<Value>(t.get()).ok());
+            return Ok(Step::Step {
+                tool: action,
+                // `null` is read as None, as `field` takes it to be absent.
+                observed: r.observation.is_some(),
+                duration: seconds_ns(time.as_ref()),
+            });
+        }
+        Ok(Step::of(&serde_json::from_slice::<Value>(b)?))
+    }
+}
+
+/// The tool of a SWE-agent action: its command's name (`open f`, `edit 1:2`, `submit`; bash
+/// otherwise), `?` when there is none.
+fn first_word(action: &str) -> String {
+    action.split_whitespace().next().unwrap_or("?").to_string()
+}
+
+/// What the index needs of one mini-swe-agent message.
+#[derive(Debug, PartialEq)]
+struct Msg {
+    /// None: the message has no role.
+    role: Option<String>,
+    ts: Option<i64>,
+    /// An assistant's call: its usage, model and actions.
+    usage: Option<Usage>,
+    model: Option<String>,
+    actions: Vec<Act>,
+    /// A result's call id, and whether it failed (unless its call was the submission).
+    tool_call_id: Option<String>,
+    failed: bool,
+    /// An exit message's `extra` (status, submission).
+    exit: Option<Value>,
+    /// An assistant message with mini-swe-agent's action block.
+    signed: bool,
+}
+
+/// One action of an assistant message.
+#[derive(Debug, PartialEq)]
+struct Act {
+    tool: String,
+    call_id: Option<String>,
+    /// The command submits (the run's last): its result is never a failure.
+    submit: bool,
+}
+
+impl Msg {
+    fn of(m: &Value) -> Msg {
+        let role = str_of(m, "role");
+        let text = m.get("content").and_then(text_of);
+        let extra = m.get("extra");
+        let mut msg = Msg {
+            role: role.map(str::to_owned),
+            ts: extra.and_then(|e| e.get("timestamp")).and_then(parse_timestamp),
+            usage: None,
+            model: None,
+            actions: Vec::new(),
+            tool_call_id: None,
+            failed: false,
+            exit: None,
+            signed: role == Some("assistant")
+                && str_of(m, "content").is_some_and(|c| c.contains("```mswea_bash_command")),
+        };
+        match role {
+            Some("assistant") => {
+                let response = extra.and_then(|e| e.get("response"));
+                // LiteLLM's usage (OpenAI's way of counting), and the cost LiteLLM computed for
+                // the call (`extra.cost`, dollars).
+                // A cost of 0 is what it writes when LiteLLM could not price the model: unknown.
+                let cost = extra
+                    .and_then(|e| e.get("cost"))
+                    .and_then(crate::cost::micros_of_json)
+                    .filter(|&c| c > 0);
+                msg.usage = match (response.and_then(|r| r.get("usage")).map(super::usage_of_openai), cost) {
+                    (Some(u), c) => Some(Usage { cost: c, ..u }),
+                    (None, Some(c)) => Some(Usage {
+                        cost: Some(c),
+                        ..Default::default()
+                    }),
+                    (None, None) => None,
+                };
+                msg.model = response
+                    .and_then(|r| str_of(r, "model"))
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned);
+                msg.actions = actions(m, text.as_deref())
+                    .into_iter()
+                    .map(|(tool, command, call_id, _)| Act {
+                        tool,
+                        call_id,
+                        submit: SUBMIT_SENTINELS.iter().any(|s| command.contains(s)),
+                    })
+                    .collect();
+            }
+            Some("tool" | "user") => {
+                msg.tool_call_id = str_of(m, "tool_call_id").map(str::to_owned);
+                let (rc, exception) = failure(m, text.as_deref());
+                msg.failed = rc.is_some_and(|rc| rc != 0) || exception.is_some();
+            }
+            Some("exit") => msg.exit = Some(extra.cloned().unwrap_or(Value::Null)),
+            _ => {}
+        }
+        msg
+    }
 }
 
 /// The payload of a SWE-agent step's events: the model's response (and its thought, when
@@ -395,6 +679,16 @@ fn new_trace(
     (t, whole_file(file))
 }
 
+/// The origin of a list's element: its byte range (line 0: the document is one value).
+fn element(file: u16, loc: &LineLoc) -> Origin {
+    Origin {
+        file,
+        line: 0,
+        offset: loc.offset,
+        len: loc.len.min(u32::MAX as usize) as u32,
+    }
+}
+
 fn whole_file(file: u16) -> Origin {
     // A whole document: no line, no byte range of its own (the raw view shows the payload).
     Origin {
@@ -419,7 +713,7 @@ fn swe_model(v: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn from_swe(path: &Path, doc: &Doc<'_>, v: &Value, steps: &[&RawValue], history: Option<&RawValue>) -> Trace {
+fn from_swe(path: &Path, v: &Value, steps: Vec<Located<Step>>, task: Option<String>) -> Trace {
     let name = run_name(path);
     let info = v.get("info").unwrap_or(&Value::Null);
     let exit = str_of(info, "exit_status");
@@ -438,20 +732,6 @@ fn from_swe(path: &Path, doc: &Doc<'_>, v: &Value, steps: &[&RawValue], history:
         }
     }
     let (mut t, origin) = new_trace(path, &name, status, &model, attributes);
-    let doc = Doc {
-        file: origin.file,
-        ..*doc
-    };
-    // The task: the first user message of the history (after the system prompt and demos),
-    // read one message at a time.
-    let task = history
-        .and_then(|h| {
-            whole::find_in_list(h, |m| {
-                (str_of(&m, "role") == Some("user") && !m.get("is_demo").and_then(Value::as_bool).unwrap_or(false))
-                    .then_some(m)
-            })
-        })
-        .and_then(|m| m.get("content").and_then(text_of));
     // Only run totals: `model_stats` (`tokens_sent`, `tokens_received`, `instance_cost` in
     // dollars), on the run event; all zero when the model was not a paid one.
     let stats = info.get("model_stats");
@@ -480,16 +760,29 @@ fn from_swe(path: &Path, doc: &Doc<'_>, v: &Value, steps: &[&RawValue], history:
         ..NewEvent::new(EventKind::Run, &name)
     });
     let llm_name = model.as_deref().unwrap_or("model");
-    for (i, raw) in steps.iter().enumerate() {
+    for (i, (step, loc)) in steps.into_iter().enumerate() {
         let id = format!("trajectory[{i}]");
-        // Parsed for the index, then dropped: the payloads are read again when shown.
-        let step = parse(raw);
-        if !step.is_object() {
-            t.diagnostics
-                .push(Diagnostic::error(path, None, format!("{id} is not an object; skipped")));
-            continue;
-        }
-        let at = doc.origin(raw);
+        let tool = match step {
+            Ok(Step::Step {
+                tool,
+                observed,
+                duration,
+            }) => (tool, observed, duration),
+            Ok(Step::NotAnObject) => {
+                t.diagnostics.push(Diagnostic::error(
+                    path,
+                    Some(loc.line),
+                    format!("{id} is not an object; skipped"),
+                ));
+                continue;
+            }
+            Err(message) => {
+                t.diagnostics.push(Diagnostic::error(path, Some(loc.line), message));
+                continue;
+            }
+        };
+        let (tool, observed, duration) = tool;
+        let at = element(origin.file, &loc);
         let llm = t.add(NewEvent {
             id: Some(&format!("{id}.response")),
             parent: Parent::Index(run),
@@ -499,29 +792,21 @@ fn from_swe(path: &Path, doc: &Doc<'_>, v: &Value, steps: &[&RawValue], history:
             payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::LlmCall, llm_name)
         });
-        let action = str_of(&step, "action");
-        if action.is_none() {
+        if tool.is_none() {
             t.diagnostics.push(Diagnostic::warning(
                 path,
-                None,
+                Some(loc.line),
                 format!("{id} has no `action` string; its tool call is named `?`"),
             ));
         }
-        let action = action.unwrap_or("");
-        // SWE-agent's actions are tool commands (`open f`, `edit 1:2`, `submit`) or bash.
-        let tool = action.split_whitespace().next().unwrap_or("?");
         t.add(NewEvent {
             id: Some(&id),
             parent: Parent::Index(llm),
-            duration: seconds_ns(step.get("execution_time")),
-            status: if field(&step, "observation").is_some() {
-                Status::Ok
-            } else {
-                Status::Pending
-            },
+            duration,
+            status: if observed { Status::Ok } else { Status::Pending },
             origin: at,
             payload: PayloadRef::Deferred,
-            ..NewEvent::new(EventKind::ToolCall, tool)
+            ..NewEvent::new(EventKind::ToolCall, tool.as_deref().unwrap_or("?"))
         });
     }
     t.finalize();
@@ -572,22 +857,20 @@ fn returncode(m: &Value, text: Option<&str>) -> Option<i64> {
 /// A tool call waiting for its result.
 struct Waiting {
     event: u32,
-    command: String,
+    /// The call submits: its result is never a failure.
+    submit: bool,
     start: Option<i64>,
 }
 
-fn from_mini(path: &Path, bytes: &Doc<'_>, doc: &Value, messages: &[&RawValue]) -> Trace {
+fn from_mini(path: &Path, doc: &Value, messages: Vec<Located<Msg>>) -> Trace {
     let name = run_name(path);
     let info = doc.get("info").unwrap_or(&Value::Null);
     // The exit message (2.x) carries the exit status when `info` lacks it.
     let exit_msg = messages
         .iter()
         .rev()
-        .filter(|r| r.get().contains("\"exit\""))
-        .map(|r| parse(r))
-        .find(|m| str_of(m, "role") == Some("exit"))
-        .and_then(|mut m| m.get_mut("extra").map(Value::take));
-    let exit_msg = exit_msg.as_ref();
+        .find_map(|(m, _)| m.as_ref().ok()?.exit.as_ref())
+        .filter(|e| !e.is_null());
     let exit = str_of(info, "exit_status").or_else(|| exit_msg.and_then(|e| str_of(e, "exit_status")));
     // The old list form has no metadata at all: nothing says whether it finished.
     let status = if doc.is_null() && exit.is_none() {
@@ -611,10 +894,6 @@ fn from_mini(path: &Path, bytes: &Doc<'_>, doc: &Value, messages: &[&RawValue]) 
         attributes.push(("trajectory_format".to_string(), f.clone()));
     }
     let (mut t, origin) = new_trace(path, &name, status, &model, attributes);
-    let bytes = Doc {
-        file: origin.file,
-        ..*bytes
-    };
     let submission = field(info, "submission")
         .or_else(|| exit_msg.and_then(|e| field(e, "submission")))
         .filter(|s| s.as_str() != Some(""))
@@ -634,70 +913,57 @@ fn from_mini(path: &Path, bytes: &Doc<'_>, doc: &Value, messages: &[&RawValue]) 
     // actions of 2.x).
     let mut by_id: HashMap<String, Waiting> = HashMap::new();
     let mut by_position: VecDeque<Waiting> = VecDeque::new();
-    for (i, raw) in messages.iter().enumerate() {
+    for (i, (m, loc)) in messages.into_iter().enumerate() {
         let at = format!("messages[{i}]");
-        // Parsed for the index, then dropped: the payloads are read again when shown.
-        let m = &parse(raw);
-        let here = bytes.origin(raw);
-        let Some(role) = str_of(m, "role") else {
-            t.diagnostics
-                .push(Diagnostic::error(path, None, format!("{at} has no `role`; skipped")));
+        let here = element(origin.file, &loc);
+        let m = match m {
+            Ok(m) => m,
+            Err(message) => {
+                t.diagnostics.push(Diagnostic::error(path, Some(loc.line), message));
+                continue;
+            }
+        };
+        let ts = m.ts;
+        let Some(role) = m.role.as_deref() else {
+            t.diagnostics.push(Diagnostic::error(
+                path,
+                Some(loc.line),
+                format!("{at} has no `role`; skipped"),
+            ));
             continue;
         };
-        let text = m.get("content").and_then(text_of);
-        let extra = m.get("extra");
-        let ts = extra.and_then(|e| e.get("timestamp")).and_then(parse_timestamp);
         match role {
             "assistant" => {
                 // Calls left waiting for a positional result got none.
                 by_position.clear();
-                let response = extra.and_then(|e| e.get("response"));
-                // LiteLLM's usage (OpenAI's way of counting), and the cost LiteLLM computed for
-                // the call (`extra.cost`, dollars).
-                // A cost of 0 is what it writes when LiteLLM could not price the model: unknown.
-                let cost = extra
-                    .and_then(|e| e.get("cost"))
-                    .and_then(crate::cost::micros_of_json)
-                    .filter(|&c| c > 0);
-                let usage = match (response.and_then(|r| r.get("usage")).map(super::usage_of_openai), cost) {
-                    (Some(u), c) => Some(Usage { cost: c, ..u }),
-                    (None, Some(c)) => Some(Usage {
-                        cost: Some(c),
-                        ..Default::default()
-                    }),
-                    (None, None) => None,
-                };
-                let call_model = response
-                    .and_then(|r| str_of(r, "model"))
-                    .filter(|s| !s.is_empty())
-                    .or(model.as_deref());
+                let call_model = m.model.as_deref().or(model.as_deref());
                 let llm = t.add(NewEvent {
                     id: Some(&at),
                     parent: Parent::Index(run),
                     start: ts,
                     status: Status::Ok,
-                    usage: usage.filter(|u| !u.is_empty()),
+                    usage: m.usage.filter(|u| !u.is_empty()),
                     model: call_model,
                     origin: here,
                     payload: PayloadRef::Deferred,
                     ..NewEvent::new(EventKind::LlmCall, call_model.unwrap_or("assistant"))
                 });
-                for (k, (tool, command, call_id, _)) in actions(m, text.as_deref()).into_iter().enumerate() {
+                for (k, act) in m.actions.into_iter().enumerate() {
                     let ev = t.add(NewEvent {
-                        id: Some(&call_id.clone().unwrap_or_else(|| format!("{at}.action[{k}]"))),
+                        id: Some(&act.call_id.clone().unwrap_or_else(|| format!("{at}.action[{k}]"))),
                         parent: Parent::Index(llm),
                         start: ts,
                         status: Status::Pending,
                         origin: here,
                         payload: PayloadRef::Deferred,
-                        ..NewEvent::new(EventKind::ToolCall, &tool)
+                        ..NewEvent::new(EventKind::ToolCall, &act.tool)
                     });
                     let w = Waiting {
                         event: ev,
-                        command,
+                        submit: act.submit,
                         start: ts,
                     };
-                    match call_id {
+                    match act.call_id {
                         Some(id) => {
                             by_id.insert(id, w);
                         }
@@ -706,11 +972,11 @@ fn from_mini(path: &Path, bytes: &Doc<'_>, doc: &Value, messages: &[&RawValue]) 
                 }
             }
             "tool" | "user" => {
-                let waiting = match str_of(m, "tool_call_id") {
+                let waiting = match m.tool_call_id.as_deref() {
                     Some(id) => by_id.remove(id).or_else(|| {
                         t.diagnostics.push(Diagnostic::warning(
                             path,
-                            None,
+                            Some(loc.line),
                             format!("{at}: a tool result for `{id}`, which no assistant message called"),
                         ));
                         None
@@ -718,12 +984,12 @@ fn from_mini(path: &Path, bytes: &Doc<'_>, doc: &Value, messages: &[&RawValue]) 
                     None => by_position.pop_front(),
                 };
                 match waiting {
-                    Some(w) => complete(&mut t, w, m, text, ts, here),
+                    Some(w) => complete(&mut t, w, m.failed, ts, here),
                     None => {
-                        if role == "tool" && str_of(m, "tool_call_id").is_none() {
+                        if role == "tool" && m.tool_call_id.is_none() {
                             t.diagnostics.push(Diagnostic::warning(
                                 path,
-                                None,
+                                Some(loc.line),
                                 format!("{at}: a tool result with no `tool_call_id` and no call waiting for it"),
                             ));
                         }
@@ -803,7 +1069,6 @@ fn actions(m: &Value, text: Option<&str>) -> Vec<(String, String, Option<String>
 
 /// What a result message says of its call.
 struct Outcome {
-    failed: bool,
     rc: Option<i64>,
     output: Option<Value>,
     error: Option<ErrorInfo>,
@@ -811,11 +1076,7 @@ struct Outcome {
 
 /// Read a result message for the call that ran `command`.
 fn result_of(m: &Value, text: Option<String>, command: &str) -> Outcome {
-    let rc = returncode(m, text.as_deref());
-    let exception = m
-        .get("extra")
-        .and_then(|e| str_of(e, "exception_info"))
-        .filter(|s| !s.is_empty());
+    let (rc, exception) = failure(m, text.as_deref());
     // The submit command ends the run: mini 2.x records it as "not executed" (-1), 1.x prints
     // the submission without a return code. Neither is a failure.
     let submit = SUBMIT_SENTINELS.iter().any(|s| command.contains(s));
@@ -834,20 +1095,23 @@ fn result_of(m: &Value, text: Option<String>, command: &str) -> Outcome {
         },
         ..Default::default()
     });
-    Outcome {
-        failed,
-        rc,
-        output,
-        error,
-    }
+    Outcome { rc, output, error }
+}
+
+/// A result's exit code and exception, if any.
+fn failure<'m>(m: &'m Value, text: Option<&str>) -> (Option<i64>, Option<&'m str>) {
+    let exception = m
+        .get("extra")
+        .and_then(|e| str_of(e, "exception_info"))
+        .filter(|s| !s.is_empty());
+    (returncode(m, text), exception)
 }
 
 /// Join a result message to its call: its status and time now, its output from the
 /// message's bytes (the call's second origin) when shown.
-fn complete(t: &mut Trace, w: Waiting, m: &Value, text: Option<String>, ts: Option<i64>, at: Origin) {
-    let r = result_of(m, text, &w.command);
+fn complete(t: &mut Trace, w: Waiting, failed: bool, ts: Option<i64>, at: Origin) {
     let e = t.event_mut(w.event);
-    e.status = if r.failed { Status::Error } else { Status::Ok };
+    e.status = if failed && !w.submit { Status::Error } else { Status::Ok };
     if let (Some(s), Some(end)) = (w.start, ts)
         && end >= s
     {
@@ -864,6 +1128,7 @@ mod oracle;
 mod tests {
     use super::*;
     use crate::formats::testing::{decoded, fixture, outline};
+    use proptest::prelude::*;
 
     fn load(name: &str) -> Trace {
         let mut l = SweAgent.load(&fixture("swe-agent", name)).unwrap();
@@ -1051,10 +1316,244 @@ mod tests {
                     .skip(1)
                     .all(|e| matches!(e.payload, PayloadRef::Deferred))
             );
-            assert_eq!(decoded(new), decoded(&old), "{}", f.display());
+            assert_eq!(unlined(decoded(new)), decoded(&old), "{}", f.display());
             compared += 1;
         }
         assert!(compared >= 5, "{compared} of {} files compared", files.len());
+    }
+
+    /// A trace as the old reader gave it: it named no line in its diagnostics (the streamed
+    /// one names the element's).
+    fn unlined(mut d: Value) -> Value {
+        for diag in d["diagnostics"].as_array_mut().into_iter().flatten() {
+            assert!(diag[1].is_u64(), "a diagnostic names its line: {diag}");
+            diag[1] = Value::Null;
+        }
+        d
+    }
+
+    /// A JSON text of one of `words`, or another kind of value.
+    fn text(words: &'static [&'static str]) -> impl Strategy<Value = String> {
+        prop_oneof![
+            6 => prop::sample::select(words).prop_map(|w| serde_json::to_string(w).unwrap()),
+            1 => Just("null".to_string()),
+            1 => (-2i64..3).prop_map(|n| n.to_string()),
+            1 => Just("[\"a b\", 1]".to_string()),
+            1 => Just("{\"text\": \"t\"}".to_string()),
+        ]
+    }
+
+    /// An object's text from (key, value text) pairs: a key may come twice.
+    fn object(fields: Vec<(&str, String)>) -> String {
+        let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k:?}: {v}")).collect();
+        format!("{{{}}}", body.join(", "))
+    }
+
+    fn step() -> impl Strategy<Value = String> {
+        let action = text(&[
+            "open a.py 3",
+            "",
+            "  edit 1:2\nx\nend_of_edit",
+            "submit",
+            "ls\t-la",
+            "été x",
+        ]);
+        let field = prop_oneof![
+            (Just("action"), action),
+            (Just("observation"), text(&["out", ""])),
+            (
+                Just("execution_time"),
+                prop::sample::select(vec!["0.25", "\"1.5\"", "\"x\"", "-1", "null", "1e12"]).prop_map(str::to_string)
+            ),
+            (Just("response"), text(&["I will", "same"])),
+            (Just("thought"), text(&["I will", "same"])),
+            (Just("state"), text(&["{\"open_file\": \"a\"}", "not json"])),
+            (Just("query"), text(&["q"])),
+        ];
+        prop_oneof![
+            8 => prop::collection::vec(field, 0..6).prop_map(object),
+            1 => prop::sample::select(vec!["3", "[1, {\"action\": \"ls\"}]", "\"s\"", "null"]).prop_map(str::to_string),
+        ]
+    }
+
+    fn message() -> impl Strategy<Value = String> {
+        let role = prop::sample::select(vec!["assistant", "assistant", "user", "tool", "exit", "system"]);
+        let content = text(&[
+            "Task: fix it",
+            "run\n```mswea_bash_command\nls -la\n```",
+            "```bash\necho hi\n```",
+            "<returncode>1</returncode><output>no</output>",
+            "<returncode>0</returncode>",
+            "MINI_SWE_AGENT_FINAL_OUTPUT\ndiff",
+            "```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```",
+        ]);
+        let call = prop::sample::select(vec!["c1", "c2", "c3"]);
+        let tool_calls = prop::collection::vec((call.clone(), prop::sample::select(vec!["bash", "edit", ""])), 0..3).prop_map(|cs| {
+            let cs: Vec<String> = cs
+                .iter()
+                .map(|(id, name)| format!("{{\"id\": {id:?}, \"function\": {{\"name\": {name:?}, \"arguments\": \"{{\\\"command\\\": \\\"ls\\\"}}\"}}}}"))
+                .collect();
+            format!("[{}]", cs.join(", "))
+        });
+        let extra = prop::collection::vec(
+            prop_oneof![
+                (
+                    Just("timestamp"),
+                    prop::sample::select(vec!["1700000000.5", "1700000003", "\"2025-01-01T00:00:00Z\"", "null"])
+                        .prop_map(str::to_string)
+                ),
+                (
+                    Just("cost"),
+                    prop::sample::select(vec!["0", "0.0012", "\"x\""]).prop_map(str::to_string)
+                ),
+                (
+                    Just("response"),
+                    prop::sample::select(vec![
+                        "{\"model\": \"gpt-x\", \"usage\": {\"prompt_tokens\": 50, \"completion_tokens\": 7}}",
+                        "{\"model\": \"\"}",
+                        "3",
+                    ])
+                    .prop_map(str::to_string)
+                ),
+                (
+                    Just("actions"),
+                    prop::collection::vec(
+                        (
+                            call.clone(),
+                            prop::sample::select(vec!["ls", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"])
+                        ),
+                        0..3
+                    )
+                    .prop_map(|a| {
+                        let a: Vec<String> = a
+                            .iter()
+                            .map(|(id, c)| format!("{{\"command\": {c:?}, \"tool_call_id\": {id:?}}}"))
+                            .collect();
+                        format!("[{}]", a.join(", "))
+                    })
+                ),
+                (
+                    Just("returncode"),
+                    prop::sample::select(vec!["0", "2", "-1"]).prop_map(str::to_string)
+                ),
+                (Just("exception_info"), text(&["Timeout", ""])),
+                (Just("exit_status"), text(&["Submitted", "LimitsExceeded"])),
+                (Just("submission"), text(&["diff", ""])),
+            ],
+            0..4,
+        )
+        .prop_map(object);
+        let field = prop_oneof![
+            3 => (Just("role"), role.prop_map(|r| format!("{r:?}"))),
+            3 => (Just("content"), content),
+            1 => (Just("tool_call_id"), call.prop_map(|c| format!("{c:?}"))),
+            1 => (Just("tool_calls"), tool_calls),
+            2 => (Just("extra"), extra),
+            1 => (Just("is_demo"), prop::sample::select(vec!["true", "false"]).prop_map(str::to_string)),
+        ];
+        prop_oneof![
+            12 => prop::collection::vec(field, 0..6).prop_map(object),
+            1 => Just("7".to_string()),
+        ]
+    }
+
+    /// A trajectory of each shape: (file name, text).
+    fn trajectory() -> impl Strategy<Value = (String, String)> {
+        let info = || {
+            (text(&["submitted", "submitted (exit_cost)", "exit_format", "", "Submitted"]), text(&["diff --git a", ""]))
+            .prop_map(|(exit, sub)| {
+                format!("{{\"exit_status\": {exit}, \"submission\": {sub}, \"model_stats\": {{\"tokens_sent\": 120, \"tokens_received\": \"9\", \"instance_cost\": 0.02}}, \"config\": {{\"model\": {{\"model_name\": \"mini-model\"}}}}}}")
+            })
+        };
+        let list = |items: Vec<String>| format!("[{}]", items.join(",\n"));
+        let swe = (
+            prop::collection::vec(step(), 0..6),
+            prop::collection::vec(message(), 0..4),
+            info(),
+            prop::sample::subsequence(
+                vec!["environment", "trajectory", "history", "info", "replay_config"],
+                1..=5,
+            ),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(move |(mut steps, history, info, mut keys, shuffle, plain)| {
+                // Mostly documents of the shape, where the most is compared.
+                if plain {
+                    steps.insert(0, r#"{"action": "ls", "observation": "a.py"}"#.to_string());
+                    if !keys.iter().any(|k| matches!(*k, "history" | "info" | "environment")) {
+                        keys.push("info");
+                    }
+                }
+                if !keys.contains(&"trajectory") {
+                    keys.push("trajectory");
+                }
+                if shuffle {
+                    keys.reverse();
+                }
+                let fields: Vec<(&str, String)> = keys
+                    .into_iter()
+                    .map(|k| {
+                        let v = match k {
+                            "environment" => "\"swe_main\"".to_string(),
+                            "trajectory" => list(steps.clone()),
+                            "history" => list(history.clone()),
+                            "info" => info.clone(),
+                            _ => "\"{\\\"agent\\\": {\\\"model\\\": {\\\"name\\\": \\\"gpt-4o\\\"}}}\"".to_string(),
+                        };
+                        (k, v)
+                    })
+                    .collect();
+                ("run.traj".to_string(), object(fields))
+            });
+        let mini = (prop::collection::vec(message(), 0..8), info(), any::<bool>()).prop_map(
+            move |(messages, info, info_last)| {
+                let mut fields = vec![
+                    ("messages", list(messages)),
+                    ("trajectory_format", "\"mini-swe-agent-1.1\"".to_string()),
+                ];
+                let at = if info_last { fields.len() } else { 0 };
+                fields.insert(at, ("info", info));
+                ("run.traj.json".to_string(), object(fields))
+            },
+        );
+        let bare = (prop::collection::vec(message(), 0..8), any::<bool>()).prop_map(move |(mut m, plain)| {
+            if plain {
+                m.insert(0, r#"{"role": "system", "content": "s"}"#.to_string());
+            }
+            ("run.traj.json".to_string(), list(m))
+        });
+        prop_oneof![swe, mini, bare]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// The streamed reader, cut in chunks anywhere, loads every shape as the old reader
+        /// (serde_json on the whole document) loaded it, payloads decoded from disk included.
+        #[test]
+        fn streamed_trajectories_load_as_the_whole_document_did(
+            (name, doc) in trajectory(),
+            chunk in prop_oneof![1usize..64, Just(1 << 20)],
+            pretty in any::<bool>(),
+        ) {
+            let doc = if pretty {
+                serde_json::from_str::<Value>(&doc).map(|v| serde_json::to_string_pretty(&v).unwrap()).unwrap_or(doc)
+            } else {
+                doc
+            };
+            let d = tempfile::tempdir().unwrap();
+            let path = d.path().join(&name);
+            std::fs::write(&path, &doc).unwrap();
+            let new = load_with(&path, &Document { chunk, ..Document::every_list(PATHS) });
+            let old = super::oracle::load(&path);
+            match (new, old) {
+                (Ok(new), Ok(old)) => {
+                    prop_assert_eq!(unlined(decoded(&new.traces[0])), decoded(&old), "{}", doc);
+                }
+                (Err(_), Err(_)) => {}
+                (new, old) => prop_assert!(false, "{doc}\nstreamed: {:?}\nwhole: {:?}", new.map(|_| ()), old.map(|_| ())),
+            }
+        }
     }
 
     /// Two actions of one message under one `tool_call_id`: each shows its own arguments.
