@@ -545,3 +545,60 @@ fn progress_moves_and_the_load_ends_when_the_slices_read_other_traces() {
         );
     }
 }
+
+/// A whole document (a SWE-agent trajectory, built only once read to its end, where its status
+/// comes): the view gets the steps read first as soon as there are some, with the load's
+/// progress, then the whole run in place of them.
+#[test]
+fn a_large_document_shows_its_first_events_while_it_loads() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("big.traj");
+    let mut out = String::from(r#"{"environment": "swe_main", "trajectory": ["#);
+    let mut steps = 0;
+    // Past the size under which a load ends too soon to show a part (32 MiB).
+    while out.len() < 48 << 20 {
+        if steps > 0 {
+            out.push_str(",\n");
+        }
+        let step = json!({"action": format!("open f{steps}.py"), "observation": "x".repeat(2000), "response": "r"});
+        out.push_str(&step.to_string());
+        steps += 1;
+    }
+    out.push_str(r#"], "info": {"exit_status": "submitted"}}"#);
+    std::fs::write(&p, &out).unwrap();
+    let mut h = Harness::new(false);
+    h.open(&p);
+    let mut seen: Vec<(Option<tracetui::tui::state::Progress>, usize, RunStatus)> = Vec::new();
+    let t0 = Instant::now();
+    loop {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the load never ended: {seen:?}");
+        let Ok(a) = h.rx.recv_timeout(Duration::from_millis(50)) else {
+            continue;
+        };
+        let update_seen = matches!(a, Action::RunUpdate { .. });
+        update(&mut h.s, a);
+        h.effects();
+        if update_seen && let Some(r) = h.s.run.as_ref() {
+            seen.push((r.live.loading, r.counts.events, status(r)));
+            if r.live.loading.is_none() {
+                break;
+            }
+        }
+    }
+    let (first, last) = (seen[0], seen[seen.len() - 1]);
+    let total = out.len() as u64;
+    assert!(
+        first.0.is_some_and(|p| p.bytes < total && p.total == total),
+        "the first update is a part, with the progress: {seen:?}"
+    );
+    assert!(first.1 > 1 && first.1 < 2 * steps + 1, "{seen:?}");
+    assert_eq!(first.2, RunStatus::Running, "the status is not known before the end");
+    assert_eq!((last.1, last.2), (2 * steps + 1, RunStatus::Ok));
+    let r = h.s.run.as_ref().unwrap();
+    assert_eq!(r.rows.len(), 2 * steps + 1, "every event has its row");
+    let ids = ids(r);
+    assert_eq!(
+        ids.last().map(String::as_str),
+        Some(format!("trajectory[{}]", steps - 1).as_str())
+    );
+}

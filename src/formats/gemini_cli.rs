@@ -30,7 +30,7 @@ use super::document::{DocSink, Document, Top};
 use super::engine::{self, Records};
 use super::jsonl::{self, LineLoc, LineParser, Sink};
 use super::skim::{Seen, Skim};
-use super::{Format, LoadError, Loaded, Probe, Summary, lenient_u64, stem};
+use super::{Format, LoadError, Loaded, Probe, Summary, Watcher, lenient_u64, stem};
 use crate::model::*;
 use serde::Deserialize;
 use serde_json::Value;
@@ -85,11 +85,14 @@ impl Format for GeminiCli {
         {
             return Ok(loaded);
         }
-        let mut parser = Parser::default();
-        let mut sink = Sink::new(path);
-        jsonl::load_lines(path, &mut parser, &mut sink)?;
-        parser.build_into(&mut sink);
-        sink.finish(WHAT)
+        load_lines(path, None)
+    }
+
+    fn load_watched(&self, path: &Path, watcher: &mut dyn Watcher) -> Result<Loaded, LoadError> {
+        if path.extension().is_some_and(|e| e == "json") {
+            return self.load(path);
+        }
+        load_lines(path, Some(watcher))
     }
 
     /// A session up to [`SMALL`] loads whole (exact counts, cheap); a larger one is summed up
@@ -1047,6 +1050,44 @@ impl Parser {
     }
 
     fn build(&mut self, path: &Path) -> Trace {
+        let (mut t, root, start, end) = self.head(path);
+        let last = self.msgs.last().map(|m| self.name(m.ty).to_string());
+        self.by_hash = Default::default();
+        self.collided = Default::default();
+        self.name_index = Default::default();
+        let mut msgs = std::mem::take(&mut self.msgs);
+        t.events
+            .reserve_exact(msgs.len() + msgs.iter().map(|m| m.calls.len()).sum::<usize>());
+        // Taken from the end in slices, the list giving back its memory as the index grows.
+        msgs.reverse();
+        let mut pending = false;
+        let mut model = None;
+        while !msgs.is_empty() {
+            let slice = msgs.split_off(msgs.len().saturating_sub(1 << 16));
+            msgs.shrink_to_fit();
+            for m in slice.into_iter().rev() {
+                self.add_message(&mut t, root, &m, &mut pending, &mut model);
+            }
+        }
+        self.close(t, root, (start, end), pending, last, model)
+    }
+
+    /// The trace of the messages read so far, built as [`Parser::build`] builds it, the
+    /// messages kept (a later record may still replace or rewind them).
+    fn partial(&self, path: &Path) -> Trace {
+        let (mut t, root, start, end) = self.head(path);
+        let last = self.msgs.last().map(|m| self.name(m.ty).to_string());
+        let (mut pending, mut model) = (false, None);
+        for m in &self.msgs {
+            self.add_message(&mut t, root, m, &mut pending, &mut model);
+        }
+        let mut t = self.close(t, root, (start, end), pending, last, model);
+        t.finalize();
+        t
+    }
+
+    /// The trace with its run event, and the run's start and end.
+    fn head(&self, path: &Path) -> (Trace, u32, Option<i64>, Option<i64>) {
         let id = self.session_id.clone().unwrap_or_else(|| stem(path));
         let subagent = self.kind.as_deref() == Some("subagent");
         let summary = self
@@ -1103,58 +1144,58 @@ impl Parser {
             },
             ..NewEvent::new(EventKind::Run, name.as_deref().unwrap_or(&id))
         });
-        let last = self.msgs.last().map(|m| self.name(m.ty).to_string());
-        self.by_hash = Default::default();
-        self.collided = Default::default();
-        self.name_index = Default::default();
-        let mut msgs = std::mem::take(&mut self.msgs);
-        t.events
-            .reserve_exact(msgs.len() + msgs.iter().map(|m| m.calls.len()).sum::<usize>());
-        // Taken from the end in slices, the list giving back its memory as the index grows.
-        msgs.reverse();
-        let mut pending = false;
-        let mut model = None;
-        while !msgs.is_empty() {
-            let slice = msgs.split_off(msgs.len().saturating_sub(1 << 16));
-            msgs.shrink_to_fit();
-            for m in slice.into_iter().rev() {
-                let m_model = (m.model != NONE).then(|| self.name(m.model));
-                let (kind, name, status) = match self.name(m.ty) {
-                    "user" => (EventKind::Message(Role::User), "user", Status::Ok),
-                    "gemini" => (EventKind::LlmCall, m_model.unwrap_or("gemini"), Status::Ok),
-                    "info" => (EventKind::Message(Role::System), "info", Status::Ok),
-                    "warning" => (EventKind::Message(Role::System), "warning", Status::Ok),
-                    "error" => (EventKind::Error, "error", Status::Error),
-                    other => (EventKind::Other, other, Status::Unknown),
-                };
-                if m_model.is_some() {
-                    model = m_model;
-                }
-                let e = t.add(NewEvent {
-                    id: Some(&m.id),
-                    parent: Parent::Index(root),
-                    start: m.start.get(),
-                    status,
-                    usage: m.usage.get(),
-                    model: m_model,
-                    payload: PayloadRef::Deferred,
-                    origin: m.origin,
-                    ..NewEvent::new(kind, name)
-                });
-                for c in &m.calls {
-                    pending |= c.status == Status::Pending;
-                    t.add(NewEvent {
-                        id: c.id.as_deref(),
-                        parent: Parent::Index(e),
-                        start: c.start.get(),
-                        status: c.status,
-                        payload: PayloadRef::Deferred,
-                        origin: c.origin,
-                        ..NewEvent::new(EventKind::ToolCall, self.name(c.name))
-                    });
-                }
-            }
+        (t, root, start, end)
+    }
+
+    /// One message's event and its tool calls'.
+    fn add_message<'p>(&'p self, t: &mut Trace, root: u32, m: &Msg, pending: &mut bool, model: &mut Option<&'p str>) {
+        let m_model = (m.model != NONE).then(|| self.name(m.model));
+        let (kind, name, status) = match self.name(m.ty) {
+            "user" => (EventKind::Message(Role::User), "user", Status::Ok),
+            "gemini" => (EventKind::LlmCall, m_model.unwrap_or("gemini"), Status::Ok),
+            "info" => (EventKind::Message(Role::System), "info", Status::Ok),
+            "warning" => (EventKind::Message(Role::System), "warning", Status::Ok),
+            "error" => (EventKind::Error, "error", Status::Error),
+            other => (EventKind::Other, other, Status::Unknown),
+        };
+        if m_model.is_some() {
+            *model = m_model;
         }
+        let e = t.add(NewEvent {
+            id: Some(&m.id),
+            parent: Parent::Index(root),
+            start: m.start.get(),
+            status,
+            usage: m.usage.get(),
+            model: m_model,
+            payload: PayloadRef::Deferred,
+            origin: m.origin,
+            ..NewEvent::new(kind, name)
+        });
+        for c in &m.calls {
+            *pending |= c.status == Status::Pending;
+            t.add(NewEvent {
+                id: c.id.as_deref(),
+                parent: Parent::Index(e),
+                start: c.start.get(),
+                status: c.status,
+                payload: PayloadRef::Deferred,
+                origin: c.origin,
+                ..NewEvent::new(EventKind::ToolCall, self.name(c.name))
+            });
+        }
+    }
+
+    /// The run's status, times and model, once its messages are in.
+    fn close(
+        &self,
+        mut t: Trace,
+        root: u32,
+        (start, end): (Option<i64>, Option<i64>),
+        pending: bool,
+        last: Option<String>,
+        model: Option<&str>,
+    ) -> Trace {
         // No end marker: a call under way means the session is running (or was cut off
         // there); otherwise the last message says how it ended.
         let status = if pending {
@@ -1201,6 +1242,51 @@ impl LineParser for Parser {
 
     fn holds_itself(&self) -> bool {
         true
+    }
+}
+
+/// A JSON Lines session: the trace is built once every record is read (a later record may
+/// replace or rewind earlier ones); a watcher is shown the messages read so far.
+fn load_lines(path: &Path, watcher: Option<&mut dyn Watcher>) -> Result<Loaded, LoadError> {
+    let mut parser = Parser::default();
+    let mut sink = Sink::new(path);
+    match watcher {
+        Some(w) => {
+            let total = std::fs::metadata(path).map_or(0, |m| m.len());
+            let mut watched = Watched {
+                parser: &mut parser,
+                w,
+                total,
+            };
+            jsonl::load_lines(path, &mut watched, &mut sink)?;
+        }
+        None => jsonl::load_lines(path, &mut parser, &mut sink)?,
+    }
+    parser.build_into(&mut sink);
+    sink.finish(WHAT)
+}
+
+/// The parser, telling a watcher how far it is after each batch of lines.
+struct Watched<'a> {
+    parser: &'a mut Parser,
+    w: &'a mut dyn Watcher,
+    total: u64,
+}
+
+impl LineParser for Watched<'_> {
+    fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        self.parser.line(line, loc, sink);
+    }
+
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        self.parser.lines(batch, sink);
+        let read = batch.last().map_or(0, |(_, l)| l.offset + l.len as u64);
+        let parser = &*self.parser;
+        self.w.progress(read, self.total, &mut || parser.partial(&sink.path));
+    }
+
+    fn holds_itself(&self) -> bool {
+        self.parser.holds_itself()
     }
 }
 

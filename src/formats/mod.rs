@@ -103,6 +103,14 @@ impl RawText<'_> {
     }
 }
 
+/// Follows a load ([`Format::load_watched`]).
+pub trait Watcher: Send {
+    /// `read` of the source's `total` bytes are read. `partial` makes a trace of the events
+    /// read so far (the run's status, model and totals may still change), at the cost of a
+    /// pass over them: call it only to show it.
+    fn progress(&mut self, read: u64, total: u64, partial: &mut dyn FnMut() -> Trace);
+}
+
 /// What a format does: recognise a source and load it.
 pub trait Format: Sync {
     /// Stable id (`--format NAME`, JSON output).
@@ -114,6 +122,12 @@ pub trait Format: Sync {
     /// Load every trace in the source. Bad records become diagnostics; only a source that
     /// cannot be read or holds nothing of this format is an error.
     fn load(&self, path: &Path) -> Result<Loaded, LoadError>;
+    /// [`Format::load`], telling `watcher` how far it is. A format that builds its trace only
+    /// once the source is read (a whole document) hands it the events read so far, so that
+    /// the explorer shows them while the rest loads. The default tells nothing.
+    fn load_watched(&self, path: &Path, _watcher: &mut dyn Watcher) -> Result<Loaded, LoadError> {
+        self.load(path)
+    }
     /// Cheap run summaries for `ls` (metadata files, first and last lines). The default loads.
     fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
         Ok(self.load(path)?.traces.iter().map(Summary::of).collect())

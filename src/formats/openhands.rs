@@ -25,7 +25,7 @@
 use super::document::{DocSink, Document};
 use super::jsonl::LineLoc;
 use super::whole;
-use super::{Format, LoadError, Loaded, Probe, Summary, decode_embedded, field, read_json_file, stem, str_of};
+use super::{Format, LoadError, Loaded, Probe, Summary, Watcher, decode_embedded, field, read_json_file, stem, str_of};
 use crate::model::*;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -104,32 +104,12 @@ impl Format for OpenHands {
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
-        let meta = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?;
-        if meta.is_dir() {
-            if !self.is_run_dir(path) {
-                return Err(LoadError::NotATrace {
-                    path: path.to_path_buf(),
-                    reason: "an OpenHands conversation folder holds base_state.json and events/".into(),
-                    tried: "openhands".into(),
-                });
-            }
-            return Ok(Loaded {
-                traces: vec![load_v1(path)?],
-            });
-        }
-        if whole::first_byte_of(path)? == Some(b'[') {
-            return load_v0(path);
-        }
-        // Not a list: read whole only to say what it is (JSON that is no trajectory, or not JSON).
-        let buf = whole::read_checked(path, LIMIT)?;
-        serde_json::from_slice::<Value>(&buf).map_err(|e| whole::invalid(path, &e))?;
-        Err(LoadError::NotATrace {
-            path: path.to_path_buf(),
-            reason: "not a JSON array of OpenHands action/observation events".into(),
-            tried: "openhands".into(),
-        })
+        load(self, path, None)
     }
 
+    fn load_watched(&self, path: &Path, watcher: &mut dyn Watcher) -> Result<Loaded, LoadError> {
+        load(self, path, Some(watcher))
+    }
     /// An event's payload from its record(s): a V0 list element or a V1 event file, and the
     /// observation joined to a tool call (the run's is held: one a trace).
     fn decode_payload(&self, trace: &Trace, event: &Event, raw: &[&[u8]]) -> Payload {
@@ -378,11 +358,39 @@ fn v0_id(v: &Value) -> Option<String> {
     }
 }
 
+/// A V1 conversation folder, or a V0 trajectory (streamed).
+fn load(f: &OpenHands, path: &Path, watcher: Option<&mut dyn Watcher>) -> Result<Loaded, LoadError> {
+    let meta = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?;
+    if meta.is_dir() {
+        if !f.is_run_dir(path) {
+            return Err(LoadError::NotATrace {
+                path: path.to_path_buf(),
+                reason: "an OpenHands conversation folder holds base_state.json and events/".into(),
+                tried: "openhands".into(),
+            });
+        }
+        return Ok(Loaded {
+            traces: vec![load_v1(path)?],
+        });
+    }
+    if whole::first_byte_of(path)? == Some(b'[') {
+        return load_v0(path, watcher);
+    }
+    // Not a list: read whole only to say what it is (JSON that is no trajectory, or not JSON).
+    let buf = whole::read_checked(path, LIMIT)?;
+    serde_json::from_slice::<Value>(&buf).map_err(|e| whole::invalid(path, &e))?;
+    Err(LoadError::NotATrace {
+        path: path.to_path_buf(),
+        reason: "not a JSON array of OpenHands action/observation events".into(),
+        tried: "openhands".into(),
+    })
+}
+
 /// A V0 trajectory read as a stream (DESIGN §4): the top-level list's elements come with their
 /// byte ranges, each is parsed for the index (a batch in parallel) and dropped, and the events
 /// are folded in order. No size limit; the document is never in memory whole.
-fn load_v0(path: &Path) -> Result<Loaded, LoadError> {
-    let mut v0 = V0::new(path);
+fn load_v0(path: &Path, watcher: Option<&mut dyn Watcher>) -> Result<Loaded, LoadError> {
+    let mut v0 = V0::new(path, watcher);
     let scanned = Document::new(&[&[]]).read(path, &mut v0)?;
     if v0.foreign {
         return Err(LoadError::NotATrace {
@@ -668,7 +676,9 @@ impl Facts {
 }
 
 /// The fold of a V0 trajectory's events.
-struct V0 {
+struct V0<'w> {
+    /// Who follows the load, and the size of the file.
+    watch: Option<(&'w mut dyn Watcher, u64)>,
     path: PathBuf,
     t: Trace,
     file: u16,
@@ -689,8 +699,26 @@ struct V0 {
     finished: bool,
 }
 
-impl DocSink for V0 {
+impl DocSink for V0<'_> {
     fn elements(&mut self, batch: &[(&[u8], LineLoc)]) {
+        self.fold(batch);
+        if !self.foreign
+            && let Some((w, total)) = self.watch.take()
+        {
+            let read = batch.last().map_or(0, |(_, l)| l.offset + l.len as u64);
+            w.progress(read, total, &mut || self.partial());
+            self.watch = Some((w, total));
+        }
+    }
+
+    fn problem(&mut self, line: u64, message: String) {
+        self.problem.get_or_insert((line.max(1), message));
+    }
+}
+
+impl V0<'_> {
+    /// A batch of elements, in order.
+    fn fold(&mut self, batch: &[(&[u8], LineLoc)]) {
         use rayon::prelude::*;
         if self.foreign {
             return;
@@ -733,14 +761,10 @@ impl DocSink for V0 {
             }
         }
     }
-
-    fn problem(&mut self, line: u64, message: String) {
-        self.problem.get_or_insert((line.max(1), message));
-    }
 }
 
-impl V0 {
-    fn new(path: &Path) -> V0 {
+impl<'w> V0<'w> {
+    fn new(path: &Path, watch: Option<&'w mut dyn Watcher>) -> V0<'w> {
         let name = stem(path);
         let mut t = Trace::new(RunMeta {
             id: name.clone(),
@@ -763,6 +787,7 @@ impl V0 {
             ..NewEvent::new(EventKind::Run, &name)
         });
         V0 {
+            watch: watch.map(|w| (w, std::fs::metadata(path).map_or(0, |m| m.len()))),
             path: path.to_path_buf(),
             t,
             file,
@@ -961,9 +986,18 @@ impl V0 {
     }
 
     /// The run's status and task, once every event is in.
-    fn finish(self) -> Trace {
+    fn finish(mut self) -> Trace {
+        let t = std::mem::take(&mut self.t);
+        self.close(t)
+    }
+
+    /// The trace of the events read so far, closed as [`V0::finish`] closes it.
+    fn partial(&self) -> Trace {
+        self.close(self.t.clone())
+    }
+
+    fn close(&self, mut t: Trace) -> Trace {
         let V0 {
-            mut t,
             run,
             task,
             model,
@@ -971,6 +1005,7 @@ impl V0 {
             finished,
             ..
         } = self;
+        let (run, finished) = (*run, *finished);
         // The last agent state says how the run stands; a trajectory without state events
         // (the tests' and downloads') is finished when the agent called `finish`.
         let status = match agent_state.as_deref() {
@@ -983,7 +1018,7 @@ impl V0 {
             _ => RunStatus::Unknown,
         };
         t.meta.status = status;
-        t.meta.model = model;
+        t.meta.model = model.clone();
         if let Some(s) = agent_state {
             t.meta.attributes.push(("agent_state".to_string(), json!(s)));
         }
@@ -992,7 +1027,7 @@ impl V0 {
             e.status = status.event_status();
         }
         if let Some(task) = task {
-            t.payload_mut(run).input = Some(task);
+            t.payload_mut(run).input = Some(task.clone());
         }
         t.finalize();
         t
@@ -1682,7 +1717,7 @@ mod tests {
         let f = fixture("openhands", "v0.json");
         let whole = load("v0.json");
         for chunk in [1, 7, 64, 4096] {
-            let mut v0 = V0::new(&f);
+            let mut v0 = V0::new(&f, None);
             let doc = Document {
                 chunk,
                 ..Document::new(&[&[]])

@@ -24,7 +24,7 @@
 use super::document::{DocSink, Document, Top};
 use super::jsonl::LineLoc;
 use super::whole::{self, first_byte, read_checked};
-use super::{Format, LoadError, Loaded, Probe, decode_embedded, field, str_of};
+use super::{Format, LoadError, Loaded, Probe, Watcher, decode_embedded, field, str_of};
 use crate::model::*;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -138,7 +138,11 @@ impl Format for SweAgent {
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
-        load_with(path, &Document::every_list(PATHS))
+        load_with(path, &Document::every_list(PATHS), None)
+    }
+
+    fn load_watched(&self, path: &Path, watcher: &mut dyn Watcher) -> Result<Loaded, LoadError> {
+        load_with(path, &Document::every_list(PATHS), Some(watcher))
     }
 
     /// A step's or a message's payload from its bytes (the run's is held: one a file).
@@ -197,14 +201,21 @@ impl Format for SweAgent {
 /// facts the index needs and dropped; the trace is built from them once the document's values
 /// after the lists (`info`, `replay_config`) are in. No size limit: the document is never in
 /// memory whole.
-fn load_with(path: &Path, doc: &Document<'_>) -> Result<Loaded, LoadError> {
+fn load_with(path: &Path, doc: &Document<'_>, watcher: Option<&mut dyn Watcher>) -> Result<Loaded, LoadError> {
     let named = traj_name(&path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
     let not_ours = || LoadError::NotATrace {
         path: path.to_path_buf(),
         reason: "neither a SWE-agent trajectory (`trajectory` steps) nor a mini-swe-agent one (`messages`)".into(),
         tried: "swe-agent".into(),
     };
-    let mut s = Stream::default();
+    let mut s = Stream {
+        watch: watcher.map(|w| Watch {
+            w,
+            total: std::fs::metadata(path).map_or(0, |m| m.len()),
+            path,
+        }),
+        ..Stream::default()
+    };
     let scanned = doc.read(path, &mut s)?;
     if matches!(scanned.top, Top::Empty | Top::Other) {
         // No list or object: what serde_json says of it (empty, not JSON, a bare value).
@@ -217,46 +228,20 @@ fn load_with(path: &Path, doc: &Document<'_>) -> Result<Loaded, LoadError> {
     {
         return Err(LoadError::invalid(path, format!("line {line}: {message}")));
     }
-    let Stream {
-        others,
-        seen,
-        first_step,
-        first_message,
-        steps,
-        messages,
-        task,
-        signed,
-        problems,
-        ..
-    } = s;
     let mut t = if scanned.top == Top::List {
-        if !(first_message.as_ref().is_some_and(is_message) && (named || signed)) {
+        if !(s.first_message.as_ref().is_some_and(is_message) && (named || s.signed)) {
             return Err(not_ours());
         }
-        from_mini(path, &Value::Null, messages)
+        from_mini(path, &Value::Null, &s.messages)
     } else {
-        // The document without its long lists (they keep only what the shape is told by).
-        let mut skeleton = serde_json::Map::new();
-        for (k, v) in others {
-            skeleton.insert(k, v);
-        }
-        for (list, key, first) in [
-            (STEPS, "trajectory", first_step),
-            (HISTORY, "history", None),
-            (MESSAGES, "messages", None),
-        ] {
-            if seen[list] {
-                skeleton.insert(key.to_string(), Value::Array(first.into_iter().collect()));
-            }
-        }
-        let skeleton = Value::Object(skeleton);
+        let skeleton = s.skeleton();
         match shape(&skeleton, named) {
-            Some(Shape::Swe) => from_swe(path, &skeleton, steps, task),
-            Some(Shape::MiniDoc) => from_mini(path, &skeleton, messages),
+            Some(Shape::Swe) => from_swe(path, &skeleton, &s.steps, s.task.as_deref()),
+            Some(Shape::MiniDoc) => from_mini(path, &skeleton, &s.messages),
             _ => return Err(not_ours()),
         }
     };
-    for (line, message) in problems {
+    for (line, message) in s.problems {
         t.diagnostics.push(Diagnostic::error(path, Some(line.max(1)), message));
     }
     Ok(Loaded { traces: vec![t] })
@@ -295,7 +280,8 @@ type Located<T> = (Result<T, String>, LineLoc);
 /// What a trajectory's stream leaves: every element's facts, kept until the end, since the
 /// status, model and shape come after the steps.
 #[derive(Default)]
-struct Stream {
+struct Stream<'w> {
+    watch: Option<Watch<'w>>,
     list: Option<usize>,
     /// Elements of each list so far.
     count: [u64; 4],
@@ -314,8 +300,82 @@ struct Stream {
     problems: Vec<(u64, String)>,
 }
 
-impl DocSink for Stream {
+/// Who follows the load, and the size of the file.
+struct Watch<'w> {
+    w: &'w mut dyn Watcher,
+    total: u64,
+    path: &'w Path,
+}
+
+impl Stream<'_> {
+    /// The document without its long lists (they keep only what its shape is told by).
+    fn skeleton(&self) -> Value {
+        let mut skeleton = serde_json::Map::new();
+        for (k, v) in &self.others {
+            skeleton.insert(k.clone(), v.clone());
+        }
+        for (list, key, first) in [
+            (STEPS, "trajectory", &self.first_step),
+            (HISTORY, "history", &None),
+            (MESSAGES, "messages", &None),
+        ] {
+            if self.seen[list] {
+                skeleton.insert(key.to_string(), Value::Array(first.iter().cloned().collect()));
+            }
+        }
+        Value::Object(skeleton)
+    }
+
+    /// The trace of what is read so far, of the shape its lists say (the status and model
+    /// come at the end).
+    fn partial(&self, path: &Path) -> Trace {
+        if self.seen[STEPS] {
+            from_swe(path, &self.skeleton(), &self.steps, self.task.as_deref())
+        } else if self.seen[BARE] {
+            from_mini(path, &Value::Null, &self.messages)
+        } else {
+            from_mini(path, &self.skeleton(), &self.messages)
+        }
+    }
+
+    /// Tell the watcher how far the load is: up to the end of `batch`.
+    fn watched(&mut self, batch: &[(&[u8], LineLoc)]) {
+        let Some(watch) = self.watch.take() else { return };
+        let read = batch.last().map_or(0, |(_, l)| l.offset + l.len as u64);
+        let path = watch.path;
+        watch.w.progress(read, watch.total, &mut || self.partial(path));
+        self.watch = Some(watch);
+    }
+}
+
+impl DocSink for Stream<'_> {
     fn elements(&mut self, batch: &[(&[u8], LineLoc)]) {
+        self.add(batch);
+        self.watched(batch);
+    }
+
+    fn other(&mut self, key: &str, value: &[u8], loc: LineLoc) {
+        match serde_json::from_slice::<Value>(value) {
+            Ok(v) => self.others.push((key.to_string(), v)),
+            Err(e) => self
+                .problems
+                .push((loc.line, format!("{key:?}: {}; not read", super::jsonl::json_error(&e)))),
+        }
+    }
+
+    fn list(&mut self, path: usize) {
+        self.list = Some(path);
+        self.seen[path] = true;
+    }
+
+    fn problem(&mut self, line: u64, message: String) {
+        self.problems.push((line, message));
+    }
+}
+
+impl Stream<'_> {
+    /// The facts of a batch of the current list's elements.
+    fn add(&mut self, batch: &[(&[u8], LineLoc)]) {
         use rayon::prelude::*;
         let Some(list) = self.list else { return };
         let first = self.count[list] == 0;
@@ -379,24 +439,6 @@ impl DocSink for Stream {
                 }
             }
         }
-    }
-
-    fn other(&mut self, key: &str, value: &[u8], loc: LineLoc) {
-        match serde_json::from_slice::<Value>(value) {
-            Ok(v) => self.others.push((key.to_string(), v)),
-            Err(e) => self
-                .problems
-                .push((loc.line, format!("{key:?}: {}; not read", super::jsonl::json_error(&e)))),
-        }
-    }
-
-    fn list(&mut self, path: usize) {
-        self.list = Some(path);
-        self.seen[path] = true;
-    }
-
-    fn problem(&mut self, line: u64, message: String) {
-        self.problems.push((line, message));
     }
 }
 
@@ -713,7 +755,7 @@ fn swe_model(v: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn from_swe(path: &Path, v: &Value, steps: Vec<Located<Step>>, task: Option<String>) -> Trace {
+fn from_swe(path: &Path, v: &Value, steps: &[Located<Step>], task: Option<&str>) -> Trace {
     let name = run_name(path);
     let info = v.get("info").unwrap_or(&Value::Null);
     let exit = str_of(info, "exit_status");
@@ -752,7 +794,7 @@ fn from_swe(path: &Path, v: &Value, steps: Vec<Located<Step>>, task: Option<Stri
         usage: (!usage.is_empty()).then_some(usage),
         origin,
         payload: PayloadRef::inline(Payload {
-            input: task.map(Value::String),
+            input: task.map(|t| Value::String(t.to_string())),
             output: field(info, "submission").filter(|s| s.as_str() != Some("")).cloned(),
             error: run_error(status, exit),
             extra: Vec::new(),
@@ -760,14 +802,14 @@ fn from_swe(path: &Path, v: &Value, steps: Vec<Located<Step>>, task: Option<Stri
         ..NewEvent::new(EventKind::Run, &name)
     });
     let llm_name = model.as_deref().unwrap_or("model");
-    for (i, (step, loc)) in steps.into_iter().enumerate() {
+    for (i, (step, loc)) in steps.iter().enumerate() {
         let id = format!("trajectory[{i}]");
-        let tool = match step {
+        let (tool, observed, duration) = match step {
             Ok(Step::Step {
                 tool,
                 observed,
                 duration,
-            }) => (tool, observed, duration),
+            }) => (tool, *observed, *duration),
             Ok(Step::NotAnObject) => {
                 t.diagnostics.push(Diagnostic::error(
                     path,
@@ -777,12 +819,12 @@ fn from_swe(path: &Path, v: &Value, steps: Vec<Located<Step>>, task: Option<Stri
                 continue;
             }
             Err(message) => {
-                t.diagnostics.push(Diagnostic::error(path, Some(loc.line), message));
+                t.diagnostics
+                    .push(Diagnostic::error(path, Some(loc.line), message.clone()));
                 continue;
             }
         };
-        let (tool, observed, duration) = tool;
-        let at = element(origin.file, &loc);
+        let at = element(origin.file, loc);
         let llm = t.add(NewEvent {
             id: Some(&format!("{id}.response")),
             parent: Parent::Index(run),
@@ -862,7 +904,7 @@ struct Waiting {
     start: Option<i64>,
 }
 
-fn from_mini(path: &Path, doc: &Value, messages: Vec<Located<Msg>>) -> Trace {
+fn from_mini(path: &Path, doc: &Value, messages: &[Located<Msg>]) -> Trace {
     let name = run_name(path);
     let info = doc.get("info").unwrap_or(&Value::Null);
     // The exit message (2.x) carries the exit status when `info` lacks it.
@@ -913,9 +955,9 @@ fn from_mini(path: &Path, doc: &Value, messages: Vec<Located<Msg>>) -> Trace {
     // actions of 2.x).
     let mut by_id: HashMap<String, Waiting> = HashMap::new();
     let mut by_position: VecDeque<Waiting> = VecDeque::new();
-    for (i, (m, loc)) in messages.into_iter().enumerate() {
+    for (i, (m, loc)) in messages.iter().enumerate() {
         let at = format!("messages[{i}]");
-        let here = element(origin.file, &loc);
+        let here = element(origin.file, loc);
         let m = match m {
             Ok(m) => m,
             Err(message) => {
@@ -948,7 +990,7 @@ fn from_mini(path: &Path, doc: &Value, messages: Vec<Located<Msg>>) -> Trace {
                     payload: PayloadRef::Deferred,
                     ..NewEvent::new(EventKind::LlmCall, call_model.unwrap_or("assistant"))
                 });
-                for (k, act) in m.actions.into_iter().enumerate() {
+                for (k, act) in m.actions.iter().enumerate() {
                     let ev = t.add(NewEvent {
                         id: Some(&act.call_id.clone().unwrap_or_else(|| format!("{at}.action[{k}]"))),
                         parent: Parent::Index(llm),
@@ -963,9 +1005,9 @@ fn from_mini(path: &Path, doc: &Value, messages: Vec<Located<Msg>>) -> Trace {
                         submit: act.submit,
                         start: ts,
                     };
-                    match act.call_id {
+                    match &act.call_id {
                         Some(id) => {
-                            by_id.insert(id, w);
+                            by_id.insert(id.clone(), w);
                         }
                         None => by_position.push_back(w),
                     }
@@ -1544,7 +1586,7 @@ mod tests {
             let d = tempfile::tempdir().unwrap();
             let path = d.path().join(&name);
             std::fs::write(&path, &doc).unwrap();
-            let new = load_with(&path, &Document { chunk, ..Document::every_list(PATHS) });
+            let new = load_with(&path, &Document { chunk, ..Document::every_list(PATHS) }, None);
             let old = super::oracle::load(&path);
             match (new, old) {
                 (Ok(new), Ok(old)) => {

@@ -30,6 +30,10 @@ impl RunRef {
     pub fn load(&self) -> Result<Loaded, LoadError> {
         self.format.load(&self.path)
     }
+    /// [`RunRef::load`], followed by `watcher` ([`crate::formats::Format::load_watched`]).
+    pub fn load_watched(&self, watcher: &mut dyn crate::formats::Watcher) -> Result<Loaded, LoadError> {
+        self.format.load_watched(&self.path, watcher)
+    }
     /// Cheap summaries: the cached ones of a source unchanged since ([`cache`]), else a large
     /// session from its first and last lines ([`summary`]), else the format's own.
     pub fn summarize(&self) -> Result<Vec<Summary>, LoadError> {

@@ -384,7 +384,20 @@ impl Loader {
             let now = file_stamp(&self.job.run.path);
             if now != stamp {
                 stamp = now;
-                match self.job.run.load() {
+                // The first load shows what it has read while it reads (a document's trace is
+                // built once it is read whole); a load again after a change does not, lest the
+                // run shown shrink to a part of itself.
+                let run = self.job.run.clone();
+                let loaded = if self.published {
+                    run.load()
+                } else {
+                    run.load_watched(&mut Shown {
+                        loader: self,
+                        shown: false,
+                        last: Instant::now(),
+                    })
+                };
+                match loaded {
                     Ok(mut l) => {
                         if let Some(k) = pick(&l.traces, self.job.index, &self.job.id) {
                             // A new slot: the view's rows point into the old trace until it
@@ -409,6 +422,37 @@ impl Loader {
             let w = watch.get_or_insert_with(|| Watch::new(&self.job.run.path, self.opts.poll, self.opts.poll_only));
             let _ = w.next();
         }
+    }
+}
+
+/// Below this much left to read, a load ends too soon for a first screen of its own.
+const PARTIAL_MIN: u64 = 32 << 20;
+
+/// Publishes a whole-document load as it goes: the events read first, as soon as there are
+/// some (the first screen), then how far it is, at the publication period.
+struct Shown<'l> {
+    loader: &'l mut Loader,
+    shown: bool,
+    last: Instant,
+}
+
+impl crate::formats::Watcher for Shown<'_> {
+    fn progress(&mut self, read: u64, total: u64, partial: &mut dyn FnMut() -> Trace) {
+        if !self.loader.wanted() {
+            return;
+        }
+        let loading = Some(Progress { bytes: read, total });
+        if !self.shown {
+            if total.saturating_sub(read) < PARTIAL_MIN {
+                return;
+            }
+            self.loader.trace = shared(partial());
+            self.shown = true;
+        } else if self.last.elapsed() < SLICE_TIME {
+            return;
+        }
+        self.last = Instant::now();
+        self.loader.publish(loading, false);
     }
 }
 
