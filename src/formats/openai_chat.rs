@@ -932,6 +932,24 @@ fn fast_object<'a>(s: &'a [u8], mut field: impl FnMut(&'a [u8], &'a [u8])) -> Op
     (s.get(e) == Some(&b'}')).then_some(e + 1)
 }
 
+/// [`fast_object`], the member's value read by `field` itself (it returns the value's text,
+/// the skimmer left after it).
+fn fast_object_with<'a>(
+    s: &'a [u8],
+    mut field: impl FnMut(&mut Skim<'a>, &'a [u8]) -> Option<&'a [u8]>,
+) -> Option<usize> {
+    let base = s.as_ptr() as usize;
+    let mut end = 1;
+    let mut k = Skim::new(s);
+    k.object(|k, key| {
+        let v = field(k, key)?;
+        end = v.as_ptr() as usize - base + v.len();
+        Some(())
+    })?;
+    let e = spaces(s, end);
+    (s.get(e) == Some(&b'}')).then_some(e + 1)
+}
+
 /// Any other value at the start of `s`, by the skimmer.
 fn fast_value(s: &[u8]) -> Option<(&[u8], usize)> {
     let v = Skim::new(s).value()?;
@@ -1048,8 +1066,20 @@ fn fast_line(line: &[u8]) -> Option<LineRec<'_>> {
             let base = line.as_ptr() as usize;
             let mut members: Vec<(&[u8], &[u8])> = Vec::new();
             let (mut messages, mut trace) = (None, None);
+            // The messages, read where the walk meets them: skipping them first and reading
+            // them after was two scans of most of the line.
+            let mut read: Option<(&[u8], Vec<Msg<'_>>)> = None;
             let mut tested = false;
-            let n = fast_object(s, |key, v| {
+            let n = fast_object_with(s, |k, key| {
+                let v = if key == b"messages" && k.peek_byte() == Some(b'[') {
+                    let start = k.value_start();
+                    let (msgs, n) = fast_list(&s[start..], fast_msg)?;
+                    k.jump(start + n);
+                    read = Some((&s[start..start + n], msgs));
+                    &s[start..start + n]
+                } else {
+                    k.value()?
+                };
                 match key {
                     b"messages" => messages = Some(v),
                     b"trace" => trace = Some(v),
@@ -1057,6 +1087,7 @@ fn fast_line(line: &[u8]) -> Option<LineRec<'_>> {
                     _ => {}
                 }
                 members.push((key, v));
+                Some(v)
             })?;
             if spaces(s, n) != s.len() {
                 return None;
@@ -1089,7 +1120,11 @@ fn fast_line(line: &[u8]) -> Option<LineRec<'_>> {
                     info,
                 },
                 _ => match match messages {
-                    Some(m) => list(m)?,
+                    // The list read on the walk, unless the key came again with another value.
+                    Some(m) => match read {
+                        Some((raw, msgs)) if std::ptr::eq(raw, m) => Some(msgs),
+                        _ => list(m)?,
+                    },
                     None => None,
                 } {
                     Some(msgs) => LineRec::Conv {
@@ -2257,6 +2292,31 @@ mod tests {
         #[test]
         fn the_skimmer_reads_lines_as_serde_json_does(line in arb_line()) {
             fast_agrees(&line).map_err(proptest::test_runner::TestCaseError::fail)?;
+        }
+
+        /// `messages` given twice: the skimmer reads the first list where it meets it, and
+        /// the last value is the one that counts (as serde_json keeps the last).
+        #[test]
+        fn a_messages_key_given_twice_reads_as_serde_json_does(
+            first in arb_line(),
+            second in arb_line(),
+            last_is_list in proptest::prelude::any::<bool>(),
+        ) {
+            let list = |l: &[u8]| -> String {
+                match serde_json::from_slice::<Value>(l) {
+                    Ok(Value::Array(a)) => Value::Array(a).to_string(),
+                    Ok(v) => json!([v]).to_string(),
+                    Err(_) => "[]".to_string(),
+                }
+            };
+            let second = if last_is_list {
+                list(&second)
+            } else {
+                serde_json::from_slice::<Value>(&second).map_or("3".into(), |v| v.to_string())
+            };
+            let line = format!(r#"{{"messages": {}, "x": 1, "messages": {second}}}"#, list(&first));
+            let skimmed = fast_agrees(line.as_bytes()).map_err(proptest::test_runner::TestCaseError::fail)?;
+            proptest::prop_assert!(skimmed || !last_is_list || line.contains("1e"), "{}", line);
         }
 
         #[test]
