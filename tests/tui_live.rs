@@ -485,8 +485,13 @@ fn follow_mode_on_an_empty_directory_opens_the_first_run_that_appears() {
 /// A source of one trace per line (an OpenAI-chat dataset; Assay episodes are alike) read in
 /// many slices: the slices after the first touch other traces than the one shown, and the
 /// progress must still move and the load end in the view (it stayed at 0%, loading for ever).
+/// The two tests that time a load of many MiB take turns: run together on two cores (in a
+/// debug build) the one slowed the other past the time after which its progress must move.
+static LARGE_LOADS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn progress_moves_and_the_load_ends_when_the_slices_read_other_traces() {
+    let _turn = LARGE_LOADS.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("dataset.jsonl");
     let mut out = String::new();
@@ -551,6 +556,7 @@ fn progress_moves_and_the_load_ends_when_the_slices_read_other_traces() {
 /// progress, then the whole run in place of them.
 #[test]
 fn a_large_document_shows_its_first_events_while_it_loads() {
+    let _turn = LARGE_LOADS.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("big.traj");
     let mut out = String::from(r#"{"environment": "swe_main", "trajectory": ["#);
