@@ -1089,16 +1089,18 @@ impl Settle<'_> {
             .copied()
             .filter(|&x| member(x))
             .collect();
+        // A member linked twice (it left and came back) is one member: counted once, after
+        // the duplicates go (counted twice, the group kept a phantom untimed member and
+        // stayed in file order once every member had a time).
+        add.sort_unstable();
+        add.dedup();
         let untimed_gone = drop.iter().filter(|&&p| self.start_was(head[p]).is_none()).count() as u32;
         let untimed_new = add.iter().filter(|&&x| self.start(x).is_none()).count() as u32;
         let untimed = order.untimed - untimed_gone.min(order.untimed) + untimed_new;
         let now_by_index = untimed > 0;
-        if now_by_index {
-            add.sort_unstable();
-        } else {
+        if !now_by_index {
             add.sort_unstable_by_key(|&x| self.key(x));
         }
-        add.dedup();
         // From where the list changes: the first member dropped, or where the first new one
         // goes (the sorted part's other members kept their keys, so `key_was` is theirs).
         let from = if now_by_index != by_index {
