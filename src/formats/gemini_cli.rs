@@ -387,18 +387,7 @@ fn not_an_object(bytes: &[u8]) -> String {
 
 /// A JSON string, borrowed when it has no escapes; None for any other JSON value.
 fn raw_str(r: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    str_text(r?.get())
-}
-
-/// [`raw_str`] of raw JSON text.
-fn str_text(g: &str) -> Option<Cow<'_, str>> {
-    if !g.starts_with('"') {
-        return None;
-    }
-    match serde_json::from_str::<&str>(g) {
-        Ok(s) => Some(Cow::Borrowed(s)),
-        Err(_) => serde_json::from_str::<String>(g).ok().map(Cow::Owned),
-    }
+    super::raw_text(r?.get())
 }
 
 fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
@@ -407,7 +396,7 @@ fn raw_ts(r: Option<&RawValue>) -> Option<i64> {
 
 /// A time from raw JSON text: an ISO string, epoch milliseconds, ...
 fn ts_text(g: &str) -> Option<i64> {
-    match str_text(g) {
+    match super::raw_text(g) {
         Some(s) => parse_timestamp_str(&s),
         None => serde_json::from_str::<Value>(g).ok().as_ref().and_then(parse_timestamp),
     }
@@ -1280,7 +1269,7 @@ impl LineParser for Watched<'_> {
 
     fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
         self.parser.lines(batch, sink);
-        let read = batch.last().map_or(0, |(_, l)| l.offset + l.len as u64);
+        let read = super::jsonl::batch_end(batch);
         let parser = &*self.parser;
         self.w.progress(read, self.total, &mut || parser.partial(&sink.path));
     }

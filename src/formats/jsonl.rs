@@ -31,6 +31,25 @@ impl LineLoc {
             len: self.len.min(u32::MAX as usize) as u32,
         }
     }
+
+    /// The origin of an element of a whole document: line 0, for the document is one value
+    /// (`show` says so); the byte range is the element's.
+    pub fn element_origin(&self, file: u16) -> crate::model::Origin {
+        crate::model::Origin {
+            line: 0,
+            ..self.origin(file)
+        }
+    }
+
+    /// Where the line ends (the offset after its last byte).
+    pub fn end(&self) -> u64 {
+        self.offset + self.len as u64
+    }
+}
+
+/// How far a batch of lines reaches in its file (0 for none).
+pub fn batch_end(batch: &[(&[u8], LineLoc)]) -> u64 {
+    batch.last().map_or(0, |(_, l)| l.end())
 }
 
 /// A format's per-line state machine. The same parser serves a full load and the live tail.

@@ -597,11 +597,7 @@ impl Facts {
                 .unwrap_or(Value::Null)
         }
         fn string(r: Option<&RawValue>) -> Option<String> {
-            let r = r?;
-            r.get()
-                .starts_with('"')
-                .then(|| serde_json::from_str(r.get()).ok())
-                .flatten()
+            super::raw_text(r?.get()).map(std::borrow::Cow::into_owned)
         }
         // A struct reads a JSON array too, field by field: only objects here.
         if whole::first_byte(b) != Some(b'{') {
@@ -705,7 +701,7 @@ impl DocSink for V0<'_> {
         if !self.foreign
             && let Some((w, total)) = self.watch.take()
         {
-            let read = batch.last().map_or(0, |(_, l)| l.offset + l.len as u64);
+            let read = super::jsonl::batch_end(batch);
             w.progress(read, total, &mut || self.partial());
             self.watch = Some((w, total));
         }
@@ -744,14 +740,7 @@ impl V0<'_> {
                         self.foreign = true;
                         return;
                     }
-                    let origin = Origin {
-                        file: self.file,
-                        // Line 0: the document is one value (`show` says so).
-                        line: 0,
-                        offset: loc.offset,
-                        len: loc.len.min(u32::MAX as usize) as u32,
-                    };
-                    self.event(i, loc.line, ev, origin);
+                    self.event(i, loc.line, ev, loc.element_origin(self.file));
                 }
                 Err(e) => self.t.diagnostics.push(Diagnostic::error(
                     &self.path,

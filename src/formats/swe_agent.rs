@@ -341,7 +341,7 @@ impl Stream<'_> {
     /// Tell the watcher how far the load is: up to the end of `batch`.
     fn watched(&mut self, batch: &[(&[u8], LineLoc)]) {
         let Some(watch) = self.watch.take() else { return };
-        let read = batch.last().map_or(0, |(_, l)| l.offset + l.len as u64);
+        let read = super::jsonl::batch_end(batch);
         let path = watch.path;
         watch.w.progress(read, watch.total, &mut || self.partial(path));
         self.watch = Some(watch);
@@ -484,13 +484,7 @@ impl Step {
         if first_byte(b) == Some(b'{')
             && let Ok(r) = serde_json::from_slice::<Raw>(b)
         {
-            let action = r.action.and_then(|a| {
-                let s: std::borrow::Cow<str> = match serde_json::from_str::<&str>(a.get()) {
-                    Ok(s) => s.into(),
-                    Err(_) => serde_json::from_str::<String>(a.get()).ok()?.into(),
-                };
-                Some(first_word(&s))
-            });
+            let action = r.action.and_then(|a| Some(first_word(&super::raw_text(a.get())?)));
             let time = r
                 .execution_time
                 .and_then(|t| serde_json::from_str::<Value>(t.get()).ok());
@@ -721,16 +715,6 @@ fn new_trace(
     (t, whole_file(file))
 }
 
-/// The origin of a list's element: its byte range (line 0: the document is one value).
-fn element(file: u16, loc: &LineLoc) -> Origin {
-    Origin {
-        file,
-        line: 0,
-        offset: loc.offset,
-        len: loc.len.min(u32::MAX as usize) as u32,
-    }
-}
-
 fn whole_file(file: u16) -> Origin {
     // A whole document: no line, no byte range of its own (the raw view shows the payload).
     Origin {
@@ -824,7 +808,7 @@ fn from_swe(path: &Path, v: &Value, steps: &[Located<Step>], task: Option<&str>)
                 continue;
             }
         };
-        let at = element(origin.file, loc);
+        let at = loc.element_origin(origin.file);
         let llm = t.add(NewEvent {
             id: Some(&format!("{id}.response")),
             parent: Parent::Index(run),
@@ -957,7 +941,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Located<Msg>]) -> Trace {
     let mut by_position: VecDeque<Waiting> = VecDeque::new();
     for (i, (m, loc)) in messages.iter().enumerate() {
         let at = format!("messages[{i}]");
-        let here = element(origin.file, loc);
+        let here = loc.element_origin(origin.file);
         let m = match m {
             Ok(m) => m,
             Err(message) => {

@@ -38,6 +38,17 @@ pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
+/// The text of a raw JSON string (borrowed when it has no escapes); None for any other value.
+pub fn raw_text(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
+    if !raw.starts_with('"') {
+        return None;
+    }
+    match serde_json::from_str::<&str>(raw) {
+        Ok(s) => Some(std::borrow::Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(raw).ok().map(std::borrow::Cow::Owned),
+    }
+}
+
 /// A present, non-null field.
 pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     v.get(key).filter(|x| !x.is_null())
