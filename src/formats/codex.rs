@@ -1460,43 +1460,18 @@ struct Call {
     by_output: bool,
 }
 
-/// Calls by call_id, keyed by the id's hash: the id itself is not copied (the call's event
-/// holds it). Two ids of one hash, which a crafted file can make, go to a map by the id.
+/// Calls by call_id: the id itself is not copied (the call's event holds it).
 #[derive(Default)]
-struct Calls {
-    by_hash: FxHashMap<u64, Call>,
-    collided: std::collections::HashMap<Box<str>, Call>,
-}
+struct Calls(super::id_map::IdMap<Call>);
 
 impl Calls {
-    fn hash(id: &str) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = rustc_hash::FxHasher::default();
-        id.hash(&mut h);
-        h.finish()
-    }
-
     fn get_mut<'s>(&'s mut self, t: &Trace, id: &str) -> Option<&'s mut Call> {
-        match self.by_hash.get_mut(&Self::hash(id)) {
-            Some(c) if t.str(t.event(c.event).source_id) == id => Some(c),
-            _ => self.collided.get_mut(id),
-        }
+        self.0.get_mut(id, |c| t.str(t.event(c.event).source_id))
     }
 
     /// A call whose event (holding the id) has been added; a call of the same id is replaced.
     fn insert(&mut self, t: &Trace, id: &str, call: Call) {
-        use std::collections::hash_map::Entry;
-        match self.by_hash.entry(Self::hash(id)) {
-            Entry::Vacant(v) => {
-                v.insert(call);
-            }
-            Entry::Occupied(mut o) if t.str(t.event(o.get().event).source_id) == id => {
-                o.insert(call);
-            }
-            Entry::Occupied(_) => {
-                self.collided.insert(id.into(), call);
-            }
-        }
+        self.0.insert(id, call, |c| t.str(t.event(c.event).source_id));
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod document;
 pub mod engine;
+pub mod id_map;
 pub mod jsonl;
 mod probe;
 pub mod skim;

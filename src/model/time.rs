@@ -58,14 +58,13 @@ fn epoch_number(i: i128) -> i64 {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the shape nearly every trace writes, read without the
-/// general parser (indexing a large file parses a million of them). Anything else, or a value
-/// the general parser might read differently (leap seconds, years outside 1678..=2261), is
-/// None and goes the long way.
+/// general parser (indexing a large file parses a million of them), and the same without the
+/// `Z` (OpenHands, SWE-agent), which the general parser reads as UTC too. Anything else, or a
+/// value the general parser might read differently (leap seconds, years outside 1678..=2261),
+/// is None and goes the long way.
 fn fast_utc(s: &[u8]) -> Option<i64> {
-    if s.len() < 20 || s[4] != b'-' || s[7] != b'-' || s[10] != b'T' || s[13] != b':' || s[16] != b':' {
-        return None;
-    }
-    if *s.last()? != b'Z' {
+    let s = s.strip_suffix(b"Z").unwrap_or(s);
+    if s.len() < 19 || s[4] != b'-' || s[7] != b'-' || s[10] != b'T' || s[13] != b':' || s[16] != b':' {
         return None;
     }
     let num = |a: usize, b: usize| -> Option<i64> {
@@ -75,7 +74,7 @@ fn fast_utc(s: &[u8]) -> Option<i64> {
     };
     let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
     let (hour, min, sec) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
-    let frac = &s[19..s.len() - 1];
+    let frac = &s[19..];
     let nanos = match frac {
         [] => 0,
         [b'.', digits @ ..] if (1..=9).contains(&digits.len()) => {
@@ -199,6 +198,10 @@ mod tests {
         ] {
             assert_eq!(fast_utc(s.as_bytes()), chrono_ns(s), "{s}");
             assert!(fast_utc(s.as_bytes()).is_some(), "{s}");
+            // Without a zone: UTC, as the general parser reads it.
+            let naive = &s[..s.len() - 1];
+            assert_eq!(fast_utc(naive.as_bytes()), chrono_ns(s), "{naive}");
+            assert_eq!(fast_utc(naive.as_bytes()), parse_general(naive), "{naive}");
         }
         // Left to the general parser: all of these are None on the fast path.
         for s in [
@@ -212,6 +215,9 @@ mod tests {
             "2026-02-15 20:31:05Z",
             "2026-02-15T20:31:05.12a Z",
             "+2026-02-15T20:31:05Z",
+            "2026-02-15T20:31:05ZZ",
+            "2026-02-15T20:31:05.",
+            "2026-02-15T20:31",
         ] {
             assert_eq!(fast_utc(s.as_bytes()), None, "{s}");
         }
@@ -221,12 +227,14 @@ mod tests {
         #[test]
         fn fast_path_agrees_with_chrono_everywhere(
             y in 1600i64..2300, mo in 0i64..14, d in 0i64..33, h in 0i64..25, mi in 0i64..61,
-            sec in 0i64..61, frac in proptest::option::of("[0-9]{1,10}"),
+            sec in 0i64..61, frac in proptest::option::of("[0-9]{1,10}"), zone in proptest::bool::ANY,
         ) {
             let f = frac.map(|f| format!(".{f}")).unwrap_or_default();
-            let s = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{f}Z");
+            let z = if zone { "Z" } else { "" };
+            let s = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{f}{z}");
+            let zoned = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{f}Z");
             if let Some(ns) = fast_utc(s.as_bytes()) {
-                proptest::prop_assert_eq!(Some(ns), chrono_ns(&s), "{}", s);
+                proptest::prop_assert_eq!(Some(ns), chrono_ns(&zoned), "{}", s);
             }
             proptest::prop_assert_eq!(parse_timestamp_str(&s), parse_general(&s), "{}", s);
         }
