@@ -608,3 +608,36 @@ fn a_large_document_shows_its_first_events_while_it_loads() {
         Some(format!("trajectory[{}]", steps - 1).as_str())
     );
 }
+
+/// An Inspect AI log opened on its own: its first sample is read alone and shown, then every
+/// sample is listed, and another one opens alone too (the whole log was read for each).
+#[test]
+fn a_log_of_samples_lists_them_all_and_opens_each_alone() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/inspect-ai/agentic.eval");
+    let mut h = Harness::new(false);
+    h.open(&path);
+    h.pump(
+        "the first sample and the list of samples",
+        |_| {},
+        |s| s.run.is_some() && s.runs.entries.len() == 2,
+    );
+    let id_of = |s: &State| read(&s.run.as_ref().unwrap().trace).meta.id.clone();
+    let ids: Vec<String> = h.s.runs.entries.iter().map(|e| e.summary.id.clone()).collect();
+    assert_eq!(id_of(&h.s), ids[0]);
+    let e = h.s.runs.entries[1].clone();
+    h.s.load_gen += 1;
+    h.s.pending_entry = Some(1);
+    h.start(Job {
+        run: e.run.clone(),
+        index: e.index,
+        id: e.summary.id.clone(),
+        generation: h.s.load_gen,
+    });
+    let want = ids[1].clone();
+    h.pump(
+        "the second sample",
+        |_| {},
+        |s| s.run.as_ref().is_some_and(|_| id_of(s) == want),
+    );
+    assert!(read(&h.s.run.as_ref().unwrap().trace).len() > 1);
+}

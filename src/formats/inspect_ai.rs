@@ -67,6 +67,8 @@ const MAX_NESTING: usize = 64;
 /// Resolved references (messages of `input_refs`, attachment texts) one load may add to its
 /// payloads, beyond which they are shown as recorded.
 const RESOLVE_BUDGET: usize = 256 << 20;
+/// What the diagnostic of a sample that ran out of the resolve budget says.
+const EXHAUSTED: &str = "this log's referenced messages and attachments are over";
 
 const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 const ZIP_EMPTY: &[u8] = b"PK\x05\x06";
@@ -122,6 +124,15 @@ impl Format for InspectAi {
         } else {
             load_json(path, true)
         }
+    }
+
+    /// A `.eval` sample's own member, with the header: the explorer opens one sample of a
+    /// log of thousands, which loaded whole took seconds.
+    fn load_run(&self, path: &Path, index: usize, id: &str) -> Option<Result<Loaded, LoadError>> {
+        if !is_zip(path).ok()? {
+            return None;
+        }
+        load_eval_sample(path, index, id)
     }
 
     fn decode_payload(&self, trace: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
@@ -407,6 +418,10 @@ fn sample_order(a: &(&str, u64), b: &(&str, u64)) -> std::cmp::Ordering {
 }
 
 fn load_eval(path: &Path, defer: bool) -> Result<Loaded, LoadError> {
+    load_eval_within(path, defer, RESOLVE_BUDGET)
+}
+
+fn load_eval_within(path: &Path, defer: bool, resolve_budget: usize) -> Result<Loaded, LoadError> {
     let mut zip = open_archive(path)?;
     let names = member_names(&zip);
     let mut budget = Budget { left: MAX_TOTAL_BYTES };
@@ -427,37 +442,181 @@ fn load_eval(path: &Path, defer: bool) -> Result<Loaded, LoadError> {
     let log = Log::from_header(header.as_ref().unwrap_or(&Value::Null), &stem_eval(path));
     samples.sort_by(|a, b| sample_order(&(a.0, a.1), &(b.0, b.1)));
     let mut traces = Vec::new();
-    let mut resolve = RESOLVE_BUDGET;
-    for (_, _, index, name) in samples {
-        let bytes = match read_member(&mut zip, index, name, &mut budget) {
-            Ok(b) => b,
-            Err(e) => {
-                diags.push(Diagnostic::error(path, None, format!("{e}; sample skipped")));
-                continue;
+    let mut resolve = resolve_budget;
+    // Samples are read in order (the decompression budget is the log's), a batch at a time,
+    // and parsed in parallel; the next batch is read while one is parsed.
+    let mut samples = samples.into_iter().peekable();
+    let mut batch = read_batch(path, &mut zip, &mut samples, &mut budget);
+    while !batch.is_empty() {
+        let (next, done) = rayon::join(
+            || read_batch(path, &mut zip, &mut samples, &mut budget),
+            || parse_batch(path, &log, &batch, defer, resolve),
+        );
+        for (slot, parsed) in batch.iter().zip(done) {
+            match (slot, parsed) {
+                (Err(e), _) => diags.push(e.clone()),
+                (Ok((name, text)), Some(p)) => {
+                    // Parsed with the budget left when the batch began: the same trace as in
+                    // turn when it stayed within what is left now (else parsed again so).
+                    let same = p.budget_before == resolve || (!p.exhausted && p.used() <= resolve);
+                    let result = if same {
+                        resolve -= p.used();
+                        p.trace
+                    } else {
+                        let place = Place {
+                            base: Some(0),
+                            member: true,
+                            defer,
+                        };
+                        sample_trace(path, &log, text_of(text), place, name, &mut resolve)
+                    };
+                    match result {
+                        Ok(t) => traces.push(t),
+                        Err(e) => diags.push(Diagnostic::error(path, None, format!("{name}: {e}; sample skipped"))),
+                    }
+                }
+                (Ok(_), None) => {}
             }
+        }
+        batch = next;
+    }
+    finish(path, &log, traces, diags)
+}
+
+/// Decompressed bytes of the samples read before they are parsed together.
+const BATCH_BYTES: usize = 64 << 20;
+const BATCH_SAMPLES: usize = 64;
+
+/// A sample member read (its name and UTF-8 text), or why it was skipped.
+type Slot = Result<(String, Vec<u8>), Diagnostic>;
+
+/// The text of a slot, which [`read_batch`] checked is UTF-8.
+fn text_of(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
+}
+
+/// The next samples, in order, up to [`BATCH_BYTES`] (at least one) or [`BATCH_SAMPLES`].
+fn read_batch<'n, I>(
+    path: &Path,
+    zip: &mut Archive,
+    samples: &mut std::iter::Peekable<I>,
+    budget: &mut Budget,
+) -> Vec<Slot>
+where
+    I: Iterator<Item = (&'n str, u64, usize, &'n str)>,
+{
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    while bytes < BATCH_BYTES && out.len() < BATCH_SAMPLES {
+        let Some((_, _, index, name)) = samples.next() else {
+            break;
         };
-        let text = match std::str::from_utf8(&bytes) {
-            Ok(t) => t,
-            Err(e) => {
-                diags.push(Diagnostic::error(
+        let slot = match read_member(zip, index, name, budget) {
+            Err(e) => Err(Diagnostic::error(path, None, format!("{e}; sample skipped"))),
+            Ok(b) => match std::str::from_utf8(&b) {
+                Err(e) => Err(Diagnostic::error(
                     path,
                     None,
                     format!("{name}: not UTF-8 ({e}); sample skipped"),
-                ));
-                continue;
-            }
+                )),
+                Ok(_) => {
+                    bytes += b.len();
+                    Ok((name.to_string(), b))
+                }
+            },
         };
-        let place = Place {
-            base: Some(0),
-            member: true,
-            defer,
-        };
-        match sample_trace(path, &log, text, place, name, &mut resolve) {
-            Ok(t) => traces.push(t),
-            Err(e) => diags.push(Diagnostic::error(path, None, format!("{name}: {e}; sample skipped"))),
-        }
+        out.push(slot);
     }
-    finish(path, &log, traces, diags)
+    out
+}
+
+/// A sample parsed with the resolve budget left when its batch began.
+struct Parsed {
+    trace: Result<Trace, String>,
+    budget_before: usize,
+    budget_after: usize,
+    /// The budget ran out in it: with less left, it would have run out elsewhere.
+    exhausted: bool,
+}
+
+impl Parsed {
+    fn used(&self) -> usize {
+        self.budget_before - self.budget_after
+    }
+}
+
+fn parse_batch(path: &Path, log: &Log, batch: &[Slot], defer: bool, resolve: usize) -> Vec<Option<Parsed>> {
+    use rayon::prelude::*;
+    batch
+        .par_iter()
+        .map(|slot| {
+            let (name, text) = slot.as_ref().ok()?;
+            let place = Place {
+                base: Some(0),
+                member: true,
+                defer,
+            };
+            let mut left = resolve;
+            let trace = sample_trace(path, log, text_of(text), place, name, &mut left);
+            let exhausted = trace.as_ref().is_ok_and(|t| t.diagnostics.iter().any(is_exhausted));
+            Some(Parsed {
+                trace,
+                budget_before: resolve,
+                budget_after: left,
+                exhausted,
+            })
+        })
+        .collect()
+}
+
+/// The sample ran out of the resolve budget (said in the diagnostic [`sample_trace`] adds; a
+/// sample id that quotes it only makes the sample parsed again).
+fn is_exhausted(d: &Diagnostic) -> bool {
+    d.message.contains(EXHAUSTED)
+}
+
+/// The sample whose trace id is `id` (`<id>_epoch_<n>`, which also names its member), alone;
+/// without an id, the first sample (the first run of the whole load). None when there is no
+/// such member, it cannot be read, or its sample says another id: the whole load then finds
+/// the run, or says why not. The log's own problems (its header) are told with the sample;
+/// those of other samples are not.
+fn load_eval_sample(path: &Path, index: usize, id: &str) -> Option<Result<Loaded, LoadError>> {
+    let mut zip = match open_archive(path) {
+        Ok(z) => z,
+        Err(e) => return Some(Err(e)),
+    };
+    let names = member_names(&zip);
+    let (index, name) = if id.is_empty() {
+        if index != 0 {
+            return None;
+        }
+        names
+            .iter()
+            .filter_map(|(i, n)| sample_member(n).map(|s| (s, *i, n.clone())))
+            .min_by(|a, b| sample_order(&a.0, &b.0))
+            .map(|(_, i, n)| (i, n))?
+    } else {
+        let name = format!("samples/{id}.json");
+        sample_member(&name)?;
+        names.iter().find(|(_, n)| *n == name).cloned()?
+    };
+    let mut budget = Budget { left: MAX_TOTAL_BYTES };
+    let mut diags = Vec::new();
+    let header = eval_header(path, &mut zip, &names, &mut budget, &mut diags);
+    let log = Log::from_header(header.as_ref().unwrap_or(&Value::Null), &stem_eval(path));
+    let bytes = read_member(&mut zip, index, &name, &mut budget).ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?;
+    let place = Place {
+        base: Some(0),
+        member: true,
+        defer: true,
+    };
+    let mut resolve = RESOLVE_BUDGET;
+    let t = sample_trace(path, &log, text, place, &name, &mut resolve).ok()?;
+    if name != format!("samples/{}.json", t.meta.id) {
+        return None;
+    }
+    Some(finish(path, &log, vec![t], diags))
 }
 
 /// The run name of a log file: its name without `.eval`.
@@ -1161,7 +1320,7 @@ fn sample_trace(
             path,
             None,
             format!(
-                "{what}: this log's referenced messages and attachments are over {} MiB; the rest are shown as references",
+                "{what}: {EXHAUSTED} {} MiB; the rest are shown as references",
                 RESOLVE_BUDGET >> 20
             ),
         ));
@@ -2200,6 +2359,95 @@ mod tests {
 
     fn tool(t: &Trace, id: &str) -> u32 {
         t.find(id).unwrap_or_else(|| panic!("no event {id}"))
+    }
+
+    /// Samples parsed a batch at a time in parallel, each with the resolve budget left when
+    /// its batch began, are the samples parsed one after the other: budgets that run out in
+    /// the first sample, in the first batch, in a later one, or never.
+    #[test]
+    fn samples_parsed_together_are_the_samples_parsed_in_turn() {
+        use crate::formats::testing::decoded;
+        let n = 150;
+        let texts: Vec<(String, Vec<u8>)> = (0..n)
+            .map(|i| (format!("samples/{i}_epoch_1.json"), bytes(&sample(json!(i), 1))))
+            .collect();
+        let members: Vec<(&str, Vec<u8>, CompressionMethod)> = texts
+            .iter()
+            .map(|(name, b)| (name.as_str(), b.clone(), CompressionMethod::Deflated))
+            .collect();
+        let d = tempfile::tempdir().unwrap();
+        let path = write(&d, "many.eval", &build_zip(&members));
+        let log = Log::from_header(&Value::Null, &stem_eval(&path));
+        let in_turn = |budget: usize| -> Vec<Trace> {
+            let mut left = budget;
+            texts
+                .iter()
+                .map(|(name, b)| {
+                    let place = Place {
+                        base: Some(0),
+                        member: true,
+                        defer: true,
+                    };
+                    let mut t = sample_trace(&path, &log, text_of(b), place, name, &mut left).unwrap();
+                    t.finalize();
+                    t
+                })
+                .collect()
+        };
+        let mut left = usize::MAX;
+        let place = Place {
+            base: Some(0),
+            member: true,
+            defer: true,
+        };
+        sample_trace(&path, &log, text_of(&texts[0].1), place, &texts[0].0, &mut left).unwrap();
+        let one = usize::MAX - left;
+        assert!(one > 0, "a sample resolves references");
+        for budget in [0, one / 2, 10 * one + one / 3, 100 * one + 7, n * one, usize::MAX / 2] {
+            let got = load_eval_within(&path, true, budget).unwrap().traces;
+            let want = in_turn(budget);
+            assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(decoded(g), decoded(w), "budget {budget}, {}", w.meta.id);
+                let said = |t: &Trace| t.diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>();
+                assert_eq!(said(g), said(w), "budget {budget}, {}", w.meta.id);
+            }
+        }
+    }
+
+    #[test]
+    fn one_sample_loads_alone_as_the_whole_load_has_it() {
+        use crate::formats::testing::decoded;
+        let d = tempfile::tempdir().unwrap();
+        let path = write(&d, "three.eval", &three_samples());
+        let whole = InspectAi.load(&path).unwrap().traces;
+        assert_eq!(whole.len(), 3);
+        for (i, t) in whole.iter().enumerate() {
+            let one = InspectAi.load_run(&path, i, &t.meta.id).unwrap().unwrap().traces;
+            assert_eq!(one.len(), 1);
+            assert_eq!(decoded(&one[0]), decoded(t), "{}", t.meta.id);
+            assert_eq!(one[0].meta.name, t.meta.name);
+        }
+        // Without an id: the first run, as the whole load orders them.
+        let first = InspectAi.load_run(&path, 0, "").unwrap().unwrap().traces;
+        assert_eq!(first[0].meta.id, "1_epoch_1");
+        assert_eq!(decoded(&first[0]), decoded(&whole[0]));
+        // Not there, or not by id: the caller loads the whole log.
+        assert!(InspectAi.load_run(&path, 0, "3_epoch_1").is_none());
+        assert!(InspectAi.load_run(&path, 1, "").is_none());
+        assert!(InspectAi.load_run(&path, 0, "../header").is_none());
+        // A member whose sample says another id is found by the whole load only.
+        let renamed = build_zip(&[
+            ("header.json", bytes(&header("success")), CompressionMethod::Deflated),
+            (
+                "samples/7_epoch_1.json",
+                bytes(&sample(json!(8), 1)),
+                CompressionMethod::Deflated,
+            ),
+        ]);
+        let path = write(&d, "renamed.eval", &renamed);
+        assert!(InspectAi.load_run(&path, 0, "7_epoch_1").is_none());
+        assert!(InspectAi.load_run(&path, 0, "").is_none());
     }
 
     #[test]

@@ -129,6 +129,13 @@ pub trait Format: Sync {
     fn load_watched(&self, path: &Path, _watcher: &mut dyn Watcher) -> Result<Loaded, LoadError> {
         self.load(path)
     }
+    /// The run `id` of a source that holds several (an Inspect AI log's samples), read
+    /// without the others; without an id, the run at `index` of the whole load. None where
+    /// the format has no quicker way than [`Format::load`], of which the caller then takes
+    /// the run. The one trace loaded is that run.
+    fn load_run(&self, _path: &Path, _index: usize, _id: &str) -> Option<Result<Loaded, LoadError>> {
+        None
+    }
     /// Cheap run summaries for `ls` (metadata files, first and last lines). The default loads.
     fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
         Ok(self.load(path)?.traces.iter().map(Summary::of).collect())

@@ -34,6 +34,11 @@ impl RunRef {
     pub fn load_watched(&self, watcher: &mut dyn crate::formats::Watcher) -> Result<Loaded, LoadError> {
         self.format.load_watched(&self.path, watcher)
     }
+    /// The run `id` (or at `index`) of this source alone, where the format can read it
+    /// without the others ([`crate::formats::Format::load_run`]).
+    pub fn load_run(&self, index: usize, id: &str) -> Option<Result<Loaded, LoadError>> {
+        self.format.load_run(&self.path, index, id)
+    }
     /// Cheap summaries: the cached ones of a source unchanged since ([`cache`]), else a large
     /// session from its first and last lines ([`summary`]), else the format's own.
     pub fn summarize(&self) -> Result<Vec<Summary>, LoadError> {

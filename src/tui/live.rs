@@ -216,6 +216,15 @@ impl Loader {
         }
     }
 
+    fn entry(&self, index: usize, summary: Summary) -> RunEntry {
+        RunEntry {
+            run: self.job.run.clone(),
+            index,
+            quiet: super::state::quiet_for(&self.job.run.path, summary.status),
+            summary,
+        }
+    }
+
     /// The summaries of every trace of the source, for the runs list (a source may hold
     /// several runs; the one open is in the shared trace, the others in the sink).
     fn summaries(&mut self, others: &[Trace], ours: Option<usize>) {
@@ -227,12 +236,7 @@ impl Loader {
                 } else {
                     Summary::of(&others[i])
                 };
-                RunEntry {
-                    run: self.job.run.clone(),
-                    index: i,
-                    quiet: super::state::quiet_for(&self.job.run.path, summary.status),
-                    summary,
-                }
+                self.entry(i, summary)
             })
             .collect();
         drop(t);
@@ -388,7 +392,11 @@ impl Loader {
                 // built once it is read whole); a load again after a change does not, lest the
                 // run shown shrink to a part of itself.
                 let run = self.job.run.clone();
-                let loaded = if self.published {
+                let one = run.load_run(self.job.index, &self.job.id);
+                let alone = one.is_some();
+                let loaded = if let Some(one) = one {
+                    one
+                } else if self.published {
                     run.load()
                 } else {
                     run.load_watched(&mut Shown {
@@ -400,11 +408,31 @@ impl Loader {
                 match loaded {
                     Ok(mut l) => {
                         if let Some(k) = pick(&l.traces, self.job.index, &self.job.id) {
+                            // The other runs of a source opened on its own are listed once
+                            // it is read (it was listed as one provisional run).
+                            let others: Vec<RunEntry> = if self.published || alone || l.traces.len() < 2 {
+                                Vec::new()
+                            } else {
+                                l.traces
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(i, t)| self.entry(i, Summary::of(t)))
+                                    .collect()
+                            };
                             // A new slot: the view's rows point into the old trace until it
                             // takes this one.
                             self.trace = shared(l.traces.swap_remove(k));
                             let again = self.published;
                             if !self.publish(None, again) {
+                                return;
+                            }
+                            let others = match (again, alone) {
+                                // Read after the first screen: the format's summaries (an
+                                // Inspect log's are its `summaries.json`), cached.
+                                (false, true) => entries(&self.job.run).unwrap_or_default(),
+                                _ => others,
+                            };
+                            if others.len() > 1 && self.tx.send(Action::RunsFound(others)).is_err() {
                                 return;
                             }
                         } else {
