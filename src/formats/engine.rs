@@ -38,8 +38,14 @@ pub(crate) trait Records: Send {
 
 /// How many records ahead [`Records::prefetch`] is asked for.
 const PREFETCH: usize = 8;
-/// Batches smaller than this are read on this thread: handing work out costs more.
+/// Batches of fewer lines than this and fewer bytes than [`SMALL_BYTES`] are read on this
+/// thread: handing work out costs more.
 const SMALL: usize = 256;
+const SMALL_BYTES: usize = 256 << 10;
+/// The counts of lines below (parts, tasks) are for lines of up to this many bytes; longer
+/// lines make them fewer, in proportion. A 4 MiB batch of OTLP's 26 KB lines is 160 lines:
+/// counted in lines alone it was read on one core.
+const LINE_BYTES: usize = 2 << 10;
 
 /// One line, on this thread (the live tail's few lines, a partial line made whole).
 pub(crate) fn one<R: Records>(r: &mut R, line: &[u8], loc: LineLoc, sink: &mut Sink) {
@@ -51,16 +57,17 @@ pub(crate) fn one<R: Records>(r: &mut R, line: &[u8], loc: LineLoc, sink: &mut S
 /// A batch of whole lines in file order: skimmed on every core, applied in order.
 pub(crate) fn batch<R: Records>(r: &mut R, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
     use rayon::prelude::*;
-    fn skim_all<'a, R: Records>(part: &[(&'a [u8], LineLoc)]) -> Vec<Option<R::Rec<'a>>> {
+    fn skim_all<'a, R: Records>(part: &[(&'a [u8], LineLoc)], task: usize) -> Vec<Option<R::Rec<'a>>> {
         let mut out = Vec::with_capacity(part.len());
         out.resize_with(part.len(), || None);
         out.par_iter_mut()
             .zip(part)
-            .with_min_len(64)
+            .with_min_len(task)
             .for_each(|(slot, (l, _))| R::skim(l, slot));
         out
     }
-    if batch.len() < SMALL {
+    let bytes: usize = batch.iter().map(|(l, _)| l.len()).sum();
+    if batch.len() < SMALL && bytes < SMALL_BYTES {
         sink.held(|sink| {
             for (l, loc) in batch {
                 one(r, l, *loc, sink);
@@ -70,8 +77,10 @@ pub(crate) fn batch<R: Records>(r: &mut R, batch: &[(&[u8], LineLoc)], sink: &mu
     }
     // Skimming is most of the work and needs no state; applying must keep file order.
     // Pipeline: while one part is applied, the next is skimmed on the other cores.
-    let parts = pipeline_parts(batch);
-    let mut ready = skim_all::<R>(parts[0]);
+    let scale = LineScale::of(batch.len(), bytes);
+    let task = scale.lines(64);
+    let parts = pipeline_parts(batch, scale);
+    let mut ready = skim_all::<R>(parts[0], task);
     for k in 0..parts.len() {
         let next = parts.get(k + 1).copied();
         let current = std::mem::take(&mut ready);
@@ -93,7 +102,7 @@ pub(crate) fn batch<R: Records>(r: &mut R, batch: &[(&[u8], LineLoc)], sink: &mu
                     }
                 });
             },
-            || next.map(skim_all::<R>),
+            || next.map(|p| skim_all::<R>(p, task)),
         );
         ready = skimmed_next.unwrap_or_default();
     }
@@ -103,19 +112,19 @@ pub(crate) fn batch<R: Records>(r: &mut R, batch: &[(&[u8], LineLoc)], sink: &mu
 /// the next, but the last part is applied alone: so parts shrink towards the end, each about
 /// a third of the one before (applying costs about a third of skimming), and the serial tail
 /// is a few dozen lines. The first part is skimmed on every core and takes what is left over.
-fn pipeline_parts<T>(batch: &[T]) -> Vec<&[T]> {
-    const FULL: usize = 1024;
-    const LAST: usize = 32;
+fn pipeline_parts<T>(batch: &[T], scale: LineScale) -> Vec<&[T]> {
+    let full = scale.lines(1024);
+    let last = scale.lines(32);
     let mut sizes = Vec::new();
-    let (mut left, mut size) = (batch.len(), LAST);
+    let (mut left, mut size) = (batch.len(), last);
     while left > 0 {
         let n = size.min(left);
         sizes.push(n);
         left -= n;
-        size = (size * 3).min(FULL);
+        size = (size * 3).min(full);
     }
     // The first part (last pushed) takes the remainder; merge a small one into its neighbour.
-    if sizes.len() > 1 && sizes[sizes.len() - 1] < LAST {
+    if sizes.len() > 1 && sizes[sizes.len() - 1] < last {
         let r = sizes.pop().unwrap_or(0);
         *sizes.last_mut().expect("two or more") += r;
     }
@@ -126,6 +135,26 @@ fn pipeline_parts<T>(batch: &[T]) -> Vec<&[T]> {
         at += n;
     }
     parts
+}
+
+/// How many lines of a batch weigh what [`LINE_BYTES`]-long lines would.
+#[derive(Clone, Copy)]
+struct LineScale {
+    /// The batch's mean line length, at least [`LINE_BYTES`].
+    mean: usize,
+}
+
+impl LineScale {
+    fn of(lines: usize, bytes: usize) -> LineScale {
+        LineScale {
+            mean: (bytes / lines.max(1)).max(LINE_BYTES),
+        }
+    }
+
+    /// `n` lines of up to [`LINE_BYTES`], as as many of this batch's (at least one).
+    fn lines(self, n: usize) -> usize {
+        (n * LINE_BYTES / self.mean).max(1)
+    }
 }
 
 /// The origin of a record that is a part of a line (one message of a conversation line, one
@@ -152,7 +181,7 @@ mod tests {
     fn pipeline_parts_cover_the_batch_in_order_and_shrink_towards_the_end() {
         for n in [1usize, 31, 32, 33, 100, 256, 1000, 2100, 10_000] {
             let batch: Vec<usize> = (0..n).collect();
-            let parts = pipeline_parts(&batch);
+            let parts = pipeline_parts(&batch, LineScale::of(n, n * 100));
             let joined: Vec<usize> = parts.iter().flat_map(|p| p.iter().copied()).collect();
             assert_eq!(joined, batch, "n = {n}");
             assert!(parts.iter().all(|p| !p.is_empty()), "n = {n}");
@@ -164,6 +193,23 @@ mod tests {
             }
             assert!(parts[1..].iter().all(|p| p.len() <= 1024), "n = {n}");
         }
+    }
+
+    /// Long lines make parts of fewer lines: OTLP's 26 KB lines, 160 to a 4 MiB batch.
+    #[test]
+    fn long_lines_make_parts_of_fewer_lines() {
+        let batch: Vec<usize> = (0..160).collect();
+        let parts = pipeline_parts(&batch, LineScale::of(160, 160 * 26_000));
+        assert!(parts.len() >= 4, "{} parts", parts.len());
+        assert!(parts.last().unwrap().len() <= 2, "the serial tail is a line or two");
+        let joined: Vec<usize> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+        assert_eq!(joined, batch);
+        // Lines up to LINE_BYTES count as they did.
+        let short = pipeline_parts(&batch, LineScale::of(160, 160 * 500));
+        assert_eq!(short.len(), pipeline_parts(&batch, LineScale::of(160, 160)).len());
+        assert_eq!(LineScale::of(10, 10 * 26_000).lines(64), 5);
+        assert_eq!(LineScale::of(10, 10 * 100).lines(64), 64);
+        assert_eq!(LineScale::of(1, 1 << 30).lines(64), 1);
     }
 
     /// Skims the first field's number; applies an event named after it (or "bad").
@@ -192,13 +238,23 @@ mod tests {
 
     #[test]
     fn a_batch_is_applied_in_file_order_on_every_path() {
-        for n in [0usize, 5, 255, 256, 3000] {
+        // Few long lines go the parallel way too (their bytes, not their count).
+        for (n, pad) in [
+            (0usize, 0usize),
+            (5, 0),
+            (255, 0),
+            (256, 0),
+            (3000, 0),
+            (5, 60_000),
+            (200, 26_000),
+        ] {
+            let pad = " ".repeat(pad);
             let lines: Vec<String> = (0..n)
                 .map(|i| {
                     if i % 97 == 3 {
                         "junk".into()
                     } else {
-                        format!("{{\"n\":{i}}}")
+                        format!("{{\"n\":{i}{pad}}}")
                     }
                 })
                 .collect();
@@ -221,7 +277,7 @@ mod tests {
                 None => Vec::new(),
             };
             let want: Vec<String> = (0..n)
-                .map(|i| if i % 97 == 3 { "bad".into() } else { i.to_string() })
+                .map(|i| if i % 97 == 3 { "bad".into() } else { format!("{i}{pad}") })
                 .collect();
             assert_eq!(names, want, "n = {n}");
             let errors = sink.traces.first().map_or(0, |t| t.diagnostics.len());
