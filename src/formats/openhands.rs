@@ -417,53 +417,108 @@ fn load_v0(path: &Path, watcher: Option<&mut dyn Watcher>) -> Result<Loaded, Loa
 
 /// What the fold needs of one V0 element, taken from its parsed value on a worker thread (the
 /// value is dropped there: made and freed on one thread, where the fold's thread freeing every
-/// worker's values spent most of a 1M-event load in the allocator).
+/// worker's values spent most of a 1M-event load in the allocator). Its texts borrow from the
+/// element where they have no escapes: seven `String`s an element were a tenth of a large
+/// trajectory's load in the allocator.
 #[derive(Debug, PartialEq)]
-struct Facts {
-    id: Option<String>,
+struct Facts<'a> {
+    id: Option<Text<'a>>,
     ts: Option<i64>,
-    source: String,
-    what: What,
+    source: Text<'a>,
+    what: What<'a>,
 }
 
+type Text<'a> = Cow<'a, str>;
+
 #[derive(Debug, PartialEq)]
-enum What {
+enum What<'a> {
     /// The first element, which is no V0 event: the document is not a trajectory.
     Foreign,
     NotAnObject,
     Neither,
     Action {
-        action: String,
+        action: Text<'a>,
         /// The prompt, when this is the user's message.
         task: Option<Value>,
-        function: Option<String>,
-        tool_call_id: Option<String>,
-        response: Option<Box<Response>>,
+        function: Option<Text<'a>>,
+        tool_call_id: Option<Text<'a>>,
+        response: Option<Box<Response<'a>>>,
     },
     Observation {
-        obs: String,
+        obs: Text<'a>,
         /// An `agent_state_changed`'s state.
         state: Option<String>,
-        cause: Option<String>,
-        tool_call_id: Option<String>,
+        cause: Option<Text<'a>>,
+        tool_call_id: Option<Text<'a>>,
         failed: bool,
     },
 }
 
 /// The LLM response an action's `tool_call_metadata` names (by its `id`).
 #[derive(Debug, PartialEq)]
-struct Response {
-    id: String,
-    model: Option<String>,
+struct Response<'a> {
+    id: Text<'a>,
+    model: Option<Text<'a>>,
     usage: Option<Usage>,
 }
 
-impl Facts {
-    fn bare(what: What) -> Facts {
+fn owned(t: Text<'_>) -> Text<'static> {
+    Cow::Owned(t.into_owned())
+}
+
+impl Facts<'_> {
+    fn bare(what: What<'_>) -> Facts<'_> {
         Facts {
             id: None,
             ts: None,
-            source: String::new(),
+            source: Text::default(),
+            what,
+        }
+    }
+
+    /// The same facts, borrowing nothing.
+    fn owned(self) -> Facts<'static> {
+        let what = match self.what {
+            What::Foreign => What::Foreign,
+            What::NotAnObject => What::NotAnObject,
+            What::Neither => What::Neither,
+            What::Action {
+                action,
+                task,
+                function,
+                tool_call_id,
+                response,
+            } => What::Action {
+                action: owned(action),
+                task,
+                function: function.map(owned),
+                tool_call_id: tool_call_id.map(owned),
+                response: response.map(|r| {
+                    Box::new(Response {
+                        id: owned(r.id),
+                        model: r.model.map(owned),
+                        usage: r.usage,
+                    })
+                }),
+            },
+            What::Observation {
+                obs,
+                state,
+                cause,
+                tool_call_id,
+                failed,
+            } => What::Observation {
+                obs: owned(obs),
+                state,
+                cause: cause.map(owned),
+                tool_call_id: tool_call_id.map(owned),
+                failed,
+            },
+        };
+        Facts {
+            id: self.id.map(owned),
+            ts: self.ts,
+            source: owned(self.source),
             what,
         }
     }
@@ -471,18 +526,20 @@ impl Facts {
     /// The facts of a parsed element, field by field as the reader of whole documents took
     /// them: the oracle [`Facts::read`] is checked against.
     #[cfg(test)]
-    fn of(ev: &Value) -> Facts {
+    fn of(ev: &Value) -> Facts<'static> {
         if !ev.is_object() {
             return Facts::bare(What::NotAnObject);
         }
         let mut f = Facts {
-            id: v0_id(ev),
+            id: v0_id(ev).map(Cow::Owned),
             ts: ts_of(ev),
-            source: str_of(ev, "source").unwrap_or("").to_string(),
+            source: Cow::Owned(str_of(ev, "source").unwrap_or("").to_string()),
             what: What::Neither,
         };
         let meta = ev.get("tool_call_metadata");
-        let tool_call_id = meta.and_then(|m| str_of(m, "tool_call_id")).map(str::to_owned);
+        let tool_call_id = meta
+            .and_then(|m| str_of(m, "tool_call_id"))
+            .map(|s| Cow::Owned(s.to_owned()));
         f.what = if let Some(action) = str_of(ev, "action") {
             let args = ev.get("args").unwrap_or(&Value::Null);
             let task = (action == "message" && f.source == "user")
@@ -490,17 +547,19 @@ impl Facts {
                 .flatten();
             let response = meta.and_then(|m| m.get("model_response"));
             What::Action {
-                action: action.to_string(),
+                action: Cow::Owned(action.to_string()),
                 task,
                 function: meta
                     .and_then(|m| str_of(m, "function_name"))
                     .filter(|s| !s.is_empty())
-                    .map(str::to_owned),
+                    .map(|s| Cow::Owned(s.to_owned())),
                 tool_call_id,
                 response: response.and_then(|r| {
                     Some(Box::new(Response {
-                        id: str_of(r, "id")?.to_string(),
-                        model: str_of(r, "model").filter(|s| !s.is_empty()).map(str::to_owned),
+                        id: Cow::Owned(str_of(r, "id")?.to_string()),
+                        model: str_of(r, "model")
+                            .filter(|s| !s.is_empty())
+                            .map(|s| Cow::Owned(s.to_owned())),
                         usage: r.get("usage").and_then(usage_of),
                     }))
                 }),
@@ -508,11 +567,11 @@ impl Facts {
         } else if let Some(obs) = str_of(ev, "observation") {
             let extras = ev.get("extras").unwrap_or(&Value::Null);
             What::Observation {
-                obs: obs.to_string(),
+                obs: Cow::Owned(obs.to_string()),
                 state: (obs == "agent_state_changed").then(|| str_of(extras, "agent_state").unwrap_or("?").to_string()),
                 cause: match ev.get("cause") {
-                    Some(Value::Number(n)) => Some(n.to_string()),
-                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(Value::Number(n)) => Some(Cow::Owned(n.to_string())),
+                    Some(Value::String(s)) => Some(Cow::Owned(s.clone())),
                     _ => None,
                 },
                 tool_call_id,
@@ -574,11 +633,11 @@ struct RawResponse<'a> {
     usage: Option<&'a RawValue>,
 }
 
-impl Facts {
+impl<'a> Facts<'a> {
     /// The facts of one element. An element the typed read cannot take is parsed as a value,
     /// and the value written again (its keys then unique: the last of a repeated key, as a
     /// value keeps it) is read the typed way; what is not an object is said so.
-    fn read(b: &[u8]) -> Result<Facts, serde_json::Error> {
+    fn read(b: &'a [u8]) -> Result<Facts<'a>, serde_json::Error> {
         if let Some(f) = Facts::fast(b) {
             return Ok(f);
         }
@@ -587,26 +646,26 @@ impl Facts {
             return Ok(Facts::bare(What::NotAnObject));
         }
         // A value written by serde_json is read the typed way: the last arm is never taken.
-        Ok(Facts::fast(v.to_string().as_bytes()).unwrap_or(Facts::bare(What::Neither)))
+        Ok(Facts::fast(v.to_string().as_bytes()).map_or(Facts::bare(What::Neither), Facts::owned))
     }
 
     /// [`Facts::of`] the element's parsed value, without parsing what the facts do not need.
     /// None when the typed read fails (not JSON, not an object, a field given twice, which
     /// the value keeps the last of): the caller parses the value then.
-    fn fast(b: &[u8]) -> Option<Facts> {
+    fn fast(b: &'a [u8]) -> Option<Facts<'a>> {
         // A small part as a value, as `Facts::of` sees it.
         fn val(r: Option<&RawValue>) -> Value {
             r.and_then(|r| serde_json::from_str(r.get()).ok())
                 .unwrap_or(Value::Null)
         }
-        fn string(r: Option<&RawValue>) -> Option<String> {
-            super::raw_text(r?.get()).map(std::borrow::Cow::into_owned)
+        fn string(r: Option<&RawValue>) -> Option<Text<'_>> {
+            super::raw_text(r?.get())
         }
         // A struct reads a JSON array too, field by field: only objects here.
         if whole::first_byte(b) != Some(b'{') {
             return None;
         }
-        let ev: RawEvent = serde_json::from_slice(b).ok()?;
+        let ev: RawEvent<'a> = serde_json::from_slice(b).ok()?;
         let source = string(ev.source).unwrap_or_default();
         let meta: Option<RawMeta> = match ev.tool_call_metadata {
             Some(r) if r.get().starts_with('{') => Some(serde_json::from_str(r.get()).ok()?),
@@ -646,10 +705,13 @@ impl Facts {
             What::Observation {
                 state: (obs == "agent_state_changed")
                     .then(|| str_of(&val(ev.extras), "agent_state").unwrap_or("?").to_string()),
-                cause: match val(ev.cause) {
-                    Value::Number(n) => Some(n.to_string()),
-                    Value::String(s) => Some(s),
-                    _ => None,
+                cause: match ev.cause.map(RawValue::get) {
+                    Some(r) if r.starts_with('"') => super::raw_text(r),
+                    Some(r) => match serde_json::from_str::<Value>(r) {
+                        Ok(Value::Number(n)) => Some(Cow::Owned(n.to_string())),
+                        _ => None,
+                    },
+                    None => None,
                 },
                 tool_call_id,
                 failed: obs == "error" || val(ev.success).as_bool() == Some(false),
@@ -661,9 +723,9 @@ impl Facts {
         // The id and the time read from their text: a million small values built and
         // freed were a tenth of a large trajectory's load.
         let id = match ev.id.map(RawValue::get) {
-            Some(r) if r.starts_with('"') => super::raw_text(r).filter(|s| !s.is_empty()).map(Cow::into_owned),
+            Some(r) if r.starts_with('"') => super::raw_text(r).filter(|s| !s.is_empty()),
             Some(r) => match serde_json::from_str::<Value>(r) {
-                Ok(Value::Number(n)) => Some(n.to_string()),
+                Ok(Value::Number(n)) => Some(Cow::Owned(n.to_string())),
                 _ => None,
             },
             None => None,
@@ -804,7 +866,7 @@ impl<'w> V0<'w> {
     }
 
     /// One element of the list, in order.
-    fn event(&mut self, i: u64, line: u64, ev: Facts, origin: Origin) {
+    fn event(&mut self, i: u64, line: u64, ev: Facts<'_>, origin: Origin) {
         let V0 {
             path,
             t,
@@ -821,7 +883,7 @@ impl<'w> V0<'w> {
         let path = path.as_path();
         let run = *run;
         let Facts { id, ts, source, what } = ev;
-        let source = source.as_str();
+        let source = &*source;
         match what {
             // Stopped at in `elements`.
             What::Foreign => {}
@@ -842,7 +904,7 @@ impl<'w> V0<'w> {
                 tool_call_id,
                 response,
             } => {
-                let action = action.as_str();
+                let action = &*action;
                 if NOT_TOOLS.contains(&action) || source != "agent" {
                     let (kind, label) = match action {
                         "message" | "system" => {
@@ -878,7 +940,7 @@ impl<'w> V0<'w> {
                         None => {
                             let m = r.model.as_deref();
                             if model.is_none() {
-                                *model = r.model.clone();
+                                *model = r.model.as_deref().map(str::to_owned);
                             }
                             let l = t.add(NewEvent {
                                 id: Some(&r.id),
@@ -924,7 +986,7 @@ impl<'w> V0<'w> {
                 tool_call_id,
                 failed,
             } => {
-                let obs = obs.as_str();
+                let obs = &*obs;
                 if let Some(state) = state {
                     t.add(NewEvent {
                         id: id.as_deref(),
