@@ -67,8 +67,19 @@ const MAX_NESTING: usize = 64;
 /// Resolved references (messages of `input_refs`, attachment texts) one load may add to its
 /// payloads, beyond which they are shown as recorded.
 const RESOLVE_BUDGET: usize = 256 << 20;
-/// What the diagnostic of a sample that ran out of the resolve budget says.
-const EXHAUSTED: &str = "this log's referenced messages and attachments are over";
+
+/// What is left of a load's [`RESOLVE_BUDGET`], and whether the last sample ran out of it.
+#[derive(Clone, Copy)]
+struct Resolve {
+    left: usize,
+    ran_out: bool,
+}
+
+impl Resolve {
+    fn new(left: usize) -> Resolve {
+        Resolve { left, ran_out: false }
+    }
+}
 
 const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 const ZIP_EMPTY: &[u8] = b"PK\x05\x06";
@@ -442,15 +453,15 @@ fn load_eval_within(path: &Path, defer: bool, resolve_budget: usize) -> Result<L
     let log = Log::from_header(header.as_ref().unwrap_or(&Value::Null), &stem_eval(path));
     samples.sort_by(|a, b| sample_order(&(a.0, a.1), &(b.0, b.1)));
     let mut traces = Vec::new();
-    let mut resolve = resolve_budget;
+    let mut resolve = Resolve::new(resolve_budget);
     // Samples are read in order (the decompression budget is the log's), a batch at a time,
     // and parsed in parallel; the next batch is read while one is parsed.
-    let mut samples = samples.into_iter().peekable();
+    let mut samples = samples.into_iter();
     let mut batch = read_batch(path, &mut zip, &mut samples, &mut budget);
     while !batch.is_empty() {
         let (next, done) = rayon::join(
             || read_batch(path, &mut zip, &mut samples, &mut budget),
-            || parse_batch(path, &log, &batch, defer, resolve),
+            || parse_batch(path, &log, &batch, defer, resolve.left),
         );
         for (slot, parsed) in batch.iter().zip(done) {
             match (slot, parsed) {
@@ -458,17 +469,12 @@ fn load_eval_within(path: &Path, defer: bool, resolve_budget: usize) -> Result<L
                 (Ok((name, text)), Some(p)) => {
                     // Parsed with the budget left when the batch began: the same trace as in
                     // turn when it stayed within what is left now (else parsed again so).
-                    let same = p.budget_before == resolve || (!p.exhausted && p.used() <= resolve);
+                    let same = p.budget_before == resolve.left || (!p.ran_out && p.used() <= resolve.left);
                     let result = if same {
-                        resolve -= p.used();
+                        resolve.left -= p.used();
                         p.trace
                     } else {
-                        let place = Place {
-                            base: Some(0),
-                            member: true,
-                            defer,
-                        };
-                        sample_trace(path, &log, text_of(text), place, name, &mut resolve)
+                        sample_trace(path, &log, text, Place::member(defer), name, &mut resolve)
                     };
                     match result {
                         Ok(t) => traces.push(t),
@@ -487,24 +493,16 @@ fn load_eval_within(path: &Path, defer: bool, resolve_budget: usize) -> Result<L
 const BATCH_BYTES: usize = 64 << 20;
 const BATCH_SAMPLES: usize = 64;
 
-/// A sample member read (its name and UTF-8 text), or why it was skipped.
-type Slot = Result<(String, Vec<u8>), Diagnostic>;
-
-/// The text of a slot, which [`read_batch`] checked is UTF-8.
-fn text_of(b: &[u8]) -> &str {
-    std::str::from_utf8(b).unwrap_or_default()
-}
+/// A sample member read (its name and text), or why it was skipped.
+type Slot = Result<(String, String), Diagnostic>;
 
 /// The next samples, in order, up to [`BATCH_BYTES`] (at least one) or [`BATCH_SAMPLES`].
-fn read_batch<'n, I>(
+fn read_batch<'n>(
     path: &Path,
     zip: &mut Archive,
-    samples: &mut std::iter::Peekable<I>,
+    samples: &mut impl Iterator<Item = (&'n str, u64, usize, &'n str)>,
     budget: &mut Budget,
-) -> Vec<Slot>
-where
-    I: Iterator<Item = (&'n str, u64, usize, &'n str)>,
-{
+) -> Vec<Slot> {
     let mut out = Vec::new();
     let mut bytes = 0;
     while bytes < BATCH_BYTES && out.len() < BATCH_SAMPLES {
@@ -513,15 +511,15 @@ where
         };
         let slot = match read_member(zip, index, name, budget) {
             Err(e) => Err(Diagnostic::error(path, None, format!("{e}; sample skipped"))),
-            Ok(b) => match std::str::from_utf8(&b) {
+            Ok(b) => match String::from_utf8(b) {
                 Err(e) => Err(Diagnostic::error(
                     path,
                     None,
-                    format!("{name}: not UTF-8 ({e}); sample skipped"),
+                    format!("{name}: not UTF-8 ({}); sample skipped", e.utf8_error()),
                 )),
-                Ok(_) => {
-                    bytes += b.len();
-                    Ok((name.to_string(), b))
+                Ok(text) => {
+                    bytes += text.len();
+                    Ok((name.to_string(), text))
                 }
             },
         };
@@ -536,7 +534,7 @@ struct Parsed {
     budget_before: usize,
     budget_after: usize,
     /// The budget ran out in it: with less left, it would have run out elsewhere.
-    exhausted: bool,
+    ran_out: bool,
 }
 
 impl Parsed {
@@ -551,28 +549,16 @@ fn parse_batch(path: &Path, log: &Log, batch: &[Slot], defer: bool, resolve: usi
         .par_iter()
         .map(|slot| {
             let (name, text) = slot.as_ref().ok()?;
-            let place = Place {
-                base: Some(0),
-                member: true,
-                defer,
-            };
-            let mut left = resolve;
-            let trace = sample_trace(path, log, text_of(text), place, name, &mut left);
-            let exhausted = trace.as_ref().is_ok_and(|t| t.diagnostics.iter().any(is_exhausted));
+            let mut left = Resolve::new(resolve);
+            let trace = sample_trace(path, log, text, Place::member(defer), name, &mut left);
             Some(Parsed {
                 trace,
                 budget_before: resolve,
-                budget_after: left,
-                exhausted,
+                budget_after: left.left,
+                ran_out: left.ran_out,
             })
         })
         .collect()
-}
-
-/// The sample ran out of the resolve budget (said in the diagnostic [`sample_trace`] adds; a
-/// sample id that quotes it only makes the sample parsed again).
-fn is_exhausted(d: &Diagnostic) -> bool {
-    d.message.contains(EXHAUSTED)
 }
 
 /// The sample whose trace id is `id` (`<id>_epoch_<n>`, which also names its member), alone;
@@ -606,12 +592,8 @@ fn load_eval_sample(path: &Path, index: usize, id: &str) -> Option<Result<Loaded
     let log = Log::from_header(header.as_ref().unwrap_or(&Value::Null), &stem_eval(path));
     let bytes = read_member(&mut zip, index, &name, &mut budget).ok()?;
     let text = std::str::from_utf8(&bytes).ok()?;
-    let place = Place {
-        base: Some(0),
-        member: true,
-        defer: true,
-    };
-    let mut resolve = RESOLVE_BUDGET;
+    let place = Place::member(true);
+    let mut resolve = Resolve::new(RESOLVE_BUDGET);
     let t = sample_trace(path, &log, text, place, &name, &mut resolve).ok()?;
     if name != format!("samples/{}.json", t.meta.id) {
         return None;
@@ -713,7 +695,7 @@ fn load_json(path: &Path, defer: bool) -> Result<Loaded, LoadError> {
         },
     };
     let mut traces = Vec::new();
-    let mut resolve = RESOLVE_BUDGET;
+    let mut resolve = Resolve::new(RESOLVE_BUDGET);
     for (i, raw) in samples.iter().enumerate() {
         let offset = raw.get().as_ptr() as usize - text.as_ptr() as usize;
         match sample_trace(
@@ -1147,6 +1129,17 @@ struct Place {
     defer: bool,
 }
 
+impl Place {
+    /// A whole `.eval` member.
+    fn member(defer: bool) -> Place {
+        Place {
+            base: Some(0),
+            member: true,
+            defer,
+        }
+    }
+}
+
 /// Build the trace of one sample from its JSON text.
 fn sample_trace(
     path: &Path,
@@ -1154,7 +1147,7 @@ fn sample_trace(
     text: &str,
     place: Place,
     what: &str,
-    budget: &mut usize,
+    budget: &mut Resolve,
 ) -> Result<Trace, String> {
     let fields: Fields<'_> =
         serde_json::from_str(text).map_err(|e| format!("not a sample object: {}", json_error(&e)))?;
@@ -1235,7 +1228,7 @@ fn sample_trace(
     let mut refs = Refs {
         attachments: Arc::new(attachments),
         pool: Arc::new(pool),
-        left: *budget,
+        left: budget.left,
         seen: 0,
         exhausted: false,
     };
@@ -1314,13 +1307,14 @@ fn sample_trace(
         }
     }
 
-    *budget = refs.left;
+    budget.left = refs.left;
+    budget.ran_out = refs.exhausted;
     if refs.exhausted {
         diags.push(Diagnostic::warning(
             path,
             None,
             format!(
-                "{what}: {EXHAUSTED} {} MiB; the rest are shown as references",
+                "{what}: this log's referenced messages and attachments are over {} MiB; the rest are shown as references",
                 RESOLVE_BUDGET >> 20
             ),
         ));
@@ -2379,29 +2373,22 @@ mod tests {
         let path = write(&d, "many.eval", &build_zip(&members));
         let log = Log::from_header(&Value::Null, &stem_eval(&path));
         let in_turn = |budget: usize| -> Vec<Trace> {
-            let mut left = budget;
+            let mut left = Resolve::new(budget);
             texts
                 .iter()
                 .map(|(name, b)| {
-                    let place = Place {
-                        base: Some(0),
-                        member: true,
-                        defer: true,
-                    };
-                    let mut t = sample_trace(&path, &log, text_of(b), place, name, &mut left).unwrap();
+                    let place = Place::member(true);
+                    let text = std::str::from_utf8(b).unwrap();
+                    let mut t = sample_trace(&path, &log, text, place, name, &mut left).unwrap();
                     t.finalize();
                     t
                 })
                 .collect()
         };
-        let mut left = usize::MAX;
-        let place = Place {
-            base: Some(0),
-            member: true,
-            defer: true,
-        };
-        sample_trace(&path, &log, text_of(&texts[0].1), place, &texts[0].0, &mut left).unwrap();
-        let one = usize::MAX - left;
+        let mut left = Resolve::new(usize::MAX);
+        let text = std::str::from_utf8(&texts[0].1).unwrap();
+        sample_trace(&path, &log, text, Place::member(true), &texts[0].0, &mut left).unwrap();
+        let one = usize::MAX - left.left;
         assert!(one > 0, "a sample resolves references");
         for budget in [0, one / 2, 10 * one + one / 3, 100 * one + 7, n * one, usize::MAX / 2] {
             let got = load_eval_within(&path, true, budget).unwrap().traces;

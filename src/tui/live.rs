@@ -408,9 +408,10 @@ impl Loader {
                 match loaded {
                     Ok(mut l) => {
                         if let Some(k) = pick(&l.traces, self.job.index, &self.job.id) {
-                            // The other runs of a source opened on its own are listed once
-                            // it is read (it was listed as one provisional run).
-                            let others: Vec<RunEntry> = if self.published || alone || l.traces.len() < 2 {
+                            let again = self.published;
+                            // Every run of the source is listed after its first load (one
+                            // opened on its own was listed as one provisional run).
+                            let mut listed: Vec<RunEntry> = if again || alone || l.traces.len() < 2 {
                                 Vec::new()
                             } else {
                                 l.traces
@@ -422,17 +423,15 @@ impl Loader {
                             // A new slot: the view's rows point into the old trace until it
                             // takes this one.
                             self.trace = shared(l.traces.swap_remove(k));
-                            let again = self.published;
                             if !self.publish(None, again) {
                                 return;
                             }
-                            let others = match (again, alone) {
-                                // Read after the first screen: the format's summaries (an
-                                // Inspect log's are its `summaries.json`), cached.
-                                (false, true) => entries(&self.job.run).unwrap_or_default(),
-                                _ => others,
-                            };
-                            if others.len() > 1 && self.tx.send(Action::RunsFound(others)).is_err() {
+                            if !again && alone {
+                                // After the first screen: the format's summaries (an Inspect
+                                // log's are its `summaries.json`), cached.
+                                listed = entries(&self.job.run).unwrap_or_default();
+                            }
+                            if listed.len() > 1 && self.tx.send(Action::RunsFound(listed)).is_err() {
                                 return;
                             }
                         } else {
