@@ -51,11 +51,11 @@ impl Format for AgentDbg {
                 0
             };
         }
-        let typed = p
-            .record()
-            .and_then(|r| r.get("event_type"))
-            .and_then(Value::as_str)
-            .is_some_and(|t| TYPES.contains(&t));
+        let typed = p.has_key("event_type")
+            && p.record()
+                .and_then(|r| r.get("event_type"))
+                .and_then(Value::as_str)
+                .is_some_and(|t| TYPES.contains(&t));
         if typed || (p.has_key("event_type") && p.has_key("event_id") && p.has_key("payload")) {
             return 95;
         }

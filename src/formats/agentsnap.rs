@@ -36,12 +36,13 @@ impl Format for AgentSnap {
         if p.is_dir {
             return 0;
         }
-        match &p.whole {
-            Some(v) if looks_like(v) => 100,
-            Some(_) => 0,
+        let keys = p.has_key("version") && p.has_key("tools");
+        match p.complete {
+            true if keys && p.whole().is_some_and(looks_like) => 100,
+            true => 0,
             // Too large for the probe: judge by the keys and the name.
-            None if !p.complete && p.has_key("version") && p.has_key("tools") => 70,
-            None => 0,
+            false if keys => 70,
+            false => 0,
         }
     }
 

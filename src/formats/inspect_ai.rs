@@ -111,11 +111,11 @@ impl Format for InspectAi {
             // it, unless another format knows the file better.
             return 10;
         }
-        if let Some(v) = &p.whole {
-            return if looks_like_log(v) { 100 } else { 0 };
-        }
         if p.complete {
-            return 0;
+            return match p.has_key("eval") && p.whole().is_some_and(looks_like_log) {
+                true => 100,
+                false => 0,
+            };
         }
         // Too large for the probe: the top-level keys Inspect writes first.
         if p.has_key("version") && p.has_key("eval") && (p.has_key("status") || p.has_key("plan")) {

@@ -67,7 +67,9 @@ impl Format for OpenAiChat {
         if foreign {
             return 0;
         }
-        if let Some(w) = &p.whole {
+        // A document of ours names one of these first (`record_score`'s shapes).
+        let ours = ["role", "messages", "trace"].iter().any(|k| p.has_key(k));
+        if ours && let Some(w) = p.whole() {
             let score = record_score(w);
             if score > 0 {
                 return score;

@@ -71,16 +71,19 @@ impl Format for OpenHands {
                 0
             };
         }
-        match &p.whole {
-            Some(Value::Array(items)) if items.first().is_some_and(is_v0_event) => 95,
-            Some(_) => 0,
-            None if !p.complete => {
-                let list = p.head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-                let keys = (p.has_key("action") || p.has_key("observation")) && p.has_key("source");
-                if list && keys { 90 } else { 0 }
-            }
-            None => 0,
+        let list = p.head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+        if !list || !(p.has_key("action") || p.has_key("observation")) {
+            return 0;
         }
+        if p.complete {
+            // The first element alone: the load parses the rest, and says where it is broken.
+            return if p.first_item().is_some_and(|v| is_v0_event(&v)) {
+                95
+            } else {
+                0
+            };
+        }
+        if p.has_key("source") { 90 } else { 0 }
     }
 
     /// A finished V1 conversation is summarized from `base_state.json` and the first and last
@@ -1590,6 +1593,12 @@ mod tests {
         let v0 = br#"[{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}}]"#;
         assert_eq!(
             OpenHands.detect(&Probe::from_bytes(Path::new("t.json"), v0.to_vec(), true)),
+            95
+        );
+        // Broken after its first element: ours, and the load says where (see below).
+        let broken = br#"[{"id": 0, "source": "user", "action": "message"}, {"id": 1, "x": tru}]"#;
+        assert_eq!(
+            OpenHands.detect(&Probe::from_bytes(Path::new("t.json"), broken.to_vec(), true)),
             95
         );
         let chat = br#"[{"role": "user", "content": "hi"}]"#;

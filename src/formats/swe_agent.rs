@@ -106,17 +106,16 @@ impl Format for SweAgent {
             return 0;
         }
         let named = traj_name(p.file_name());
-        if let Some(v) = &p.whole {
+        if p.complete {
+            // `shape`'s documents name one of these first.
+            let keys = ["trajectory", "messages", "role"].iter().any(|k| p.has_key(k));
             // Above openai-chat's 85-95 for the same lists and `{messages}` objects.
-            return match shape(v, named) {
+            return match keys.then(|| p.whole()).flatten().and_then(|v| shape(v, named)) {
                 Some(_) if named => 100,
                 Some(Shape::MiniList) => 96,
                 Some(_) => 97,
-                None => 0,
+                None => 0, // read whole and not JSON of ours
             };
-        }
-        if p.complete {
-            return 0; // read whole and not JSON of ours
         }
         // Too large for the probe: judge by the name and the first keys.
         let swe_keys =
