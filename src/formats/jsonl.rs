@@ -11,8 +11,10 @@ use std::sync::{Arc, RwLock};
 
 /// Lines longer than this are skipped with a diagnostic (DESIGN: hostile input is bounded).
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
-/// Read size: large enough that a batch of lines keeps both cores busy.
-const CHUNK: usize = 4 * 1024 * 1024;
+/// Read size: large enough that a batch of lines keeps both cores busy, small enough that
+/// the two buffers of an overlapped read stay in the caches the skim reads them from (4 MiB
+/// took 5-11% more CPU on Claude Code, Codex and Cursor; 1 MiB made batches too short).
+const CHUNK: usize = 2 * 1024 * 1024;
 
 /// Where a line is: 1-based line number and byte range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
