@@ -207,7 +207,9 @@ def run_dirs(a, base):
         print(f"{name:<36} {m * 1e3:>8.1f}ms {m / f0:>8.1f} {statistics.median(cpus[name]) * 1e3:>8.1f}ms")
     print(json.dumps({k: round(statistics.median(v) * 1e3, 1) for k, v in times.items()}))
     if a.clean and not a.dir:
-        shutil.rmtree(os.path.dirname(os.path.dirname(d)))
+        # What make_run_dirs made, whatever the depth of the runs' layout inside it (the
+        # parent of a shallow one's `runs/` was the whole discovery directory).
+        shutil.rmtree(os.path.join(base, f"{a.run_dirs}-{a.sessions}"))
 
 
 def main():
