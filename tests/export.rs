@@ -414,6 +414,48 @@ fn export_to_stdout_a_file_and_a_directory() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run with id nope"));
 }
 
+/// A sample of an Inspect AI log asked for by --run is read alone (its archive member) and
+/// exports as it does from the whole log; an id given twice is one run, found.
+#[test]
+fn a_sample_asked_for_exports_as_from_the_whole_log() {
+    let log = "sample-traces/inspect-ai/agentic.eval";
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all/");
+    let out = tracetui()
+        .args(["export", log, "--to", "html", "-o"])
+        .arg(&all)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for id in ["q1_epoch_1", "q2_epoch_1"] {
+        let one = dir.path().join(format!("{id}.html"));
+        let out = tracetui()
+            .args(["export", log, "--run", id, "--run", id, "--to", "html", "-o"])
+            .arg(&one)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let whole = std::fs::read(all.join(format!("{id}.html"))).unwrap();
+        assert_eq!(std::fs::read(&one).unwrap(), whole, "{id}");
+    }
+    let out = tracetui()
+        .args([
+            "export",
+            log,
+            "--run",
+            "q1_epoch_1",
+            "--run",
+            "nope",
+            "--to",
+            "markdown",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no run with id nope"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("q1"));
+}
+
 /// A large run is bounded on the page, and the page says what it left out.
 #[test]
 fn a_large_run_is_bounded_and_says_so() {

@@ -8,6 +8,29 @@ use crate::model::Trace;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// The runs asked for, each read alone where the source's format can (an Inspect AI log's
+/// samples, each its own archive member: one of 2,000 in milliseconds, not the whole log in
+/// seconds). None when any one cannot be: the source is then loaded whole.
+fn alone(
+    r: &crate::source::RunRef,
+    ids: &[String],
+) -> Option<Result<crate::formats::Loaded, crate::formats::LoadError>> {
+    if ids.is_empty() {
+        return None;
+    }
+    let mut traces = Vec::new();
+    for (k, id) in ids.iter().enumerate() {
+        if ids[..k].contains(id) {
+            continue;
+        }
+        match r.load_run(0, id)? {
+            Ok(l) => traces.extend(l.traces),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(crate::formats::Loaded { traces }))
+}
+
 /// Where the runs go.
 enum Dest {
     Stdout,
@@ -57,7 +80,7 @@ pub fn run(req: &Request, stdout: &mut dyn Write) -> anyhow::Result<u8> {
     let mut written: Vec<PathBuf> = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for r in &d.runs {
-        let loaded = match r.load() {
+        let loaded = match alone(r, req.runs).unwrap_or_else(|| r.load()) {
             Ok(l) => l,
             Err(e) => {
                 say(&e.to_string());
@@ -67,9 +90,16 @@ pub fn run(req: &Request, stdout: &mut dyn Write) -> anyhow::Result<u8> {
         };
         for t in loaded.traces {
             if !req.runs.is_empty() {
-                match req.runs.iter().position(|id| *id == t.meta.id) {
-                    Some(k) => found[k] = true,
-                    None => continue,
+                // An id given twice is found once for both.
+                let mut asked = false;
+                for (k, id) in req.runs.iter().enumerate() {
+                    if *id == t.meta.id {
+                        found[k] = true;
+                        asked = true;
+                    }
+                }
+                if !asked {
+                    continue;
                 }
             }
             if single {
