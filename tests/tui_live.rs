@@ -624,6 +624,10 @@ fn a_log_of_samples_lists_them_all_and_opens_each_alone() {
     let id_of = |s: &State| read(&s.run.as_ref().unwrap().trace).meta.id.clone();
     let ids: Vec<String> = h.s.runs.entries.iter().map(|e| e.summary.id.clone()).collect();
     assert_eq!(id_of(&h.s), ids[0]);
+    // The open sample's row has what its load found; the log's summaries have no counts.
+    let open = &h.s.runs.entries[0].summary;
+    let loaded = read(&h.s.run.as_ref().unwrap().trace).counts();
+    assert_eq!(open.tool_calls, Some(loaded.tool_calls), "{open:?}");
     let e = h.s.runs.entries[1].clone();
     h.s.load_gen += 1;
     h.s.pending_entry = Some(1);

@@ -420,6 +420,9 @@ impl Loader {
                                     .map(|(i, t)| self.entry(i, Summary::of(t)))
                                     .collect()
                             };
+                            // The open run's own row says what its load found, not what a
+                            // summary file says (an Inspect log's has no counts).
+                            let mine = (!again && alone).then(|| Summary::of(&l.traces[k]));
                             // A new slot: the view's rows point into the old trace until it
                             // takes this one.
                             self.trace = shared(l.traces.swap_remove(k));
@@ -430,6 +433,11 @@ impl Loader {
                                 // After the first screen: the format's summaries (an Inspect
                                 // log's are its `summaries.json`), cached.
                                 listed = entries(&self.job.run).unwrap_or_default();
+                                if let Some(mine) = mine
+                                    && let Some(e) = listed.iter_mut().find(|e| e.summary.id == mine.id)
+                                {
+                                    e.summary = mine;
+                                }
                             }
                             if listed.len() > 1 && self.tx.send(Action::RunsFound(listed)).is_err() {
                                 return;
