@@ -112,9 +112,10 @@ impl Format for InspectAi {
             return 10;
         }
         if p.complete {
-            return match p.has_key("eval") && p.whole().is_some_and(looks_like_log) {
-                true => 100,
-                false => 0,
+            return if p.whole_naming(&["eval"]).is_some_and(looks_like_log) {
+                100
+            } else {
+                0
             };
         }
         // Too large for the probe: the top-level keys Inspect writes first.

@@ -68,8 +68,7 @@ impl Format for OpenAiChat {
             return 0;
         }
         // A document of ours names one of these first (`record_score`'s shapes).
-        let ours = ["role", "messages", "trace"].iter().any(|k| p.has_key(k));
-        if ours && let Some(w) = p.whole() {
+        if let Some(w) = p.whole_naming(&["role", "messages", "trace"]) {
             let score = record_score(w);
             if score > 0 {
                 return score;
@@ -87,9 +86,8 @@ impl Format for OpenAiChat {
             Some(first) => record_score(first),
             None => {
                 // A first line too long to parse here: judge by its keys.
-                let list_of_messages = p.head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
-                    && p.has_key("role")
-                    && (p.has_key("content") || p.has_key("tool_calls"));
+                let list_of_messages =
+                    p.is_list() && p.has_key("role") && (p.has_key("content") || p.has_key("tool_calls"));
                 if list_of_messages || (p.has_key("messages") && !p.has_key("type")) {
                     60
                 } else {

@@ -71,8 +71,7 @@ impl Format for OpenHands {
                 0
             };
         }
-        let list = p.head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-        if !list || !(p.has_key("action") || p.has_key("observation")) {
+        if !p.is_list() || !(p.has_key("action") || p.has_key("observation")) {
             return 0;
         }
         if p.complete {

@@ -54,8 +54,7 @@ impl Format for Otlp {
         if p.is_dir {
             return 0;
         }
-        let named = p.has_key("resourceSpans") || p.has_key("resourceLogs");
-        match (named.then(|| p.whole()).flatten(), &p.first) {
+        match (p.whole_naming(&["resourceSpans", "resourceLogs"]), &p.first) {
             (Some(v), _) if is_batch(v) => 100,
             (_, Some(v)) if is_batch(v) => 100,
             _ if p

@@ -105,12 +105,23 @@ impl Probe {
             .as_ref()
     }
 
+    /// The whole document ([`Probe::whole`]) when its first keys hold one of `keys`: a
+    /// detector parses a file whole only when it may be its own.
+    pub fn whole_naming(&self, keys: &[&str]) -> Option<&Value> {
+        keys.iter().any(|k| self.has_key(k)).then(|| self.whole()).flatten()
+    }
+
+    /// Whether what was read starts (after blanks) with a list.
+    pub fn is_list(&self) -> bool {
+        self.head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+    }
+
     /// The first element of a document that is a list, parsed alone (the rest is not read).
     pub fn first_item(&self) -> Option<Value> {
-        let at = self.head.iter().position(|b| !b.is_ascii_whitespace())?;
-        if self.head[at] != b'[' {
+        if !self.is_list() {
             return None;
         }
+        let at = self.head.iter().position(|&b| b == b'[')?;
         let mut items = serde_json::Deserializer::from_slice(&self.head[at + 1..]).into_iter::<Value>();
         items.next()?.ok()
     }

@@ -108,9 +108,9 @@ impl Format for SweAgent {
         let named = traj_name(p.file_name());
         if p.complete {
             // `shape`'s documents name one of these first.
-            let keys = ["trajectory", "messages", "role"].iter().any(|k| p.has_key(k));
+            let whole = p.whole_naming(&["trajectory", "messages", "role"]);
             // Above openai-chat's 85-95 for the same lists and `{messages}` objects.
-            return match keys.then(|| p.whole()).flatten().and_then(|v| shape(v, named)) {
+            return match whole.and_then(|v| shape(v, named)) {
                 Some(_) if named => 100,
                 Some(Shape::MiniList) => 96,
                 Some(_) => 97,
@@ -121,7 +121,7 @@ impl Format for SweAgent {
         let swe_keys =
             p.has_key("trajectory") && (p.has_key("history") || p.has_key("info") || p.has_key("environment"));
         let mini_keys = p.has_key("trajectory_format") || (p.has_key("messages") && p.has_key("info"));
-        let list = p.head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') && p.has_key("role");
+        let list = p.is_list() && p.has_key("role");
         // Under a trajectory's name, the list's key is enough (the rest may be past the head).
         let named_keys = p.has_key("trajectory") || p.has_key("messages");
         match (named, swe_keys || mini_keys, list) {
