@@ -51,6 +51,10 @@ pub enum Command {
     /// directories the scan left out). Without PATH: every run in the standard places.
     Check {
         paths: Vec<PathBuf>,
+        /// Also list the records each trace skipped as of a type its format does not know
+        /// (agents add record types often; they are skipped quietly, not reported as problems).
+        #[arg(short, long)]
+        verbose: bool,
         #[command(flatten)]
         fmt: FormatArgs,
     },

@@ -102,13 +102,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     source::cache::enable();
     let mut out = report_out();
     let code = match cli.command {
-        Some(Command::Check { paths, fmt }) => {
+        Some(Command::Check { paths, verbose, fmt }) => {
             let (o, forced) = formats(&fmt)?;
             let d = discover_or_places(&paths, forced);
             if nothing_in_places(&paths, &d) {
                 return Ok(2);
             }
-            let outcome = report::check::run(&d, &mut out, o)?;
+            let outcome = report::check::run(&d, &mut out, o, verbose)?;
             outcome.exit_code() as u8
         }
         Some(Command::Show { path, fmt }) => {

@@ -111,6 +111,8 @@ pub struct Sink {
     /// Index of the trace the last record went to.
     pub current: Option<usize>,
     pending: Vec<Diagnostic>,
+    /// Records skipped before any trace existed (counted into the first).
+    pending_skipped: crate::model::Skipped,
     /// Indices of traces touched since the last `take_touched` (for the live tail).
     touched: Vec<usize>,
     /// Whether each trace is in `touched`: a touch is O(1) however many traces a source has
@@ -127,6 +129,7 @@ impl Sink {
             traces: Vec::new(),
             current: None,
             pending: Vec::new(),
+            pending_skipped: Default::default(),
             touched: Vec::new(),
             is_touched: Vec::new(),
             gate: None,
@@ -156,6 +159,7 @@ impl Sink {
     pub fn push_trace(&mut self, mut t: Trace) -> usize {
         if self.traces.is_empty() {
             t.diagnostics.append(&mut self.pending);
+            t.skipped.merge(&std::mem::take(&mut self.pending_skipped));
         }
         self.traces.push(t);
         let i = self.traces.len() - 1;
@@ -193,6 +197,15 @@ impl Sink {
                     self.pending.push(d)
                 }
             }
+        }
+    }
+
+    /// A record of a type the format does not know: skipped quietly and counted on the trace
+    /// being built (formats drift; DESIGN §3). Never a diagnostic.
+    pub fn skip(&mut self, ty: &str) {
+        match self.current.and_then(|i| self.traces.get_mut(i)) {
+            Some(t) => t.skipped.add(ty),
+            None => self.pending_skipped.add(ty),
         }
     }
 

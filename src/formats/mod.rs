@@ -1,5 +1,24 @@
 //! Formats: detect a source and parse it into the shared model. One file per format; this
 //! file holds the registry and what formats share.
+//!
+//! # Drift: one rule for every format
+//!
+//! Agents ship new versions weekly and add record types and fields. What a known format's
+//! reader does not know is normal, not a problem:
+//! - a record of a type the reader does not know (a new `type`, `event`, `kind`, role or
+//!   block) is skipped quietly: no diagnostic, no badge, the exit code unchanged. It is
+//!   counted by type ([`Sink::skip`](jsonl::Sink::skip), [`Trace::skipped`]: `check --format
+//!   json` prints `"skipped": {"<type>": n}`, `check -v` lists them) and, when it carries text
+//!   (a message, content, a summary: [`drift_text`]), it is shown in the tree as a generic
+//!   event ([`EventKind::Other`](crate::model::EventKind::Other) named by its type) so that
+//!   nothing a user could want is hidden;
+//! - a field the reader does not know is ignored (and shown in the raw record);
+//! - a diagnostic is for what cannot be read: a damaged line, a known record of the wrong
+//!   shape, a reference to what is not there, lost data.
+//!
+//! The rule is held by `tests/drift.rs`: inserting records of random unknown types, and
+//! unknown fields into known records, into a trace of every format changes no count and adds
+//! no diagnostic.
 
 pub mod document;
 pub mod engine;

@@ -314,3 +314,91 @@ mod tests {
         assert_eq!(stem(Path::new("x.jsonl")), "x");
     }
 }
+
+/// The text a record of a type the reader does not know carries (a message, content, a
+/// summary), if any. Such a record is shown as a generic event; one without text is only
+/// counted (the drift rule in [`super`]). Looks a few levels down (`payload`, `data`,
+/// `message` wrappers, a list's first element), no further.
+pub fn drift_text(v: &Value) -> Option<&str> {
+    drift_text_in(v, 0)
+}
+
+const TEXT_KEYS: [&str; 9] = [
+    "text",
+    "content",
+    "message",
+    "summary",
+    "title",
+    "description",
+    "prompt",
+    "output",
+    "result",
+];
+
+fn drift_text_in(v: &Value, depth: u8) -> Option<&str> {
+    if depth > 5 {
+        return None;
+    }
+    match v {
+        Value::String(s) if depth > 0 && !s.trim().is_empty() => Some(s),
+        Value::Array(items) => items.iter().take(8).find_map(|x| drift_text_in(x, depth + 1)),
+        Value::Object(m) => TEXT_KEYS
+            .iter()
+            .chain(&["payload", "data"])
+            .filter_map(|k| m.get(*k))
+            .find_map(|x| drift_text_in(x, depth + 1)),
+        _ => None,
+    }
+}
+
+/// The payload of a generic event made of a record the reader does not know: its text as
+/// the input, and the record without `envelope` (fields every record repeats) beside it.
+pub fn drift_payload(v: &Value, envelope: &[&str]) -> crate::model::Payload {
+    let mut out = crate::model::Payload {
+        input: drift_text(v).map(|t| Value::String(t.to_string())),
+        ..Default::default()
+    };
+    let rest = match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !envelope.contains(&k.as_str()))
+                .map(|(k, x)| (k.clone(), x.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    out.extra.push(("record".into(), rest));
+    out
+}
+
+#[cfg(test)]
+mod drift_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn drift_text_finds_a_message_a_few_levels_down_and_nothing_in_bookkeeping() {
+        assert_eq!(drift_text(&json!({"type": "x", "summary": "did it"})), Some("did it"));
+        let v = json!({"type": "x", "payload": {"message": {"content": [{"type": "t", "text": "hi"}]}}});
+        assert_eq!(drift_text(&v), Some("hi"));
+        assert_eq!(
+            drift_text(&json!({"type": "atis-latch", "atis": "", "sessionId": "s"})),
+            None
+        );
+        assert_eq!(drift_text(&json!({"type": "x", "content": "  "})), None);
+        assert_eq!(drift_text(&json!("top-level string")), None);
+        let deep = json!({"data": {"data": {"data": {"data": {"data": {"text": "too deep"}}}}}});
+        assert_eq!(drift_text(&deep), None);
+    }
+
+    #[test]
+    fn drift_payload_keeps_the_record_without_its_envelope() {
+        let v = json!({"type": "x", "sessionId": "s", "summary": "did it", "n": 1});
+        let p = drift_payload(&v, &["sessionId"]);
+        assert_eq!(p.input, Some(json!("did it")));
+        assert_eq!(
+            p.extra,
+            vec![("record".to_string(), json!({"type": "x", "summary": "did it", "n": 1}))]
+        );
+    }
+}

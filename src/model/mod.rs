@@ -13,4 +13,4 @@ pub use event::{EventKind, NO_PARENT, Nanos, Origin, Role, Status, Usage, UsageC
 pub use payload::{ErrorInfo, Marker, Payload, PayloadRef, markers_in};
 pub use strings::{StrRef, Strings};
 pub use time::{format_duration, format_ts, parse_timestamp, parse_timestamp_ms, parse_timestamp_str};
-pub use trace::{Counts, Diagnostic, NewEvent, Parent, RunMeta, RunStatus, Severity, Trace, counts_of};
+pub use trace::{Counts, Diagnostic, NewEvent, Parent, RunMeta, RunStatus, Severity, Skipped, Trace, counts_of};

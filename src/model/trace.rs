@@ -153,6 +153,75 @@ impl RunMeta {
     }
 }
 
+/// Records of a type (or shape) the format does not know, counted by type. Formats drift: a
+/// recorder's new record type is normal, not a problem, so it is skipped quietly (no
+/// diagnostic) and counted here, for `check` to say what was not read (DESIGN §3).
+///
+/// Bounded: at most [`Skipped::MAX_KINDS`] types of at most [`Skipped::MAX_NAME`] bytes each
+/// (a hostile file could name a new type on every line); the rest count under one name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skipped(Vec<(Box<str>, u64)>);
+
+impl Skipped {
+    pub const MAX_KINDS: usize = 64;
+    pub const MAX_NAME: usize = 80;
+    /// Where types past [`Skipped::MAX_KINDS`] are counted.
+    pub const OTHERS: &'static str = "(other types)";
+
+    /// One more record of type `ty`.
+    pub fn add(&mut self, ty: &str) {
+        self.add_n(ty, 1);
+    }
+
+    pub fn add_n(&mut self, ty: &str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let ty = cut(ty, Self::MAX_NAME);
+        if let Some(e) = self.0.iter_mut().find(|(k, _)| &**k == ty) {
+            e.1 += n;
+            return;
+        }
+        if self.0.len() + 1 < Self::MAX_KINDS || ty == Self::OTHERS {
+            self.0.push((ty.into(), n));
+        } else {
+            self.add_n(Self::OTHERS, n);
+        }
+    }
+
+    /// Add another trace's counts (a subagent's file read into its parent's trace).
+    pub fn merge(&mut self, other: &Skipped) {
+        for (k, n) in &other.0 {
+            self.add_n(k, *n);
+        }
+    }
+
+    /// (type, count), in the order first seen.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.0.iter().map(|(k, n)| (&**k, *n))
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|(_, n)| n).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut i = max;
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    &s[..i]
+}
+
 /// Counts derived from the events (never trusted from metadata that may lag behind).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -223,6 +292,8 @@ pub struct Trace {
     /// Files that events' origins point into.
     pub files: Vec<PathBuf>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Records the format does not know, skipped quietly (DESIGN §3: formats drift).
+    pub skipped: Skipped,
     /// Empty (not initialized) after `release_ids`: rebuilt from the events' ids at the next
     /// lookup or add. A whole trace rarely looks an id up again, and the table was 12–24
     /// bytes an event (issue 13's index budget is 128).
@@ -1203,6 +1274,33 @@ impl SiblingList for SmallVec<[u32; 4]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skipped_counts_by_type_within_its_bounds() {
+        let mut s = Skipped::default();
+        s.add("atis-latch");
+        s.add("tools-used");
+        s.add("atis-latch");
+        assert_eq!(s.iter().collect::<Vec<_>>(), [("atis-latch", 2), ("tools-used", 1)]);
+        // A name per line: the kinds stop at the bound, the rest are counted, not lost.
+        for i in 0..500 {
+            s.add(&format!("t{i}"));
+        }
+        assert_eq!(s.iter().count(), Skipped::MAX_KINDS);
+        assert_eq!(s.total(), 503);
+        assert!(s.iter().any(|(k, n)| k == Skipped::OTHERS && n > 400));
+        // Long names are cut at a character boundary.
+        let mut s = Skipped::default();
+        s.add(&"é".repeat(100));
+        assert!(
+            s.iter()
+                .all(|(k, _)| k.len() <= Skipped::MAX_NAME && k.starts_with('é'))
+        );
+        let mut m = Skipped::default();
+        m.merge(&s);
+        m.merge(&s);
+        assert_eq!(m.total(), 2);
+    }
 
     proptest::proptest! {
         /// The id table answers as a map would, across growth; hashes that share a home

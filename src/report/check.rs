@@ -2,7 +2,7 @@
 
 use crate::cli::Output;
 use crate::formats::LoadError;
-use crate::model::{Diagnostic, Severity, Trace};
+use crate::model::{Diagnostic, Severity, Skipped, Trace};
 use crate::source::Discovery;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -54,12 +54,18 @@ pub fn trace_json(t: &Trace) -> Value {
         "errors": c.errors,
         "tokens": c.tokens,
         "diagnostics": t.diagnostics.iter().map(diag_json).collect::<Vec<_>>(),
+        "skipped": skipped_json(&t.skipped),
     });
     for (k, x) in super::usage::json(&super::usage::of(t)) {
         v[k] = x;
     }
     crate::json::put_path(&mut v, "path", &t.meta.source);
     v
+}
+
+/// Records skipped as of a type the format does not know: `{"<type>": n}`.
+pub(crate) fn skipped_json(s: &Skipped) -> Value {
+    Value::Object(s.iter().map(|(k, n)| (k.to_string(), json!(n))).collect())
 }
 
 fn error_json(e: &LoadError) -> Value {
@@ -72,7 +78,8 @@ fn error_json(e: &LoadError) -> Value {
     v
 }
 
-pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output) -> std::io::Result<Outcome> {
+/// `verbose`: text output lists each trace's skipped records too (JSON always has them).
+pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output, verbose: bool) -> std::io::Result<Outcome> {
     let mut o = Outcome {
         skipped_dirs: d.skipped.dirs(),
         ..Default::default()
@@ -94,7 +101,7 @@ pub fn run(d: &Discovery, out: &mut dyn Write, fmt: Output) -> std::io::Result<O
                     o.error_diagnostics += t.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
                     match fmt {
                         Output::Json => crate::json::write_line(out, &trace_json(t))?,
-                        Output::Text => write_text(t, out)?,
+                        Output::Text => write_text(t, out, verbose)?,
                     }
                 }
                 super::drop_in_background(loaded);
@@ -134,7 +141,7 @@ fn report_error(e: &LoadError, out: &mut dyn Write, fmt: Output, o: &mut Outcome
     }
 }
 
-fn write_text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_text(t: &Trace, out: &mut dyn Write, verbose: bool) -> std::io::Result<()> {
     let c = t.counts();
     let name = t.meta.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
     let line = format!(
@@ -152,6 +159,11 @@ fn write_text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{}", crate::sanitize::line(&line))?;
     if let Some(u) = super::usage::text(&super::usage::of(t)) {
         writeln!(out, "  {}", crate::sanitize::line(&u))?;
+    }
+    if verbose && !t.skipped.is_empty() {
+        let list: Vec<String> = t.skipped.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let line = format!("  skipped (record types this build does not read): {}", list.join(", "));
+        writeln!(out, "{}", crate::sanitize::line(&line))?;
     }
     let shown = 50;
     for d in t.diagnostics.iter().take(shown) {
