@@ -40,13 +40,13 @@ use super::{Format, LoadError, Loaded, Probe, field, stem, str_of};
 use crate::model::*;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub struct ClaudeCode;
 
 /// Bookkeeping records that carry nothing for the event tree (or only a title): read quietly.
-const QUIET_TYPES: [&str; 13] = [
+const QUIET_TYPES: [&str; 15] = [
     "queue-operation",
     "file-history-snapshot",
     "summary",
@@ -60,6 +60,10 @@ const QUIET_TYPES: [&str; 13] = [
     "attachment",
     "worktree-state",
     "pr-link",
+    // A message of a request, content-addressed (2.1.3xx): the conversation the tree shows.
+    "api-request-blob",
+    // Internal state with no text.
+    "atis-latch",
 ];
 
 /// Envelope fields every record repeats; left out when a record is shown generically.
@@ -136,7 +140,17 @@ impl Format for ClaudeCode {
 fn is_known_type(ty: &str) -> bool {
     matches!(
         ty,
-        "user" | "assistant" | "system" | "summary" | "custom-title" | "ai-title" | "progress"
+        "user"
+            | "assistant"
+            | "system"
+            | "summary"
+            | "custom-title"
+            | "ai-title"
+            | "progress"
+            | "api-request-shape"
+            | "api-request"
+            | "cost-state"
+            | "tools-used"
     ) || QUIET_TYPES.contains(&ty)
 }
 
@@ -248,6 +262,9 @@ struct FileState {
     prev_ts: Option<i64>,
     /// The first prompt of a subagent file (to match it to its Task call).
     first_prompt: Option<String>,
+    /// The last `api-request` record not yet answered: the next response's request (its
+    /// line and time).
+    request: Option<(Origin, Option<i64>)>,
 }
 
 impl FileState {
@@ -258,6 +275,7 @@ impl FileState {
             agent,
             prev_ts: None,
             first_prompt: None,
+            request: None,
         }
     }
 }
@@ -320,6 +338,10 @@ struct Session {
     first_ts: Option<i64>,
     last_ts: Option<i64>,
     model: Option<String>,
+    /// The `shapeHash`es of the request shapes stored (each once, as an event).
+    shapes: HashSet<String>,
+    /// The last LLM call and hashes of the text and thinking blocks read under it.
+    blocks: (u32, Vec<u64>),
 }
 
 impl Session {
@@ -337,6 +359,25 @@ impl Session {
             return Some(i);
         }
         t.find(id).filter(|&i| t.event(i).kind == EventKind::ToolCall)
+    }
+
+    /// Whether `block` was already read under `llm` (a record written twice). Only the blocks
+    /// of the last LLM call are remembered: a copy follows its original.
+    fn repeated(&mut self, llm: u32, block: &[u8]) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        block.hash(&mut h);
+        let h = h.finish();
+        if self.blocks.0 != llm {
+            self.blocks = (llm, Vec::new());
+        }
+        if self.blocks.1.contains(&h) {
+            return true;
+        }
+        if self.blocks.1.len() < 256 {
+            self.blocks.1.push(h);
+        }
+        false
     }
 
     /// A call that was pending got its answer.
@@ -381,6 +422,8 @@ impl Parser {
                 first_ts: None,
                 last_ts: None,
                 model: None,
+                shapes: HashSet::new(),
+                blocks: (NO_PARENT, Vec::new()),
             },
             sub_dir: subagent_dir(path),
             subs: Vec::new(),
@@ -680,6 +723,9 @@ pub(crate) struct Rec<'a> {
     usage: Option<Usage>,
     /// The top-level `costUSD` (older versions), microdollars.
     cost: Option<u64>,
+    /// A `system` api_error that Claude Code follows with another attempt (`retryAttempt` of
+    /// 1 or more, or a `retryInMs` wait): a retry notice, not the request's failure.
+    retry: bool,
     content: Content<'a>,
 }
 
@@ -925,6 +971,7 @@ impl<'a> Rec<'a> {
             model: None,
             usage: None,
             cost: None,
+            retry: false,
             content: Content::None,
         }
     }
@@ -1062,6 +1109,10 @@ impl<'a> Rec<'a> {
                     seen.first(26)?;
                     r.cost = crate::cost::micros_of_raw(k.value()?);
                 }
+                b"retryAttempt" | b"retryInMs" => {
+                    seen.first(if key == b"retryAttempt" { 27 } else { 28 })?;
+                    r.retry |= raw_count(k.value()?).is_some_and(|n| n > 0);
+                }
                 b"message" => {
                     seen.first(25)?;
                     if k.peek_byte()? == b'{' {
@@ -1109,6 +1160,9 @@ impl<'a> Rec<'a> {
         r.data_agent = v.get("data").and_then(|d| owned(d, "agentId"));
         r.parent_tool_use_id = owned(v, "parentToolUseID");
         r.cost = v.get("costUSD").and_then(crate::cost::micros_of_json);
+        r.retry = ["retryAttempt", "retryInMs"]
+            .iter()
+            .any(|k| super::lenient_u64(v.get(*k)).is_some_and(|n| n > 0));
         let msg = v.get("message");
         if let Some(m) = msg {
             r.msg_id = owned(m, "id");
@@ -1383,7 +1437,7 @@ fn record(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], loc: LineLo
     match ty {
         "user" => user(s, fs, r, line, &at, sink),
         "assistant" => assistant(s, fs, r, line, &at, sink),
-        "system" => system(s, r, &at, sink),
+        "system" => system(s, r, line, &at, sink),
         "summary" => {
             if let Some(x) = r.summary.as_deref().filter(|x| !x.trim().is_empty()) {
                 s.titles.summary.get_or_insert_with(|| x.to_string());
@@ -1407,6 +1461,10 @@ fn record(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], loc: LineLo
                 s.agent_task.entry(agent.to_string()).or_insert(task);
             }
         }
+        "api-request-shape" => request_shape(s, r, line, &at, sink),
+        // Answered by the next response (an attempt retried is replaced by the next one).
+        "api-request" => fs.request = Some((at.origin, r.ts)),
+        "cost-state" | "tools-used" => run_record(ty, line, &mut sink.traces[ti]),
         _ if QUIET_TYPES.contains(&ty) => {}
         "" => sink.error(loc.line, "record has no `type`; skipped"),
         other => {
@@ -1562,6 +1620,15 @@ fn tool_result(s: &mut Session, r: &Rec, b: &Block, results: &[&Block], line: &[
     // result, or the only one with the call's id. Otherwise from the block alone.
     let block_origin = engine::sub_origin(at.loc, at.file, line, b.raw);
     let Some(call) = call else {
+        // The result of a call already answered, written again with its record: read once.
+        let again = b
+            .tool_use_id
+            .as_deref()
+            .filter(|x| !x.is_empty())
+            .and_then(|id| s.tool(t, id));
+        if again.is_some_and(|i| t.event(i).status != Status::Pending) {
+            return;
+        }
         sink.warning(
             Some(at.loc.line),
             format!(
@@ -1608,7 +1675,7 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
     let api_error = r.api_error || (model == Some("<synthetic>") && r.has_error);
     let t = &mut sink.traces[at.ti];
     if api_error {
-        t.add(NewEvent {
+        let e = t.add(NewEvent {
             id: r.uuid.as_deref(),
             parent: Parent::Index(at.parent),
             start: r.ts,
@@ -1617,6 +1684,18 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
             payload: PayloadRef::Deferred,
             ..NewEvent::new(EventKind::Error, "api error")
         });
+        // The request that failed (after its retries), when it was recorded (the error is the
+        // event above: this one is not counted again).
+        if let Some((origin, ts)) = fs.request.take() {
+            t.add(NewEvent {
+                parent: Parent::Index(e),
+                start: ts,
+                status: Status::Unknown,
+                origin,
+                payload: PayloadRef::Deferred,
+                ..NewEvent::new(EventKind::Other, REQUEST)
+            });
+        }
         s.last = Last::Error;
         return;
     }
@@ -1650,6 +1729,17 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
             });
             if t.find(key) != Some(i) && s.llm_other.len() < 1_000_000 {
                 s.llm_other.entry(key.to_string()).or_insert(i);
+            }
+            if let Some((origin, ts)) = fs.request.take() {
+                // Its request: the parameters, and the shape (system prompt and tools) sent.
+                t.add(NewEvent {
+                    parent: Parent::Index(i),
+                    start: ts,
+                    status: Status::Ok,
+                    origin,
+                    payload: PayloadRef::Deferred,
+                    ..NewEvent::new(EventKind::Other, REQUEST)
+                });
             }
             i
         }
@@ -1706,7 +1796,7 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
         };
         match b.ty() {
             "text" => {
-                if b.text.as_deref().unwrap_or("").trim().is_empty() {
+                if b.text.as_deref().unwrap_or("").trim().is_empty() || s.repeated(llm, b.raw) {
                     continue;
                 }
                 let kind = EventKind::Message(Role::Assistant);
@@ -1714,6 +1804,9 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
                 replied = true;
             }
             "thinking" | "redacted_thinking" => {
+                if s.repeated(llm, b.raw) {
+                    continue;
+                }
                 let p = if b.thinking {
                     PayloadRef::Deferred
                 } else {
@@ -1724,6 +1817,11 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 let name = b.tool_name();
                 let id = b.id.as_deref().filter(|x| !x.is_empty());
+                // A record written twice (Claude-shaped recorders such as iFlow write each
+                // assistant record twice): one call, answered once.
+                if id.is_some_and(|id| s.tool(t, id).is_some()) {
+                    continue;
+                }
                 let i = child(EventKind::ToolCall, name, id, Status::Pending, PayloadRef::Deferred, t);
                 s.pending += 1;
                 match id {
@@ -1768,10 +1866,99 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
     }
 }
 
-fn system(s: &mut Session, r: &Rec, at: &At, sink: &mut Sink) {
+/// The name of a request-shape event and of a request event.
+const SHAPE: &str = "system prompt & tools";
+const REQUEST: &str = "api request";
+
+/// The system prompt and tool definitions sent with requests (2.1.3xx), each distinct shape
+/// stored once: an event at its first appearance (searchable), which the run's detail and
+/// every request that sent it show (see [`decode`]).
+fn request_shape(s: &mut Session, r: &Rec, line: &[u8], at: &At, sink: &mut Sink) {
+    #[derive(serde::Deserialize)]
+    struct Shape<'a> {
+        #[serde(borrow, rename = "shapeHash")]
+        hash: Option<Cow<'a, str>>,
+    }
+    let Ok(Shape { hash }) = serde_json::from_slice::<Shape>(line) else {
+        sink.warning(
+            Some(at.loc.line),
+            "api-request-shape record of an unreadable shape; skipped",
+        );
+        return;
+    };
+    let hash = hash.unwrap_or_default();
+    if !s.shapes.insert(hash.to_string()) {
+        return; // the same shape again (a resumed session)
+    }
+    let t = &mut sink.traces[at.ti];
+    t.add(NewEvent {
+        id: Some(hash.as_ref()).filter(|h| !h.is_empty()),
+        parent: Parent::Index(at.parent),
+        start: r.ts,
+        status: Status::Ok,
+        origin: at.origin,
+        payload: PayloadRef::Deferred,
+        ..NewEvent::new(EventKind::State, SHAPE)
+    });
+    // The run (or subagent) now has something to show in its own detail.
+    if let Some(p) = t.events.get_mut(at.parent as usize)
+        && p.kind == EventKind::Run
+    {
+        p.payload = PayloadRef::Deferred;
+    }
+}
+
+/// Records about the run as a whole, the last of each kind wins: `cost-state` (Claude Code's
+/// own running cost: `totalCostUSD` is kept as the run's recorded cost, beside the computed
+/// one) and `tools-used` (the tools the session has used so far).
+fn run_record(ty: &str, line: &[u8], t: &mut Trace) {
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return;
+    };
+    let (key, value) = match ty {
+        "cost-state" => match v.get("totalCostUSD").filter(|c| c.is_number()) {
+            Some(c) => (RECORDED_COST_ATTR, c.clone()),
+            None => return,
+        },
+        _ => match v.get("tools").filter(|x| x.is_array()) {
+            Some(x) => ("toolsUsed", x.clone()),
+            None => return,
+        },
+    };
+    match t.meta.attributes.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => t.meta.attributes.push((key.to_string(), value)),
+    }
+    if let Some(root) = t.roots.first().copied() {
+        t.events[root as usize].payload = PayloadRef::Deferred;
+    }
+}
+
+fn system(s: &mut Session, r: &Rec, line: &[u8], at: &At, sink: &mut Sink) {
     let subtype = r.subtype.as_deref().unwrap_or("");
     let level = r.level.as_deref().unwrap_or("");
     let t = &mut sink.traces[at.ti];
+    if r.retry && subtype == "api_error" {
+        // Claude Code says it will try again: the attempt failed, the request has not. Its
+        // error (if the retries run out) is the synthetic assistant message that follows.
+        let v = serde_json::from_slice::<Value>(line).ok();
+        let n = |k: &str| v.as_ref().and_then(|v| super::lenient_u64(v.get(k)));
+        let name = match (n("retryAttempt"), n("maxRetries")) {
+            (Some(a), Some(m)) if m > 0 => format!("api retry {a}/{m}"),
+            (Some(a), _) => format!("api retry {a}"),
+            _ => "api retry".to_string(),
+        };
+        t.add(NewEvent {
+            id: r.uuid.as_deref(),
+            parent: Parent::Index(at.parent),
+            start: r.ts,
+            status: Status::Ok,
+            origin: at.origin,
+            payload: PayloadRef::Deferred,
+            ..NewEvent::new(EventKind::Other, &name)
+        });
+        return;
+    }
     if system_is_error(subtype, level) {
         t.add(NewEvent {
             id: r.uuid.as_deref(),
@@ -1785,7 +1972,10 @@ fn system(s: &mut Session, r: &Rec, at: &At, sink: &mut Sink) {
         s.last = Last::Error;
         return;
     }
-    let name = if subtype.is_empty() {
+    let name = if subtype == "compact_boundary" {
+        // Where the context was cut: the conversation before it was summarized.
+        compaction_name(line)
+    } else if subtype.is_empty() {
         "system".to_string()
     } else {
         format!("system {subtype}")
@@ -1802,12 +1992,38 @@ fn system(s: &mut Session, r: &Rec, at: &At, sink: &mut Sink) {
     });
 }
 
+/// A compaction's name, with its trigger and the context's size before and after (tokens)
+/// when `compactMetadata` gives them.
+fn compaction_name(line: &[u8]) -> String {
+    let v = serde_json::from_slice::<Value>(line).ok();
+    let m = v.as_ref().and_then(|v| v.get("compactMetadata"));
+    let get = |k: &str| m.and_then(|m| super::lenient_u64(m.get(k)));
+    let trigger = m.and_then(|m| str_of(m, "trigger")).filter(|x| !x.is_empty());
+    let mut name = "context compacted".to_string();
+    let mut facts = Vec::new();
+    if let Some(t) = trigger {
+        facts.push(t.to_string());
+    }
+    match (get("preTokens"), get("postTokens")) {
+        (Some(a), Some(b)) => facts.push(format!("{} → {} tokens", thousands(a), thousands(b))),
+        (Some(a), None) => facts.push(format!("{} tokens before", thousands(a))),
+        _ => {}
+    }
+    if !facts.is_empty() {
+        name.push_str(&format!(" ({})", facts.join(", ")));
+    }
+    name
+}
+
 fn system_is_error(subtype: &str, level: &str) -> bool {
     matches!(subtype, "api_error" | "error" | "api_refusal") || level == "error"
 }
 
 /// A deferred payload, from the record(s) it was left in (see the module's notes).
 fn decode(t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
+    if ev.kind == EventKind::Run {
+        return run_payload(t, ev);
+    }
     let mut out = Payload::default();
     let mut values = Vec::with_capacity(raw.len());
     for bytes in raw {
@@ -1826,7 +2042,28 @@ fn decode(t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
         .get(ev.parent as usize)
         .is_some_and(|p| p.kind == EventKind::LlmCall);
     match ev.kind {
-        EventKind::LlmCall => llm_payload(t, ev, v, second, &mut out),
+        EventKind::LlmCall => {
+            llm_payload(t, ev, v, second, &mut out);
+            // What was sent: its request's parameters and shape.
+            let req = t.index_of(ev).and_then(|i| {
+                t.children(i)
+                    .iter()
+                    .copied()
+                    .find(|&c| t.event(c).kind == EventKind::Other && t.name(c) == REQUEST)
+            });
+            if let Some(req) = req
+                && let Ok(bytes) = super::read_origin(t, t.event(req).origin)
+                && let Ok(rv) = serde_json::from_slice::<Value>(&bytes)
+            {
+                request_payload(t, ev, &rv, &mut out);
+            }
+        }
+        EventKind::Other if t.str(ev.name) == REQUEST && str_of(v, "type") == Some("api-request") => {
+            request_payload(t, ev, v, &mut out);
+        }
+        EventKind::State if t.str(ev.name) == SHAPE && str_of(v, "type") == Some("api-request-shape") => {
+            shape_payload(v, &mut out.input, &mut out.extra);
+        }
         EventKind::ToolCall => {
             out.input = v.get("input").cloned();
             if let Some(res) = second {
@@ -1860,6 +2097,10 @@ fn decode(t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
             });
         }
         EventKind::Error if str_of(v, "type") == Some("system") => system_error_payload(v, &mut out),
+        // A retry notice: what failed, shown, though the request went on.
+        EventKind::Other if str_of(v, "type") == Some("system") && str_of(v, "subtype") == Some("api_error") => {
+            system_error_payload(v, &mut out)
+        }
         EventKind::Error => {
             let content = v.get("message").and_then(|m| m.get("content"));
             let text = content_text(content);
@@ -1895,6 +2136,86 @@ fn decode(t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
         _ => {}
     }
     out
+}
+
+/// The run's (or a subagent's) own detail: the system prompt and tools of its first request
+/// shape (held by that shape's event, so shown here but not searched again) and the tools
+/// used.
+fn run_payload(t: &Trace, ev: &Event) -> Payload {
+    let mut out = Payload::default();
+    let Some(i) = t.index_of(ev) else { return out };
+    let shape = t
+        .children(i)
+        .iter()
+        .copied()
+        .find(|&c| t.event(c).kind == EventKind::State && t.name(c) == SHAPE);
+    if let Some(c) = shape
+        && let Ok(bytes) = super::read_origin(t, t.event(c).origin)
+        && let Ok(v) = serde_json::from_slice::<Value>(&bytes)
+    {
+        let mut input = None;
+        shape_payload(&v, &mut input, &mut out.context);
+        if let Some(sys) = input {
+            out.context.insert(0, ("system prompt".into(), sys));
+        }
+    }
+    if ev.parent == NO_PARENT {
+        // (The recorded cost is shown by the run's header, beside the computed one.)
+        if let Some((_, v)) = t.meta.attributes.iter().find(|(x, _)| x == "toolsUsed") {
+            out.extra.push(("tools used".into(), v.clone()));
+        }
+    }
+    out
+}
+
+/// A request shape's system prompt (its text blocks joined) and tool definitions.
+fn shape_payload(v: &Value, input: &mut Option<Value>, extra: &mut Vec<(String, Value)>) {
+    let shape = v.get("shape");
+    if let Some(sys) = shape.and_then(|s| field(s, "system")) {
+        *input = Some(match sys {
+            Value::String(x) => Value::String(x.clone()),
+            other => Value::String(content_text(Some(other))),
+        });
+    }
+    if let Some(tools) = shape.and_then(|s| field(s, "tools")) {
+        extra.push(("tools".into(), tools.clone()));
+    }
+    if let Some(h) = field(v, "shapeHash") {
+        extra.push(("shapeHash".into(), h.clone()));
+    }
+}
+
+/// A request's parameters (model, max_tokens, thinking, ...) and, held once by its shape's
+/// event, the system prompt and tools it sent.
+fn request_payload(t: &Trace, ev: &Event, v: &Value, out: &mut Payload) {
+    out.set_extra("request", rest_of(v, &["tail", "cacheControl", "requestDigest"]));
+    let Some(hash) = str_of(v, "shapeHash").filter(|h| !h.is_empty()) else {
+        return;
+    };
+    // The shape is an event under the run or the subagent the request is in.
+    let mut at = t.index_of(ev);
+    while let Some(i) = at {
+        let found = t.children(i).iter().copied().find(|&c| {
+            let e = t.event(c);
+            e.kind == EventKind::State && t.str(e.source_id) == hash && t.name(c) == SHAPE
+        });
+        if let Some(c) = found {
+            if let Ok(bytes) = super::read_origin(t, t.event(c).origin)
+                && let Ok(sv) = serde_json::from_slice::<Value>(&bytes)
+            {
+                let mut input = None;
+                let mut ctx = Vec::new();
+                shape_payload(&sv, &mut input, &mut ctx);
+                if let Some(sys) = input {
+                    out.context.push(("system prompt".into(), sys));
+                }
+                out.context.extend(ctx.into_iter().filter(|(k, _)| k == "tools"));
+            }
+            return;
+        }
+        let p = t.event(i).parent;
+        at = (p != NO_PARENT).then_some(p);
+    }
 }
 
 /// The tool_result block of a user line: the only one (true: the line's own fields belong to
@@ -2034,7 +2355,13 @@ fn same_response(v: &Value, key: &str) -> bool {
 fn system_error_payload(v: &Value, out: &mut Payload) {
     let subtype = str_of(v, "subtype").unwrap_or("");
     let err = field(v, "error");
-    let mut info = err.and_then(ErrorInfo::from_value).unwrap_or_default();
+    // The API's own error sits one or two levels down (`error.error.error`: the HTTP
+    // error, its body, the body's error object): its type and message say the most.
+    let api = err
+        .and_then(|e| e.get("error"))
+        .map(|e| e.get("error").filter(|x| x.is_object()).unwrap_or(e))
+        .filter(|x| str_of(x, "message").is_some());
+    let mut info = api.or(err).and_then(ErrorInfo::from_value).unwrap_or_default();
     if info.message.is_empty() {
         info.message = str_of(v, "apiRefusalExplanation")
             .or_else(|| str_of(v, "content"))
@@ -2088,6 +2415,7 @@ mod tests {
                     "tests/fixtures/claude-code/session.jsonl",
                     "tests/fixtures/claude-code/sess-sub.jsonl",
                     "tests/fixtures/claude-code/sess-compact.jsonl",
+                    "tests/fixtures/claude-code/recorder-2.1.3xx.jsonl",
                     "sample-traces/claude-code/7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl",
                 ],
             );
@@ -2256,6 +2584,77 @@ mod tests {
         assert_eq!(c.tokens, 110 + 220 + 150_800 + 45);
         assert_eq!(c.llm_calls, 4);
         assert_eq!(c.tool_calls, 1);
+    }
+
+    #[test]
+    fn a_2_1_3xx_session_reads_its_new_records() {
+        let l = ClaudeCode.load(&fixture("recorder-2.1.3xx.jsonl")).unwrap();
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let c = t.counts();
+        // The assistant records written twice are read once; three retries and the final
+        // failure are one error (the other is the failed test run).
+        assert_eq!((c.tool_calls, c.llm_calls, c.errors), (1, 2, 2));
+        assert_eq!(
+            t.skipped.iter().collect::<Vec<_>>(),
+            [("zz-future-note", 1), ("zz-future-flag", 1)]
+        );
+        let tree = names(t);
+        for want in [
+            "state system prompt & tools",
+            "other api retry 1/3",
+            "other api retry 3/3",
+            "state context compacted (manual, 10,844 → 2,691 tokens)",
+            "other zz-future-note",
+        ] {
+            assert!(tree.iter().any(|l| l.trim() == want), "{want} in {tree:#?}");
+        }
+        assert!(!tree.iter().any(|l| l.contains("zz-future-flag")), "no text: not shown");
+        assert_eq!(tree.iter().filter(|l| l.trim() == "message assistant").count(), 1);
+        assert_eq!(tree.iter().filter(|l| l.trim() == "other thinking").count(), 1);
+        // Claude Code's own cost and the tools used belong to the run.
+        let attr = |k: &str| t.meta.attributes.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+        assert_eq!(attr(RECORDED_COST_ATTR), Some(serde_json::json!(0.0123)));
+        assert_eq!(attr("toolsUsed"), Some(serde_json::json!(["Bash"])));
+        // The run shows the system prompt and tools; each LLM call its request and them.
+        let root = t.roots[0];
+        let rp = crate::formats::payload(t, t.event(root));
+        let ctx = |p: &Payload, k: &str| p.context.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+        let sys = ctx(&rp, "system prompt").unwrap();
+        assert!(sys.as_str().unwrap().starts_with("You are a coding agent."), "{sys}");
+        assert_eq!(ctx(&rp, "tools").unwrap().as_array().unwrap().len(), 2);
+        let llm = t.find("msg_1").unwrap();
+        let lp = crate::formats::payload(t, t.event(llm));
+        let req = lp
+            .extra
+            .iter()
+            .find(|(k, _)| k == "request")
+            .map(|(_, v)| v.clone())
+            .unwrap();
+        assert_eq!(req["id"], "req-1");
+        assert_eq!(req["params"]["max_tokens"], 32000);
+        assert_eq!(ctx(&lp, "system prompt"), Some(sys.clone()));
+        // Not searched on every call: the shape's own event holds the text.
+        assert!(lp.extra.iter().all(|(_, v)| !v.to_string().contains("coding agent")));
+        // The retry shows the API's own error; the final failure keeps its request.
+        let retry = (0..t.len() as u32).find(|&i| t.name(i) == "api retry 2/3").unwrap();
+        let e = crate::formats::payload(t, t.event(retry)).error.unwrap();
+        assert_eq!(
+            (e.kind.as_deref(), e.message.as_str()),
+            (Some("overloaded_error"), "Overloaded")
+        );
+        let failed = (0..t.len() as u32)
+            .find(|&i| t.event(i).kind == EventKind::Error)
+            .unwrap();
+        let kid = t.children(failed)[0];
+        let kp = crate::formats::payload(t, t.event(kid));
+        let req = kp
+            .extra
+            .iter()
+            .find(|(k, _)| k == "request")
+            .map(|(_, v)| v.clone())
+            .unwrap();
+        assert_eq!(req["id"], "req-3");
     }
 
     #[test]

@@ -44,8 +44,6 @@ const ID: &str = "gemini-cli";
 const WHAT: &str = "Gemini CLI records";
 /// Message types the CLI records.
 const TYPES: [&str; 5] = ["user", "gemini", "info", "warning", "error"];
-/// Unknown records are reported this many times, then counted silently.
-const MAX_WARNINGS: u32 = 20;
 
 impl Format for GeminiCli {
     fn id(&self) -> &'static str {
@@ -65,15 +63,37 @@ impl Format for GeminiCli {
             let more = ["startTime", "lastUpdated", "messages", "kind"];
             return if more.iter().any(|k| p.has_key(k)) { 100 } else { 90 };
         }
+        // Records the CLI's loader passes over (no `id`, `$set`, `$rewindTo` or session: a
+        // kind of record a newer CLI writes) and messages of a type it added do not decide:
+        // the metadata record after them does, or (in a chats folder) a known message.
+        let passed_over = |r: &Value| {
+            r.as_object().is_some_and(|o| {
+                !["id", "sessionId", "$set", "$rewindTo"]
+                    .iter()
+                    .any(|k| o.contains_key(*k))
+            })
+        };
+        let message =
+            |r: &Value| r.get("id").is_some_and(Value::is_string) && r.get("type").is_some_and(Value::is_string);
+        let mut known_message = None;
+        for r in p.lines().take(8) {
+            if r.get("sessionId").is_some_and(Value::is_string) && r.get("projectHash").is_some() {
+                return 90;
+            }
+            if message(r) {
+                let known = r
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| TYPES.contains(&t));
+                if known && r.get("timestamp").is_some() {
+                    known_message.get_or_insert(r);
+                }
+            } else if !passed_over(r) {
+                break; // some other format's record
+            }
+        }
         // A recording whose metadata line is gone: its place and its first record's shape.
-        if in_chats_dir(&p.path)
-            && let Some(r) = p.record()
-            && r.get("id").is_some_and(Value::is_string)
-            && r.get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| TYPES.contains(&t))
-            && r.get("timestamp").is_some()
-        {
+        if in_chats_dir(&p.path) && known_message.is_some() {
             return 80;
         }
         0
@@ -896,7 +916,6 @@ struct Parser {
     name_index: rustc_hash::FxHashMap<Box<str>, u32>,
     /// Anything of the format was read (else there is no trace).
     seen: bool,
-    unknown: u32,
 }
 
 fn hash_id(id: &str) -> u64 {
@@ -1045,13 +1064,16 @@ impl Parser {
                 return;
             }
             Rec::Unknown => {
-                self.unknown += 1;
-                if self.unknown <= MAX_WARNINGS {
-                    sink.warning(
-                        Some(loc.line),
-                        "not a Gemini CLI record (no `id`, `$set`, `$rewindTo` or session metadata); skipped",
-                    );
-                }
+                // A record of a kind a newer Gemini CLI writes (drift, formats/mod.rs): the
+                // CLI's own loader passes over what has no `id`, and so does this one,
+                // counting it by its `type` (or its first key, `$newOp`).
+                let v = serde_json::from_slice::<serde_json::Value>(line).ok();
+                let ty = v.as_ref().and_then(|v| {
+                    v.get("type")
+                        .and_then(|t| t.as_str())
+                        .or_else(|| v.as_object().and_then(|o| o.keys().next()).map(String::as_str))
+                });
+                sink.skip(ty.unwrap_or("(empty record)"));
                 return;
             }
             Rec::Meta(m) => {
@@ -1208,7 +1230,14 @@ impl Parser {
             "info" => (EventKind::Message(Role::System), "info", Status::Ok),
             "warning" => (EventKind::Message(Role::System), "warning", Status::Ok),
             "error" => (EventKind::Error, "error", Status::Error),
-            other => (EventKind::Other, other, Status::Unknown),
+            // A message type of a newer Gemini CLI (drift): shown as it is, and counted.
+            other => {
+                // ("message" stands for a message with no type, which has its diagnostic.)
+                if other != "message" {
+                    t.skipped.add(other);
+                }
+                (EventKind::Other, other, Status::Unknown)
+            }
         };
         if m_model.is_some() {
             *model = m_model;
@@ -1410,8 +1439,93 @@ fn load_document(path: &Path) -> Result<Option<Loaded>, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::testing::{fixture, outline};
+    use crate::formats::testing::{Rng, fixture, outline};
     use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    /// A message of a `type` a newer Gemini CLI may write (shown as it is), sometimes with text.
+    fn unknown_message(rng: &mut Rng, near: &Value) -> Value {
+        let mut m = json!({"id": format!("drift-{}", rng.next()), "type": rng.type_name()});
+        if let Some(ts) = near.get("timestamp") {
+            m["timestamp"] = ts.clone();
+        }
+        if let Some(t) = rng.maybe_text() {
+            m["content"] = json!([{"text": t}]);
+        }
+        m
+    }
+
+    /// A record a newer Gemini CLI may write: a message of a new type, or a record with no
+    /// `id` (passed over, as the CLI's loader does), sometimes with text.
+    fn unknown_record(rng: &mut Rng, near: &Value, messages: bool) -> Value {
+        if messages && rng.one_in(2) {
+            return unknown_message(rng, near);
+        }
+        let mut m = if rng.one_in(2) {
+            json!({"type": rng.type_name()})
+        } else {
+            json!({format!("${}", rng.type_name()): {"n": 1}})
+        };
+        if let Some(t) = rng.maybe_text() {
+            m["summary"] = json!(t);
+        }
+        m
+    }
+
+    /// Drift in a whole legacy session: unknown fields, and messages of new types.
+    fn drift_document(path: &Path, rng: &mut Rng) -> usize {
+        let Ok(mut v) = serde_json::from_slice::<Value>(&std::fs::read(path).unwrap()) else {
+            return 0;
+        };
+        let Some(o) = v.as_object_mut() else { return 0 };
+        o.insert(rng.type_name(), rng.value());
+        let mut inserted = 0;
+        if let Some(Value::Array(msgs)) = o.get_mut("messages") {
+            for m in msgs.iter_mut().filter_map(Value::as_object_mut) {
+                if rng.one_in(3) {
+                    m.insert(rng.type_name(), rng.value());
+                }
+            }
+            for _ in 0..rng.below(3) {
+                let at = rng.below(msgs.len() + 1);
+                let near = msgs.get(at).cloned().unwrap_or(Value::Null);
+                msgs.insert(at, unknown_message(rng, &near));
+                inserted += 1;
+            }
+        }
+        std::fs::write(path, serde_json::to_vec(&v).unwrap()).unwrap();
+        inserted
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// The drift rule (formats/mod.rs) on our sessions and the corpus' Gemini CLI files.
+        #[test]
+        fn drift_is_skipped_quietly(seed in any::<u64>()) {
+            let sources = crate::formats::testing::drift_sources(
+                "gemini-cli",
+                &[
+                    "tests/fixtures/gemini-cli/chats/session-2026-05-02T09-15-1a2b3c4d.jsonl",
+                    "tests/fixtures/gemini-cli/replaced.jsonl",
+                    "tests/fixtures/gemini-cli/session-2025-10-06T14-20-0c0ffee0.json",
+                    "sample-traces/gemini-cli/chats/session-2026-06-10T08-30-9c1d2e3f.jsonl",
+                ],
+            );
+            crate::formats::testing::drift_check(&sources, seed, &|f, rng| {
+                let text = std::fs::read_to_string(f).unwrap_or_default();
+                // Where a later record replaces the message list, a message put before it is
+                // dropped by it (as the CLI drops it): only id-less records go there.
+                let messages = !text.contains("\"$set\":{\"messages\"") && !text.contains("$rewindTo");
+                match f.extension().and_then(|x| x.to_str()) {
+                    Some("jsonl") => {
+                        crate::formats::testing::drift_jsonl(f, rng, &|rng, near| unknown_record(rng, near, messages))
+                    }
+                    Some("json") => drift_document(f, rng),
+                    _ => 0,
+                }
+            });
+        }
+    }
 
     const MAIN: &str = "chats/session-2026-05-02T09-15-1a2b3c4d.jsonl";
     const SUB: &str = "chats/1a2b3c4d-0000-4000-8000-00000000c0de/5e6f7a8b-0000-4000-8000-0000000a9e47.jsonl";
@@ -1619,7 +1733,6 @@ mod tests {
                 (Some(5), Error),    // a line cut in the middle of the file
                 (Some(6), Error),    // no type
                 (Some(7), Error),    // toolCalls[0] not an object
-                (Some(9), Warning),  // not a record of this format
                 (Some(10), Error),   // not an object
                 (Some(11), Warning)  // the last line, cut
             ]
@@ -1637,6 +1750,8 @@ mod tests {
                 "  message user",
             ]
         );
+        // A record of no known kind is drift: counted, not reported.
+        assert_eq!(t.skipped.iter().collect::<Vec<_>>(), [("hello", 1)]);
         // A redacted token count is unknown, not zero; a call still executing is pending and
         // so is the run; a result whose call was never recorded stays a message.
         let u = t.event(find(&t, "d-g1")).usage.get();

@@ -1115,6 +1115,7 @@ fn root_payload(fields: &Fields<'_>, refs: &mut Refs) -> Payload {
         output: value_of(fields, "output").map(|o| final_output(&o)),
         error: value_of(fields, "error").as_ref().and_then(eval_error),
         extra,
+        context: Vec::new(),
     }
 }
 
@@ -1807,6 +1808,7 @@ fn model_payload(mut v: Value, refs: &mut Refs) -> Payload {
         output: out,
         error,
         extra,
+        context: Vec::new(),
     }
 }
 
@@ -1843,6 +1845,7 @@ fn tool_payload(mut v: Value, refs: &mut Refs) -> Payload {
         output,
         error,
         extra,
+        context: Vec::new(),
     }
 }
 

@@ -1320,6 +1320,7 @@ fn tool_part(b: &mut Builder, p: &mut PartRec, parent: u32, fallback: Option<i64
             output,
             error,
             extra,
+            context: Vec::new(),
         }),
         ..NewEvent::new(EventKind::ToolCall, name.as_deref().unwrap_or("?"))
     });

@@ -620,6 +620,7 @@ fn swe_payload(kind: EventKind, step: &Value) -> Payload {
         output: get("observation"),
         error: None,
         extra,
+        context: Vec::new(),
     }
 }
 
@@ -781,6 +782,7 @@ fn from_swe(path: &Path, v: &Value, steps: &[Located<Step>], task: Option<&str>)
             output: field(info, "submission").filter(|s| s.as_str() != Some("")).cloned(),
             error: run_error(status, exit),
             extra: Vec::new(),
+            context: Vec::new(),
         }),
         ..NewEvent::new(EventKind::Run, &name)
     });

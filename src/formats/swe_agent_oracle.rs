@@ -125,6 +125,7 @@ fn from_swe(path: &Path, mut v: Value) -> Trace {
             output: field(info, "submission").filter(|s| s.as_str() != Some("")).cloned(),
             error: run_error(status, exit),
             extra: Vec::new(),
+            context: Vec::new(),
         }),
         ..NewEvent::new(EventKind::Run, &name)
     });
@@ -191,6 +192,7 @@ fn from_swe(path: &Path, mut v: Value) -> Trace {
                 output: observation,
                 error: None,
                 extra,
+                context: Vec::new(),
             }),
             ..NewEvent::new(EventKind::ToolCall, tool)
         });

@@ -13,4 +13,19 @@ pub use event::{EventKind, NO_PARENT, Nanos, Origin, Role, Status, Usage, UsageC
 pub use payload::{ErrorInfo, Marker, Payload, PayloadRef, markers_in};
 pub use strings::{StrRef, Strings};
 pub use time::{format_duration, format_ts, parse_timestamp, parse_timestamp_ms, parse_timestamp_str};
-pub use trace::{Counts, Diagnostic, NewEvent, Parent, RunMeta, RunStatus, Severity, Skipped, Trace, counts_of};
+pub use trace::{
+    Counts, Diagnostic, NewEvent, Parent, RECORDED_COST_ATTR, RunMeta, RunStatus, Severity, Skipped, Trace, counts_of,
+};
+
+/// `12345` → `12,345`: every count tracetui prints, whole and grouped.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -15,11 +15,21 @@ pub struct Payload {
     /// Other fields worth showing (provider, meta, state diff, ...), in source order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extra: Vec<(String, Value)>,
+    /// What the event was sent with that one other event holds for many (an LLM call's
+    /// system prompt and tool definitions, held once by the run's request-shape event): shown
+    /// in the detail, but not searched, compared or exported with each event, where it would
+    /// match and repeat on every call.
+    #[serde(skip)]
+    pub context: Vec<(String, Value)>,
 }
 
 impl Payload {
     pub fn is_empty(&self) -> bool {
-        self.input.is_none() && self.output.is_none() && self.error.is_none() && self.extra.is_empty()
+        self.input.is_none()
+            && self.output.is_none()
+            && self.error.is_none()
+            && self.extra.is_empty()
+            && self.context.is_empty()
     }
 
     /// Set an extra field, replacing one of the same name.

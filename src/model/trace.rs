@@ -120,6 +120,10 @@ pub struct RunMeta {
 /// list and the header (an attribute, so that every `RunMeta { .. }` stays as it is).
 pub const BADGES_ATTR: &str = "tracetui.badges";
 
+/// The run attribute holding the cost the recorder itself wrote for the whole run, in US
+/// dollars (Claude Code's `cost-state`): kept beside the cost tracetui computes from tokens.
+pub const RECORDED_COST_ATTR: &str = "recorded_cost_usd";
+
 impl RunMeta {
     /// The shared attributes, then the run's own.
     pub fn all_attributes(&self) -> impl Iterator<Item = &(String, Value)> {
@@ -523,6 +527,15 @@ impl Trace {
     }
     /// The event to change. Its times may change too: the next `finalize` moves it to its
     /// new place among its siblings.
+    /// The index of an event of this trace given by reference (a format's payload decoder
+    /// gets the event, not its index); None for an event of another trace.
+    pub fn index_of(&self, e: &Event) -> Option<u32> {
+        let size = std::mem::size_of::<Event>();
+        let off = (e as *const Event as usize).wrapping_sub(self.events.as_ptr() as usize);
+        let i = off / size;
+        (off.is_multiple_of(size) && i < self.events.len() && std::ptr::eq(&self.events[i], e)).then_some(i as u32)
+    }
+
     pub fn event_mut(&mut self, i: u32) -> &mut Event {
         let (start, duration) = (self.events[i as usize].start, self.events[i as usize].duration);
         // An event added since the last finalize sits in no sorted part: it is sorted in by

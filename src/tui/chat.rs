@@ -147,6 +147,7 @@ pub fn event_doc(t: &Trace, i: u32, t0: Option<i64>, plain: bool) -> Option<Doc>
                 if !turns.iter().any(|x| matches!(x, Turn::Message { .. })) {
                     return None;
                 }
+                w.sent(&p.context);
                 w.section("Response (the events under this call)");
                 w.turns(&turns[1..]);
             } else {
@@ -189,8 +190,13 @@ pub fn event_doc(t: &Trace, i: u32, t0: Option<i64>, plain: bool) -> Option<Doc>
         w.text_lines(Tok::Error, &err.message, "  ", None);
         w.blank();
     }
-    if !p.extra.is_empty() {
-        let keys: Vec<String> = p.extra.iter().map(|(k, _)| sanitize::line(k).into_owned()).collect();
+    if !p.extra.is_empty() || !p.context.is_empty() {
+        let keys: Vec<String> = p
+            .extra
+            .iter()
+            .chain(&p.context)
+            .map(|(k, _)| sanitize::line(k).into_owned())
+            .collect();
         let mut l = Line::default();
         l.spans.push((
             Tok::Dim,
@@ -537,6 +543,35 @@ impl Writer {
             }
             _ => return None,
         };
+        let r = self.root(v);
+        Some(self.copy(r, "", name))
+    }
+
+    /// What the request sent besides the conversation (its system prompt and tool names), in
+    /// short: the JSON view (`c`) has them whole.
+    fn sent(&mut self, context: &[(String, Value)]) {
+        let get = |k: &str| context.iter().find(|(x, _)| x == k).map(|(_, v)| v);
+        if let Some(Value::String(sys)) = get("system prompt") {
+            self.section("System prompt (sent with the request)");
+            let copy = self.own_root(Value::String(sys.clone()), "system_prompt");
+            self.result_text(Tok::Text, sys, "  ", copy);
+            self.blank();
+        }
+        if let Some(Value::Array(tools)) = get("tools") {
+            let names: Vec<String> = tools
+                .iter()
+                .map(|t| sanitize::line(t.get("name").and_then(Value::as_str).unwrap_or("?")).into_owned())
+                .collect();
+            self.section(&format!("Tools sent · {}", names.len()));
+            let mut l = line("  ");
+            l.spans.push((Tok::Text, names.join(", ")));
+            self.d.lines.push(l);
+            self.blank();
+        }
+    }
+
+    /// A value of its own to copy from (`y`), named as the JSON view names it.
+    fn own_root(&mut self, v: Value, name: &str) -> Option<u32> {
         let r = self.root(v);
         Some(self.copy(r, "", name))
     }

@@ -1269,6 +1269,14 @@ fn payload_sections(kind: EventKind, p: Payload, records: &[Value], d: &mut Doc)
         section_value(d, root, v, &path);
         d.blank();
     }
+    // Held once by another event (the request's system prompt and tools): their paths are
+    // not in this event's records.
+    for (k, v) in p.context {
+        d.section(&sanitize::line(&k));
+        let root = d.add_root(Value::Null);
+        section_value(d, root, v, &format!("$.{}", path_key(&k)));
+        d.blank();
+    }
 }
 
 /// A section's value as lines; it then becomes the root. A long one-line string that needs
@@ -1442,6 +1450,7 @@ pub(crate) mod tests {
                 details: None,
             }),
             extra: vec![],
+            context: Vec::new(),
         });
         let d = build(&t, 0, false, None);
         let lines = text(&d);

@@ -8,18 +8,7 @@ use crate::cost::{Prices, Tokens, dollars, per_million};
 use crate::model::{Event, EventKind, Trace, Usage};
 use crate::sanitize;
 
-/// `12345` → `12,345`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use crate::model::thousands;
 
 fn line(spans: Vec<(Tok, String)>) -> Line {
     Line {
@@ -66,8 +55,11 @@ pub fn lines(t: &Trace, e: &Event, prices: &Prices) -> Vec<Line> {
     match e.kind {
         // The run's totals on its root; a nested run (a subagent) shows its own usage only.
         EventKind::Run if e.parent == crate::model::NO_PARENT => match KNOWN_RUN_COST.with(|k| k.borrow().clone()) {
-            Some(rc) => run_lines(&rc),
-            None => run_lines(&crate::cost::usage::run_cost(t, prices)),
+            Some(rc) => with_recorded(run_lines(&rc), &rc, t),
+            None => {
+                let rc = crate::cost::usage::run_cost(t, prices);
+                with_recorded(run_lines(&rc), &rc, t)
+            }
         },
         _ => match e.usage.get().as_ref() {
             Some(u) => {
@@ -186,6 +178,35 @@ fn cost_text(t: &Total) -> String {
         ));
     }
     s
+}
+
+/// The cost the agent itself recorded for the run (DESIGN §8: kept beside the computed one),
+/// after the run cost line, with how far the two differ when that is more than 1%.
+fn with_recorded(mut out: Vec<Line>, rc: &RunCost, t: &Trace) -> Vec<Line> {
+    let Some(usd) = t
+        .meta
+        .attributes
+        .iter()
+        .find(|(k, _)| k == crate::model::RECORDED_COST_ATTR)
+        .and_then(|(_, v)| v.as_f64())
+        .filter(|x| x.is_finite() && *x >= 0.0)
+    else {
+        return out;
+    };
+    let recorded = (usd * 1e6).round() as u64;
+    let mut spans = vec![
+        (Tok::Dim, "recorded cost ".into()),
+        (Tok::Num, dollars(recorded)),
+        (Tok::Dim, " (by the agent)".into()),
+    ];
+    let computed = rc.total.micros;
+    if computed > 0 && recorded.abs_diff(computed) * 100 > computed {
+        let pct = (recorded as f64 - computed as f64) / computed as f64 * 100.0;
+        spans.push((Tok::Pending, format!("  {pct:+.1}% from the computed cost")));
+    }
+    let at = out.len().min(2);
+    out.insert(at, line(spans));
+    out
 }
 
 /// The run's totals: tokens by kind, cost, and the cost of each model when there are several.
