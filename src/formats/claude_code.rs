@@ -362,11 +362,15 @@ impl Session {
     }
 
     /// Whether `block` was already read under `llm` (a record written twice). Only the blocks
-    /// of the last LLM call are remembered: a copy follows its original.
+    /// of the last LLM call are remembered: a copy follows its original. A block is known by
+    /// its length and its two ends (hashing a long text whole on every line would cost what
+    /// reading it does).
     fn repeated(&mut self, llm: u32, block: &[u8]) -> bool {
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();
-        block.hash(&mut h);
+        block.len().hash(&mut h);
+        block[..block.len().min(256)].hash(&mut h);
+        block[block.len().saturating_sub(64)..].hash(&mut h);
         let h = h.finish();
         if self.blocks.0 != llm {
             self.blocks = (llm, Vec::new());
