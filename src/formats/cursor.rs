@@ -479,14 +479,69 @@ fn skim_serde(line: &str) -> Option<Rec<'_>> {
     Some(rec)
 }
 
+/// Calls waiting for their result: in call order (results come back in order) and by the id
+/// a call carries. Each step is constant time: a file of many calls answered in reverse
+/// order by id must not cost their square.
+#[derive(Default)]
+struct Waiting {
+    order: std::collections::VecDeque<(u32, Option<Box<str>>)>,
+    by_id: std::collections::HashMap<Box<str>, u32>,
+    /// Taken by id, still in `order` (skipped when reached).
+    taken: std::collections::HashSet<u32>,
+}
+
+impl Waiting {
+    fn push(&mut self, call: u32, id: Option<Box<str>>) {
+        if let Some(id) = &id {
+            self.by_id.entry(id.clone()).or_insert(call);
+        }
+        self.order.push_back((call, id));
+    }
+
+    /// The call a result belongs to: the waiting call with the id it names, else (no id, or
+    /// one no waiting call carries) the oldest waiting call.
+    fn take(&mut self, id: Option<&str>) -> Option<u32> {
+        if let Some(call) = id.and_then(|id| self.by_id.remove(id)) {
+            self.taken.insert(call);
+            return Some(call);
+        }
+        while let Some((call, id)) = self.order.pop_front() {
+            if self.taken.remove(&call) {
+                continue;
+            }
+            if let Some(id) = id
+                && self.by_id.get(&id) == Some(&call)
+            {
+                self.by_id.remove(&id);
+            }
+            return Some(call);
+        }
+        None
+    }
+
+    /// Every call still waiting, oldest first; none waits after.
+    fn drain(&mut self) -> Vec<u32> {
+        let taken = std::mem::take(&mut self.taken);
+        self.by_id.clear();
+        self.order
+            .drain(..)
+            .map(|(c, _)| c)
+            .filter(|c| !taken.contains(c))
+            .collect()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.order.len() == self.taken.len()
+    }
+}
+
 /// The Cursor line parser: one trace a file.
 pub struct Parser {
     path: PathBuf,
     root: Option<u32>,
     file: u16,
-    /// Calls waiting for a result, oldest first (results come back in order), with the id
-    /// the call carries, if any.
-    waiting: std::collections::VecDeque<(u32, Option<Box<str>>)>,
+    /// Calls waiting for a result.
+    waiting: Waiting,
     named: bool,
     /// How the last turn ended, if the last record ended one.
     ended: Option<RunStatus>,
@@ -542,7 +597,7 @@ impl Parser {
                 Some("turn_ended") => {
                     // Calls of the turn with no result: none was recorded, none will come.
                     let t = &mut sink.traces[0];
-                    for (i, _) in self.waiting.drain(..) {
+                    for i in self.waiting.drain() {
                         t.event_mut(i).status = Status::Unknown;
                     }
                     let ok = rec.status.as_deref().is_none_or(|s| s == "success");
@@ -638,9 +693,9 @@ impl Parser {
                         origin: o,
                         ..NewEvent::new(EventKind::ToolCall, &name)
                     });
-                    self.waiting.push_back((i, id.map(|s| s.into())));
+                    self.waiting.push(i, id.map(|s| s.into()));
                 }
-                Some(Some(Block::Result)) => match self.take_waiting(b.call_id(true).as_deref()) {
+                Some(Some(Block::Result)) => match self.waiting.take(b.call_id(true).as_deref()) {
                     Some(i) => {
                         let e = t.event_mut(i);
                         e.status = if b.failed() { Status::Error } else { Status::Ok };
@@ -672,13 +727,6 @@ impl Parser {
                 }
             }
         }
-    }
-
-    /// The call a result belongs to: the waiting call with the id it names, else (no id, or
-    /// one no call carries) the oldest waiting call.
-    fn take_waiting(&mut self, id: Option<&str>) -> Option<u32> {
-        let by_id = id.and_then(|id| self.waiting.iter().position(|(_, c)| c.as_deref() == Some(id)));
-        self.waiting.remove(by_id.unwrap_or(0)).map(|(i, _)| i)
     }
 
     /// A line or block of a kind Cursor did not write before (formats/mod.rs: drift):
@@ -1245,6 +1293,54 @@ mod tests {
                 }
                 drift_blocks(f, rng) + crate::formats::testing::drift_jsonl(f, rng, &unknown_line)
             });
+        }
+    }
+
+    #[test]
+    fn waiting_calls_are_taken_by_id_else_oldest_first() {
+        let mut w = Waiting::default();
+        w.push(1, Some("x".into()));
+        w.push(2, None);
+        w.push(3, Some("z".into()));
+        assert_eq!(w.take(Some("z")), Some(3));
+        assert!(!w.is_empty());
+        // No id: the oldest still waiting.
+        assert_eq!(w.take(None), Some(1));
+        // Its id was taken with it: a result naming it takes the oldest left.
+        assert_eq!(w.take(Some("x")), Some(2));
+        assert!(w.is_empty());
+        assert_eq!(w.take(None), None);
+        w.push(4, Some("y".into()));
+        w.push(5, Some("v".into()));
+        assert_eq!(w.take(Some("v")), Some(5));
+        assert_eq!(w.drain(), [4]);
+        assert!(w.is_empty());
+        // Many calls answered by id in reverse order: each joined to its own call.
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("many.jsonl");
+        let n = 20_000;
+        let calls: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"type":"tool_call","id":"c{i}","name":"T","input":{{"i":{i}}}}}"#))
+            .collect();
+        let results: Vec<String> = (0..n)
+            .rev()
+            .map(|i| format!(r#"{{"type":"tool-result","toolCallId":"c{i}","content":"r{i}"}}"#))
+            .collect();
+        std::fs::write(
+            &p,
+            format!(
+                "{{\"role\":\"assistant\",\"message\":{{\"content\":[{}]}}}}\n{{\"role\":\"user\",\"message\":{{\"content\":[{}]}}}}\n",
+                calls.join(","),
+                results.join(",")
+            ),
+        )
+        .unwrap();
+        let t = &Cursor.load(&p).unwrap().traces[0];
+        assert_eq!(t.counts().tool_calls, n);
+        for i in [0, n / 2, n - 1] {
+            let e = t.event(t.find(&format!("c{i}")).unwrap());
+            let out = crate::formats::payload(t, e).output;
+            assert_eq!(out, Some(Value::String(format!("r{i}"))));
         }
     }
 

@@ -1327,7 +1327,9 @@ fn sample_trace(
                         model: model.as_deref(),
                         origin_of: &origin_of,
                         defer,
-                        waiting: Vec::new(),
+                        waiting: Default::default(),
+                        by_id: HashMap::new(),
+                        taken: Default::default(),
                     };
                     conv.messages(&mut t, &msgs, &mut refs, &mut diags, path, what);
                 }
@@ -1421,7 +1423,11 @@ struct Conversation<'m, 'o> {
     origin_of: &'o dyn Fn(&str) -> Origin,
     defer: bool,
     /// Calls not answered yet, oldest first: (event, its id, the call's JSON text).
-    waiting: Vec<(u32, Option<String>, &'m str)>,
+    waiting: std::collections::VecDeque<(u32, Option<String>, &'m str)>,
+    /// The waiting calls by id (a call answered by id stays in `waiting`, marked `taken`):
+    /// each join is constant time, however many calls wait.
+    by_id: HashMap<String, (u32, &'m str)>,
+    taken: std::collections::HashSet<u32>,
 }
 
 impl<'m> Conversation<'m, '_> {
@@ -1448,17 +1454,8 @@ impl<'m> Conversation<'m, '_> {
                 Some("assistant") => self.assistant(t, raw, &fields, refs),
                 Some("tool") => {
                     let id = value_of(&fields, "tool_call_id").and_then(|v| v.as_str().map(str::to_string));
-                    let at = match &id {
-                        Some(id) => self
-                            .waiting
-                            .iter()
-                            .position(|(_, c, _)| c.as_deref() == Some(id.as_str())),
-                        None if !self.waiting.is_empty() => Some(0),
-                        None => None,
-                    };
-                    match at {
-                        Some(at) => {
-                            let (idx, _, call) = self.waiting.remove(at);
+                    match self.take(id.as_deref()) {
+                        Some((idx, call)) => {
                             let failed = ["error", "tool_error"].iter().any(|k| value_of(&fields, k).is_some());
                             let p = message_call_payload(call, Some(raw.get()), refs);
                             let e = t.event_mut(idx);
@@ -1480,12 +1477,39 @@ impl<'m> Conversation<'m, '_> {
                 _ => add_message(t, self.group, raw, self.origin_of, refs, true, self.defer),
             }
         }
+        self.by_id.clear();
+        let taken = std::mem::take(&mut self.taken);
         for (idx, _, call) in std::mem::take(&mut self.waiting) {
+            if taken.contains(&idx) {
+                continue;
+            }
             let p = message_call_payload(call, None, refs);
             let e = t.event_mut(idx);
             e.status = Status::Unknown;
             e.payload = self.held(p, refs);
         }
+    }
+
+    /// The call a tool message answers: the waiting call with the id it names, else (no id)
+    /// the oldest waiting call; an id no waiting call carries answers none.
+    fn take(&mut self, id: Option<&str>) -> Option<(u32, &'m str)> {
+        if let Some(id) = id {
+            let (idx, call) = self.by_id.remove(id)?;
+            self.taken.insert(idx);
+            return Some((idx, call));
+        }
+        while let Some((idx, id, call)) = self.waiting.pop_front() {
+            if self.taken.remove(&idx) {
+                continue;
+            }
+            if let Some(id) = id
+                && self.by_id.get(&id).is_some_and(|(i, _)| *i == idx)
+            {
+                self.by_id.remove(&id);
+            }
+            return Some((idx, call));
+        }
+        None
     }
 
     fn held(&self, p: Payload, refs: &Refs) -> PayloadRef {
@@ -1524,7 +1548,10 @@ impl<'m> Conversation<'m, '_> {
                 origin: (self.origin_of)(call.get()),
                 ..NewEvent::new(EventKind::ToolCall, &function)
             });
-            self.waiting.push((idx, id, call.get()));
+            if let Some(id) = &id {
+                self.by_id.entry(id.clone()).or_insert((idx, call.get()));
+            }
+            self.waiting.push_back((idx, id, call.get()));
         }
     }
 }
@@ -3363,6 +3390,28 @@ mod tests {
                 .message
                 .contains("\"c9\" that no assistant message made")
         );
+        // Many calls answered in reverse order, the last without `tool_call_id` (the oldest
+        // call still waiting): each joined to its own call.
+        let n = 20_000;
+        let calls: Vec<Value> = (0..n)
+            .map(|i| json!({"id": format!("c{i}"), "function": "f", "arguments": {"i": i}}))
+            .collect();
+        let mut msgs = vec![json!({"role": "assistant", "content": "", "tool_calls": calls})];
+        msgs.extend(
+            (1..n)
+                .rev()
+                .map(|i| json!({"role": "tool", "content": format!("r{i}"), "tool_call_id": format!("c{i}")})),
+        );
+        msgs.push(json!({"role": "tool", "content": "r0"}));
+        log["samples"] = json!([{"id": 1, "epoch": 1, "messages": msgs}]);
+        let p = write(&d, "many.json", &bytes(&log));
+        let t = &InspectAi.load(&p).unwrap().traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", &t.diagnostics[..1]);
+        assert_eq!(t.counts().tool_calls, n);
+        for i in [0, 1, n / 2, n - 1] {
+            let e = t.event(t.find(&format!("c{i}")).unwrap());
+            assert_eq!(crate::formats::payload(t, e).output, Some(json!(format!("r{i}"))));
+        }
     }
 
     #[test]
