@@ -9,7 +9,16 @@
 //! - no model and no usage: an assistant line is an LLM call named `assistant`, without tokens;
 //! - `tool_use` blocks carry no id: results are joined to calls by position (the first call
 //!   still waiting takes the next result), even when a `tool_result` names a `tool_use_id`
-//!   (fixtures name `t1`, `t2`, which no call carries);
+//!   (fixtures name `t1`, `t2`, which no call carries); a result naming the id a waiting call
+//!   carries (`id`, `toolCallId`) takes that call;
+//! - blocks drift in name: calls as `tool_use`, `tool_call`, `tool-use` or `tool-call` (the
+//!   tool in `name`, `toolName` or `tool`, the input in `input`, `args` or `arguments`),
+//!   results as `tool_result` or `tool-result` (`content`, `output` or `result`; `is_error`
+//!   or `isError`), thinking as `thinking` (its text in `thinking` or `text`), as the session
+//!   viewers read them (agent-sessions' `CursorSessionParser`);
+//! - drift (formats/mod.rs): a line with no role (but `turn_ended`) or a role Cursor does not
+//!   write, and a block of a type it does not know, are skipped quietly, counted, and shown
+//!   as a generic event when they carry text; detection ignores fields it does not know;
 //! - a turn that ends (`turn_ended`) with calls still waiting: their results were not
 //!   recorded, so they are settled as unknown, not left pending;
 //! - a subagent's transcript (`subagents/`) is its own trace; the parent's `Agent`/`Task`
@@ -53,12 +62,15 @@ impl Format for Cursor {
         if p.is_dir {
             return if is_session_dir(&p.path) { 100 } else { 0 };
         }
-        let (mut role_lines, mut foreign) = (0, 0);
+        let (mut role_lines, mut unknown, mut foreign) = (0, 0, 0);
         let own_place = under_transcripts(&p.path);
         for v in p.lines().take(20) {
             match kind_of(v) {
                 Some(Line::Message) => role_lines += 1,
                 Some(Line::TurnEnded) => {}
+                // A record type Cursor did not write before (drift), or another format's
+                // line: it settles nothing alone.
+                Some(Line::Unknown) => unknown += 1,
                 // Elsewhere one foreign line settles it: no need to parse on.
                 None if !own_place => return 0,
                 None => foreign += 1,
@@ -68,7 +80,11 @@ impl Format for Cursor {
         if role_lines > 0 && own_place && role_lines >= foreign {
             return 100;
         }
-        if role_lines > 0 && foreign == 0 { 90 } else { 0 }
+        if role_lines > 0 && foreign == 0 && role_lines >= unknown {
+            90
+        } else {
+            0
+        }
     }
 
     fn is_run_dir(&self, dir: &Path) -> bool {
@@ -183,19 +199,36 @@ fn parent_session(path: &Path) -> Option<String> {
 enum Line {
     Message,
     TurnEnded,
+    /// An object of neither shape that bears no other format's marks.
+    Unknown,
 }
 
-/// What a line is, for detection: only Cursor's own shapes (Claude Code lines carry
-/// `type`/`uuid`/`sessionId` beside `message`; OpenAI chat has `content` at the top).
+/// Keys that mark another format's line: Claude Code lines carry `uuid`, `parentUuid` and
+/// `sessionId`; OpenAI chat has `content` or `tool_calls` beside its `role` (ROLE_FOREIGN).
+const FOREIGN_KEYS: [&str; 3] = ["uuid", "parentUuid", "sessionId"];
+const ROLE_FOREIGN: [&str; 2] = ["content", "tool_calls"];
+
+/// What a line is, for detection: Cursor's own shapes (`{role, message}`, `turn_ended`),
+/// with fields Cursor did not write before ignored, or a line of no known shape.
 fn kind_of(v: &Value) -> Option<Line> {
     let o = v.as_object()?;
+    if FOREIGN_KEYS.iter().any(|k| o.contains_key(*k)) {
+        return None;
+    }
     if o.get("type").and_then(Value::as_str) == Some("turn_ended") {
         return Some(Line::TurnEnded);
     }
-    let role = o.get("role")?.as_str()?;
-    o.get("message")?.as_object()?;
-    let known_keys = o.keys().all(|k| k == "role" || k == "message");
-    (known_keys && !role.is_empty()).then_some(Line::Message)
+    match o.get("role") {
+        Some(role) => {
+            if ROLE_FOREIGN.iter().any(|k| o.contains_key(*k)) {
+                return None;
+            }
+            role.as_str().filter(|r| !r.is_empty())?;
+            o.get("message")?.as_object()?;
+            Some(Line::Message)
+        }
+        None => Some(Line::Unknown),
+    }
 }
 
 #[derive(Deserialize)]
@@ -216,7 +249,9 @@ struct MessageRec<'a> {
     content: Option<Raw<'a>>,
 }
 
-/// The index fields of one content block.
+/// The index fields of one content block. Besides Anthropic's `tool_use`/`tool_result`
+/// (`name`, `is_error`, `tool_use_id`), the drifted shapes name the same things otherwise:
+/// `tool`/`toolName`, `id`/`toolCallId`/`tool_call_id`, `isError`.
 #[derive(Deserialize, Default)]
 struct BlockIdx<'a> {
     #[serde(borrow, rename = "type", default)]
@@ -225,6 +260,65 @@ struct BlockIdx<'a> {
     name: Option<Raw<'a>>,
     #[serde(borrow, default)]
     is_error: Option<Raw<'a>>,
+    #[serde(borrow, default)]
+    id: Option<Raw<'a>>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<Raw<'a>>,
+    #[serde(borrow, default)]
+    tool_call_id: Option<Raw<'a>>,
+    #[serde(borrow, rename = "toolCallId", default)]
+    tool_call_id_camel: Option<Raw<'a>>,
+    #[serde(borrow, default)]
+    tool: Option<Raw<'a>>,
+    #[serde(borrow, rename = "toolName", default)]
+    tool_name: Option<Raw<'a>>,
+    #[serde(borrow, rename = "isError", default)]
+    is_error_camel: Option<Raw<'a>>,
+}
+
+impl BlockIdx<'_> {
+    /// The tool a call block names.
+    fn tool_name(&self) -> Option<Cow<'_, str>> {
+        text(self.name)
+            .or_else(|| text(self.tool_name))
+            .or_else(|| text(self.tool))
+    }
+    /// The id a call block carries, or the call a result block names.
+    fn call_id(&self, result: bool) -> Option<Cow<'_, str>> {
+        let own = if result { self.tool_use_id } else { self.id };
+        own.or(self.tool_call_id_camel)
+            .or(self.tool_call_id)
+            .and_then(|r| text(Some(r)))
+            .filter(|s| !s.is_empty())
+    }
+    fn failed(&self) -> bool {
+        [self.is_error, self.is_error_camel]
+            .iter()
+            .flatten()
+            .any(|e| e.0 == "true")
+    }
+}
+
+/// What a content block is, by its type: Anthropic's names and the drifted ones that
+/// session viewers read as the same (agent-sessions' `CursorSessionParser`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Block {
+    Text,
+    Thinking,
+    Call,
+    Result,
+    Image,
+}
+
+fn block_kind(ty: &str) -> Option<Block> {
+    Some(match ty {
+        "text" => Block::Text,
+        "thinking" | "redacted_thinking" => Block::Thinking,
+        "tool_use" | "tool-use" | "tool_call" | "tool-call" => Block::Call,
+        "tool_result" | "tool-result" => Block::Result,
+        "image" => Block::Image,
+        _ => return None,
+    })
 }
 
 /// What the skim reads of one line.
@@ -331,21 +425,21 @@ fn skim_blocks<'a>(k: &mut Skim<'a>, line: &'a str, out: &mut Vec<(&'a str, Bloc
         let mut idx = BlockIdx::default();
         let mut seen = Seen::default();
         k.object(|k, key| {
-            match key {
-                b"type" => {
-                    seen.first(0)?;
-                    idx.ty = k.raw()?;
-                }
-                b"name" => {
-                    seen.first(1)?;
-                    idx.name = k.raw()?;
-                }
-                b"is_error" => {
-                    seen.first(2)?;
-                    idx.is_error = k.raw()?;
-                }
-                _ => k.skip()?,
-            }
+            let (n, slot) = match key {
+                b"type" => (0, &mut idx.ty),
+                b"name" => (1, &mut idx.name),
+                b"is_error" => (2, &mut idx.is_error),
+                b"id" => (3, &mut idx.id),
+                b"tool_use_id" => (4, &mut idx.tool_use_id),
+                b"tool_call_id" => (5, &mut idx.tool_call_id),
+                b"toolCallId" => (6, &mut idx.tool_call_id_camel),
+                b"tool" => (7, &mut idx.tool),
+                b"toolName" => (8, &mut idx.tool_name),
+                b"isError" => (9, &mut idx.is_error_camel),
+                _ => return k.skip(),
+            };
+            seen.first(n)?;
+            *slot = k.raw()?;
             Some(())
         })?;
         out.push((line.get(start..k.pos())?, idx));
@@ -385,13 +479,69 @@ fn skim_serde(line: &str) -> Option<Rec<'_>> {
     Some(rec)
 }
 
+/// Calls waiting for their result: in call order (results come back in order) and by the id
+/// a call carries. Each step is constant time: a file of many calls answered in reverse
+/// order by id must not cost their square.
+#[derive(Default)]
+struct Waiting {
+    order: std::collections::VecDeque<(u32, Option<Box<str>>)>,
+    by_id: std::collections::HashMap<Box<str>, u32>,
+    /// Taken by id, still in `order` (skipped when reached).
+    taken: std::collections::HashSet<u32>,
+}
+
+impl Waiting {
+    fn push(&mut self, call: u32, id: Option<Box<str>>) {
+        if let Some(id) = &id {
+            self.by_id.entry(id.clone()).or_insert(call);
+        }
+        self.order.push_back((call, id));
+    }
+
+    /// The call a result belongs to: the waiting call with the id it names, else (no id, or
+    /// one no waiting call carries) the oldest waiting call.
+    fn take(&mut self, id: Option<&str>) -> Option<u32> {
+        if let Some(call) = id.and_then(|id| self.by_id.remove(id)) {
+            self.taken.insert(call);
+            return Some(call);
+        }
+        while let Some((call, id)) = self.order.pop_front() {
+            if self.taken.remove(&call) {
+                continue;
+            }
+            if let Some(id) = id
+                && self.by_id.get(&id) == Some(&call)
+            {
+                self.by_id.remove(&id);
+            }
+            return Some(call);
+        }
+        None
+    }
+
+    /// Every call still waiting, oldest first; none waits after.
+    fn drain(&mut self) -> Vec<u32> {
+        let taken = std::mem::take(&mut self.taken);
+        self.by_id.clear();
+        self.order
+            .drain(..)
+            .map(|(c, _)| c)
+            .filter(|c| !taken.contains(c))
+            .collect()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.order.len() == self.taken.len()
+    }
+}
+
 /// The Cursor line parser: one trace a file.
 pub struct Parser {
     path: PathBuf,
     root: Option<u32>,
     file: u16,
-    /// Calls waiting for a result, oldest first (results come back in order).
-    waiting: std::collections::VecDeque<u32>,
+    /// Calls waiting for a result.
+    waiting: Waiting,
     named: bool,
     /// How the last turn ended, if the last record ended one.
     ended: Option<RunStatus>,
@@ -447,7 +597,7 @@ impl Parser {
                 Some("turn_ended") => {
                     // Calls of the turn with no result: none was recorded, none will come.
                     let t = &mut sink.traces[0];
-                    for i in self.waiting.drain(..) {
+                    for i in self.waiting.drain() {
                         t.event_mut(i).status = Status::Unknown;
                     }
                     let ok = rec.status.as_deref().is_none_or(|s| s == "success");
@@ -461,21 +611,20 @@ impl Parser {
                     });
                 }
                 other => {
-                    let name = other.unwrap_or("record");
-                    sink.warning(Some(loc.line), format!("a line with no role ({name}) is shown as is"));
-                    sink.traces[0].add(NewEvent {
-                        parent: Parent::Index(root),
-                        payload: PayloadRef::Deferred,
-                        origin,
-                        ..NewEvent::new(EventKind::Other, name)
-                    });
+                    // A record Cursor did not write before: drift (formats/mod.rs).
+                    self.drift(other.unwrap_or("record"), line, root, origin, sink);
                 }
             }
             return;
         }
-        self.ended = None;
         let role_s = rec.role.as_deref().unwrap_or("");
         let role = Role::parse(role_s);
+        if role == Role::Other {
+            // A role Cursor does not write: drift too, named by its role.
+            self.drift(role_s, line, root, origin, sink);
+            return;
+        }
+        self.ended = None;
         let t = &mut sink.traces[0];
         // An assistant line is one model reply: its blocks hang under it.
         let parent = if role == Role::Assistant {
@@ -508,8 +657,9 @@ impl Parser {
         for (raw, b) in &rec.blocks {
             let o = engine::sub_origin(loc, self.file, line, raw.as_bytes());
             let t = &mut sink.traces[0];
-            match text(b.ty).as_deref() {
-                Some("text") => {
+            let ty = text(b.ty);
+            match ty.as_deref().map(block_kind) {
+                Some(Some(Block::Text)) => {
                     t.add(message(o));
                     if role == Role::User && !self.named {
                         let v: Option<Value> = serde_json::from_str(raw).ok();
@@ -523,7 +673,7 @@ impl Parser {
                         }
                     }
                 }
-                Some("thinking") | Some("redacted_thinking") => {
+                Some(Some(Block::Thinking)) => {
                     t.add(NewEvent {
                         parent: Parent::Index(parent),
                         status: Status::Ok,
@@ -532,22 +682,23 @@ impl Parser {
                         ..NewEvent::new(EventKind::Other, "thinking")
                     });
                 }
-                Some("tool_use") => {
-                    let name = text(b.name).unwrap_or(Cow::Borrowed("tool"));
+                Some(Some(Block::Call)) => {
+                    let name = b.tool_name().unwrap_or(Cow::Borrowed("tool"));
+                    let id = b.call_id(false);
                     let i = t.add(NewEvent {
+                        id: id.as_deref(),
                         parent: Parent::Index(parent),
                         status: Status::Pending,
                         payload: PayloadRef::Deferred,
                         origin: o,
                         ..NewEvent::new(EventKind::ToolCall, &name)
                     });
-                    self.waiting.push_back(i);
+                    self.waiting.push(i, id.map(|s| s.into()));
                 }
-                Some("tool_result") => match self.waiting.pop_front() {
+                Some(Some(Block::Result)) => match self.waiting.take(b.call_id(true).as_deref()) {
                     Some(i) => {
-                        let failed = b.is_error.is_some_and(|e| e.0 == "true");
                         let e = t.event_mut(i);
-                        e.status = if failed { Status::Error } else { Status::Ok };
+                        e.status = if b.failed() { Status::Error } else { Status::Ok };
                         e.origin2 = Some(Box::new(o));
                     }
                     None => {
@@ -557,20 +708,40 @@ impl Parser {
                             status: Status::Unknown,
                             payload: PayloadRef::Deferred,
                             origin: o,
-                            ..NewEvent::new(EventKind::Other, "tool_result")
+                            ..NewEvent::new(EventKind::Other, ty.as_deref().unwrap_or("tool_result"))
                         });
                     }
                 },
-                other => {
-                    let name = other.unwrap_or("block").to_string();
+                Some(Some(Block::Image)) => {
                     t.add(NewEvent {
                         parent: Parent::Index(parent),
                         payload: PayloadRef::Deferred,
                         origin: o,
-                        ..NewEvent::new(EventKind::Other, &name)
+                        ..NewEvent::new(EventKind::Other, "image")
                     });
                 }
+                Some(None) | None => {
+                    // A block type Cursor did not write before (or none): drift.
+                    let ty = ty.as_deref().unwrap_or("block");
+                    self.drift(ty, raw.as_bytes(), parent, o, sink);
+                }
             }
+        }
+    }
+
+    /// A line or block of a kind Cursor did not write before (formats/mod.rs: drift):
+    /// counted as skipped, and shown under `parent` when it carries text.
+    fn drift(&mut self, name: &str, record: &[u8], parent: u32, origin: Origin, sink: &mut Sink) {
+        sink.skip(name);
+        let v = serde_json::from_slice::<Value>(record).ok();
+        if v.as_ref().and_then(super::drift_text).is_some() {
+            sink.traces[0].add(NewEvent {
+                parent: Parent::Index(parent),
+                status: Status::Ok,
+                payload: PayloadRef::Deferred,
+                origin,
+                ..NewEvent::new(EventKind::Other, name)
+            });
         }
     }
 
@@ -665,21 +836,41 @@ fn decode(ev: &Event, raw: &[&[u8]]) -> Payload {
             }
         };
         let ty = v.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-        match ty.as_str() {
-            "text" if ev.kind == EventKind::Message(Role::User) => out.input = take(&mut v, "text"),
-            "text" => out.output = take(&mut v, "text"),
-            "thinking" => out.output = take(&mut v, "thinking"),
-            "tool_use" => out.input = take(&mut v, "input"),
-            "tool_result" => {
-                out.output = take(&mut v, "content").map(flatten_text);
-                if v.get("is_error") == Some(&Value::Bool(true)) {
+        if ev.kind == EventKind::Other && is_drift(&v) {
+            return super::drift_payload(&v, &[]);
+        }
+        match block_kind(&ty) {
+            Some(Block::Text) if ev.kind == EventKind::Message(Role::User) => out.input = take(&mut v, "text"),
+            Some(Block::Text) => out.output = take(&mut v, "text"),
+            Some(Block::Thinking) if v.get("thinking").is_some() => out.output = take(&mut v, "thinking"),
+            Some(Block::Thinking) if v.get("text").is_some() => out.output = take(&mut v, "text"),
+            Some(Block::Call) => {
+                out.input = ["input", "args", "arguments"].iter().find_map(|k| take(&mut v, k));
+                if let Some(id) = ["id", "toolCallId", "tool_call_id"]
+                    .iter()
+                    .find_map(|k| take(&mut v, k))
+                {
+                    out.extra.push(("id".into(), id));
+                }
+            }
+            Some(Block::Result) => {
+                out.output = ["content", "output", "result"]
+                    .iter()
+                    .find_map(|k| take(&mut v, k))
+                    .map(flatten_text);
+                if ["is_error", "isError"]
+                    .iter()
+                    .any(|k| v.get(*k) == Some(&Value::Bool(true)))
+                {
                     out.error = Some(ErrorInfo {
                         message: "the tool reported an error".into(),
                         ..Default::default()
                     });
                 }
-                if let Some(id) = take(&mut v, "tool_use_id") {
-                    out.extra.push(("tool_use_id".into(), id));
+                for k in ["tool_use_id", "toolCallId", "tool_call_id"] {
+                    if let Some(id) = take(&mut v, k) {
+                        out.extra.push((k.into(), id));
+                    }
                 }
             }
             _ if v.get("role").is_some() => {
@@ -693,6 +884,19 @@ fn decode(ev: &Event, raw: &[&[u8]]) -> Payload {
         }
     }
     out
+}
+
+/// A line or block of a kind Cursor did not write before (see `Parser::drift`): a line with
+/// a role it does not know, or with neither role nor a type it knows; a block whose type is
+/// not one it knows (or that has none).
+fn is_drift(v: &Value) -> bool {
+    match v.get("role") {
+        Some(r) => Role::parse(r.as_str().unwrap_or("")) == Role::Other,
+        None => {
+            let ty = v.get("type").and_then(Value::as_str).unwrap_or("");
+            v.is_object() && ty != "turn_ended" && block_kind(ty).is_none()
+        }
+    }
 }
 
 /// A result's `[{type:"text", text}]` list as its text, when that is all it holds.
@@ -812,7 +1016,9 @@ mod tests {
             found,
             [
                 ("1b2c3d4e-aaaa-4bbb-8ccc-000000000002".to_string(), "cursor"),
-                ("damaged.jsonl".to_string(), "cursor")
+                ("5c6d7e8f-bbbb-4ccc-8ddd-000000000004".to_string(), "cursor"),
+                ("damaged.jsonl".to_string(), "cursor"),
+                ("drift.jsonl".to_string(), "cursor")
             ]
         );
     }
@@ -844,6 +1050,300 @@ mod tests {
         assert_eq!(t.meta.status, RunStatus::Running);
     }
 
+    const DRIFTED: &str = "agent-transcripts/5c6d7e8f-bbbb-4ccc-8ddd-000000000004";
+
+    /// The output and status of the tool call named `name`.
+    fn result_of(t: &Trace, name: &str) -> (Status, Option<Value>) {
+        let i = t.walk().into_iter().find(|&(i, _)| t.name(i) == name).unwrap().0;
+        (t.event(i).status, crate::formats::payload(t, t.event(i)).output)
+    }
+
+    #[test]
+    fn drifted_block_names_are_the_same_calls_results_and_thinking() {
+        let l = Cursor.load(&fixture("cursor", DRIFTED)).unwrap();
+        assert_eq!(l.traces.len(), 1);
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert!(t.skipped.is_empty(), "{:?}", t.skipped.iter().collect::<Vec<_>>());
+        assert_eq!(
+            outline(t),
+            [
+                "run Add a --dry-run flag to scripts/deploy.sh",
+                "  message user",
+                "  llm assistant",
+                "    other thinking",
+                "    message assistant",
+                "    tool Read",
+                "    tool Grep",
+                "  llm assistant",
+                "    other thinking",
+                "    tool Edit",
+                "  llm assistant",
+                "    message assistant",
+                "    tool Write",
+                "  llm assistant",
+                "    tool Shell",
+                "  llm assistant",
+                "    message assistant",
+                "  step turn ended",
+            ]
+        );
+        let c = t.counts();
+        assert_eq!((c.tool_calls, c.llm_calls, c.errors, c.tokens), (5, 5, 1, 0));
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        // Results come back in another order than the calls: joined by the id they name.
+        assert_eq!(
+            result_of(t, "Read"),
+            (
+                Status::Ok,
+                Some(Value::String(
+                    "#!/bin/sh\nset -eu\nrsync -a build/ \"$DEPLOY_HOST:/srv/app/\"\n".into()
+                ))
+            )
+        );
+        assert_eq!(
+            result_of(t, "Grep"),
+            (Status::Ok, Some(Value::String("No matches found".into())))
+        );
+        // `tool-call`'s `toolName`/`args`, `tool-result`'s `output`/`isError`.
+        let edit = t.find("call_3").unwrap();
+        let p = crate::formats::payload(t, t.event(edit));
+        assert_eq!(t.event(edit).status, Status::Error);
+        assert_eq!(p.input.unwrap()["old_string"], "rsync -a build/");
+        assert_eq!(
+            p.output,
+            Some(Value::String("old_string not found in scripts/deploy.sh".into()))
+        );
+        assert!(p.error.is_some());
+        // A call without id is joined by position, as before.
+        let (st, out) = result_of(t, "Shell");
+        assert_eq!(st, Status::Ok);
+        assert!(
+            out.unwrap()
+                .as_str()
+                .unwrap()
+                .starts_with("sending incremental file list")
+        );
+        // Thinking, its text under `thinking` or `text`.
+        let thinking: Vec<Value> = t
+            .walk()
+            .into_iter()
+            .filter(|&(i, _)| t.name(i) == "thinking")
+            .filter_map(|(i, _)| crate::formats::payload(t, t.event(i)).output)
+            .collect();
+        assert_eq!(
+            thinking,
+            [
+                Value::String("Read the script, and check whether a dry-run switch exists already.".into()),
+                Value::String("No flag parsing yet: add a case over \"$1\".".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn drift_lines_roles_and_blocks_are_counted_quietly_and_shown_when_they_carry_text() {
+        let t = &Cursor
+            .load(&fixture("cursor", "agent-transcripts/drift.jsonl"))
+            .unwrap()
+            .traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let mut skipped: Vec<(String, u64)> = t.skipped.iter().map(|(k, n)| (k.to_string(), n)).collect();
+        skipped.sort();
+        assert_eq!(
+            skipped,
+            [
+                ("checkpoint".to_string(), 1),
+                ("citation".to_string(), 1),
+                ("context_usage".to_string(), 1),
+                ("reviewer".to_string(), 1)
+            ]
+        );
+        assert_eq!(
+            outline(t),
+            [
+                "run Why is the build slow?",
+                "  message user",
+                "  llm assistant",
+                "    message assistant",
+                "    tool Shell",
+                "  other reviewer",
+                "  llm assistant",
+                "    message assistant",
+                "    other citation",
+                "  step turn ended",
+            ]
+        );
+        let c = t.counts();
+        assert_eq!((c.tool_calls, c.llm_calls, c.errors), (1, 2, 0));
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        // The generic events show their text and the record.
+        let rev = t.walk().into_iter().find(|&(i, _)| t.name(i) == "reviewer").unwrap().0;
+        let p = crate::formats::payload(t, t.event(rev));
+        assert_eq!(
+            p.input,
+            Some(Value::String("Consider sccache before changing the profile.".into()))
+        );
+        assert_eq!(p.extra[0].0, "record");
+        assert_eq!(p.extra[0].1["role"], "reviewer");
+        let cit = t.walk().into_iter().find(|&(i, _)| t.name(i) == "citation").unwrap().0;
+        let p = crate::formats::payload(t, t.event(cit));
+        assert_eq!(
+            p.input,
+            Some(Value::String("target/cargo-timings/cargo-timing.html".into()))
+        );
+        // A role line after the turn ended does not reopen it.
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("x.jsonl");
+        std::fs::write(
+            &f,
+            "{\"role\":\"user\",\"message\":{\"content\":\"hi\"}}\n{\"type\":\"turn_ended\",\"status\":\"success\"}\n{\"role\":\"observer\",\"message\":{}}\n",
+        )
+        .unwrap();
+        let t = &Cursor.load(&f).unwrap().traces[0];
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        assert_eq!(t.skipped.total(), 1);
+    }
+
+    /// A record of a kind no Cursor writes yet: a line with a `type` and no role, or one with
+    /// a role Cursor does not use; sometimes with text.
+    fn unknown_line(rng: &mut crate::formats::testing::Rng, _near: &Value) -> Value {
+        let mut m = serde_json::Map::new();
+        let name = rng.type_name();
+        let text = rng.maybe_text();
+        if rng.one_in(2) {
+            m.insert("type".into(), Value::String(name));
+            if let Some(t) = text {
+                m.insert(["text", "summary", "content"][rng.below(3)].into(), Value::String(t));
+            }
+        } else {
+            m.insert("role".into(), Value::String(name));
+            let blocks: Vec<Value> = text
+                .map(|t| serde_json::json!({"type": "text", "text": t}))
+                .into_iter()
+                .collect();
+            m.insert("message".into(), serde_json::json!({"content": blocks}));
+        }
+        m.insert("zz".into(), rng.value());
+        Value::Object(m)
+    }
+
+    /// Drift inside the lines: a block of an unknown type into some `message.content` lists.
+    /// Returns the blocks inserted.
+    fn drift_blocks(path: &Path, rng: &mut crate::formats::testing::Rng) -> usize {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return 0;
+        };
+        let mut inserted = 0;
+        let mut out = String::new();
+        for line in text.lines() {
+            let mut v: Value = match serde_json::from_str(line) {
+                Ok(v) => v,
+                Err(_) => {
+                    out.push_str(line);
+                    out.push('\n');
+                    continue;
+                }
+            };
+            // Into lines of the roles Cursor writes: a line of another role is drift whole.
+            let known = v
+                .get("role")
+                .and_then(Value::as_str)
+                .is_some_and(|r| Role::parse(r) != Role::Other);
+            if let Some(Value::Array(blocks)) = v.pointer_mut("/message/content")
+                && known
+                && rng.one_in(3)
+            {
+                let mut b = serde_json::json!({"type": rng.type_name(), "zz": rng.value()});
+                if let Some(t) = rng.maybe_text() {
+                    b["text"] = Value::String(t);
+                }
+                let at = rng.below(blocks.len() + 1);
+                blocks.insert(at, b);
+                inserted += 1;
+            }
+            out.push_str(&v.to_string());
+            out.push('\n');
+        }
+        std::fs::write(path, out).unwrap();
+        inserted
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// The drift rule (formats/mod.rs) on our fixtures, the sample trace and the corpus'
+        /// transcripts: unknown lines, roles, blocks and fields change no count and add no
+        /// diagnostic. (Files, not session directories: a copy out of `agent-transcripts/`
+        /// is no session directory; out of its place a transcript is detected by its lines.)
+        #[test]
+        fn drift_is_skipped_quietly(seed in any::<u64>()) {
+            let mut sources = crate::formats::testing::drift_sources(
+                "cursor",
+                &[
+                    "tests/fixtures/cursor/agent-transcripts/1b2c3d4e-aaaa-4bbb-8ccc-000000000002/1b2c3d4e-aaaa-4bbb-8ccc-000000000002.jsonl",
+                    "tests/fixtures/cursor/agent-transcripts/1b2c3d4e-aaaa-4bbb-8ccc-000000000002/subagents/9f8e7d6c-1111-4222-8333-000000000003.jsonl",
+                    "tests/fixtures/cursor/agent-transcripts/5c6d7e8f-bbbb-4ccc-8ddd-000000000004/5c6d7e8f-bbbb-4ccc-8ddd-000000000004.jsonl",
+                    "tests/fixtures/cursor/agent-transcripts/drift.jsonl",
+                    "sample-traces/cursor/agent-transcripts/4a7b1c2d-3e4f-4a5b-9c6d-7e8f9a0b1c2d/4a7b1c2d-3e4f-4a5b-9c6d-7e8f9a0b1c2d.jsonl",
+                ],
+            );
+            sources.retain(|p| p.is_file());
+            crate::formats::testing::drift_check(&sources, seed, &|f, rng| {
+                if f.extension().is_none_or(|x| x != "jsonl") {
+                    return 0;
+                }
+                drift_blocks(f, rng) + crate::formats::testing::drift_jsonl(f, rng, &unknown_line)
+            });
+        }
+    }
+
+    #[test]
+    fn waiting_calls_are_taken_by_id_else_oldest_first() {
+        let mut w = Waiting::default();
+        w.push(1, Some("x".into()));
+        w.push(2, None);
+        w.push(3, Some("z".into()));
+        assert_eq!(w.take(Some("z")), Some(3));
+        assert!(!w.is_empty());
+        // No id: the oldest still waiting.
+        assert_eq!(w.take(None), Some(1));
+        // Its id was taken with it: a result naming it takes the oldest left.
+        assert_eq!(w.take(Some("x")), Some(2));
+        assert!(w.is_empty());
+        assert_eq!(w.take(None), None);
+        w.push(4, Some("y".into()));
+        w.push(5, Some("v".into()));
+        assert_eq!(w.take(Some("v")), Some(5));
+        assert_eq!(w.drain(), [4]);
+        assert!(w.is_empty());
+        // Many calls answered by id in reverse order: each joined to its own call.
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("many.jsonl");
+        let n = 20_000;
+        let calls: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"type":"tool_call","id":"c{i}","name":"T","input":{{"i":{i}}}}}"#))
+            .collect();
+        let results: Vec<String> = (0..n)
+            .rev()
+            .map(|i| format!(r#"{{"type":"tool-result","toolCallId":"c{i}","content":"r{i}"}}"#))
+            .collect();
+        std::fs::write(
+            &p,
+            format!(
+                "{{\"role\":\"assistant\",\"message\":{{\"content\":[{}]}}}}\n{{\"role\":\"user\",\"message\":{{\"content\":[{}]}}}}\n",
+                calls.join(","),
+                results.join(",")
+            ),
+        )
+        .unwrap();
+        let t = &Cursor.load(&p).unwrap().traces[0];
+        assert_eq!(t.counts().tool_calls, n);
+        for i in [0, n / 2, n - 1] {
+            let e = t.event(t.find(&format!("c{i}")).unwrap());
+            let out = crate::formats::payload(t, e).output;
+            assert_eq!(out, Some(Value::String(format!("r{i}"))));
+        }
+    }
+
     #[test]
     fn a_damaged_transcript_loads_what_it_can_and_says_what_was_wrong() {
         let l = Cursor
@@ -858,10 +1358,11 @@ mod tests {
                 (Some(3), Severity::Error),
                 (Some(4), Severity::Warning),
                 (Some(5), Severity::Error),
-                (Some(7), Severity::Warning),
                 (Some(10), Severity::Warning),
             ]
         );
+        // Line 7 (`{"kind":"mystery"}`, no role) is drift: counted, no warning, nothing shown.
+        assert_eq!(t.skipped.iter().collect::<Vec<_>>(), [("record", 1)]);
         assert_eq!(t.counts().tool_calls, 1, "Edit; the Shell call's line was cut");
         assert_eq!(t.meta.name.as_deref(), Some("Fix it."));
     }
@@ -953,7 +1454,11 @@ mod tests {
         let blocks: Vec<_> = r
             .blocks
             .iter()
-            .map(|(b, i)| (b.to_string(), raw(&i.ty), raw(&i.name), raw(&i.is_error)))
+            .map(|(b, i)| {
+                let ids = [&i.id, &i.tool_use_id, &i.tool_call_id, &i.tool_call_id_camel].map(raw);
+                let more = [&i.tool, &i.tool_name, &i.is_error_camel].map(raw);
+                (b.to_string(), raw(&i.ty), raw(&i.name), raw(&i.is_error), ids, more)
+            })
             .collect();
         format!(
             "{:?} {:?} {:?} {:?} {:?} {:?}",
@@ -982,7 +1487,23 @@ mod tests {
     fn line_strategy() -> impl Strategy<Value = Vec<u8>> {
         let word = "[a-z0-9_\\\\\"é ]{0,6}";
         let role = prop::sample::select(vec!["user", "assistant", "system", "us\\u0065r"]);
-        let block = prop::sample::select(vec!["text", "thinking", "tool_use", "tool_result", "image"]);
+        let block = prop::sample::select(vec![
+            "text",
+            "thinking",
+            "tool_use",
+            "tool_result",
+            "image",
+            "tool-call",
+            "tool-result",
+        ]);
+        // The fields a drifted call or result block names its id, tool and failure by.
+        let more = prop::sample::select(vec![
+            "",
+            r#","id":"c1""#,
+            r#","tool_use_id":"c1","toolCallId":"c2""#,
+            r#","tool_call_id":null,"toolName":"R","isError":true"#,
+            r#","tool":{"k":1},"id":3"#,
+        ]);
         // Beside the blocks: a top-level extra (status, type, nested keys of the same names), and the
         // message's other shapes (text content, null content, null message, no message).
         let extra = prop::sample::select(vec![
@@ -995,16 +1516,16 @@ mod tests {
         let shape = 0..5u8;
         let base = (
             role,
-            prop::collection::vec((block, word, any::<bool>()), 0..4),
+            prop::collection::vec((block, word, any::<bool>(), more), 0..4),
             extra,
             shape,
         )
             .prop_map(|(role, blocks, extra, shape)| {
                 let b: Vec<String> = blocks
                     .iter()
-                    .map(|(ty, w, err)| {
+                    .map(|(ty, w, err, more)| {
                         let err = if *err { r#","is_error":true"# } else { "" };
-                        format!(r#"{{"type":"{ty}","name":"{w}","text":"{w}"{err},"input":{{"x":[1,"{w}"]}}}}"#)
+                        format!(r#"{{"type":"{ty}","name":"{w}","text":"{w}"{err}{more},"input":{{"x":[1,"{w}"]}}}}"#)
                     })
                     .collect();
                 let message = match shape {

@@ -765,6 +765,22 @@ fn decode(trace: &Trace, ev: &Event, raw: &[&[u8]]) -> Option<Payload> {
         seen: 0,
         exhausted: false,
     };
+    // A record with no `event` is a message (a sample without events): its LLM call, or
+    // (with the answering message as the second record) its tool call.
+    let made_of_message = matches!(ev.kind, EventKind::LlmCall | EventKind::ToolCall)
+        && serde_json::from_str::<Fields<'_>>(text).is_ok_and(|f| !f.contains_key("event"));
+    if made_of_message {
+        if ev.kind == EventKind::LlmCall {
+            return Some(message_llm_payload(text, &mut refs));
+        }
+        let result = match (&sample.member, ev.origin2.as_deref()) {
+            (Some(m), Some(o)) => Some(m.get(o.offset as usize..)?.get(..o.len as usize)?),
+            (None, Some(_)) => Some(*raw.get(1)?),
+            (_, None) => None,
+        };
+        let result = result.map(std::str::from_utf8).transpose().ok()?;
+        return Some(message_call_payload(text, result, &mut refs));
+    }
     Some(match ev.kind {
         EventKind::Run => root_payload(&serde_json::from_str(text).ok()?, &mut refs),
         EventKind::Message(_) => message_parts(text, &mut refs).1,
@@ -1274,10 +1290,12 @@ fn sample_trace(
                     pending: None,
                     defer,
                     diags: &mut diags,
+                    known: 0,
                 };
                 b.events(&mut t, &events, root, 0, &origin_of, &mut refs);
                 b.settle_pending(&mut t);
-                has_events = !events.is_empty();
+                // Events of no type Inspect writes (drift only) are no timeline either.
+                has_events = b.known > 0;
             }
             Err(e) => diags.push(Diagnostic::error(
                 path,
@@ -1296,8 +1314,25 @@ fn sample_trace(
                     status: Status::Ok,
                     ..NewEvent::new(EventKind::Step, "messages")
                 });
-                for m in msgs {
-                    add_message(&mut t, group, m, &origin_of, &mut refs, !has_events, defer);
+                if has_events {
+                    for m in msgs {
+                        add_message(&mut t, group, m, &origin_of, &mut refs, false, defer);
+                    }
+                } else {
+                    let model = value_of(&fields, "output")
+                        .as_ref()
+                        .and_then(|o| str_of(o, "model").map(str::to_string))
+                        .or_else(|| log.model.clone());
+                    let mut conv = Conversation {
+                        group,
+                        model: model.as_deref(),
+                        origin_of: &origin_of,
+                        defer,
+                        waiting: Default::default(),
+                        by_id: HashMap::new(),
+                        taken: Default::default(),
+                    };
+                    conv.messages(&mut t, &msgs, &mut refs, &mut diags, path, what);
                 }
             }
             Ok(_) => {}
@@ -1374,6 +1409,193 @@ fn add_message(
     });
 }
 
+/// A sample's messages as its timeline, for a sample without events (older logs, or events
+/// not logged): each assistant message is one LLM call, named by its `model` (else the
+/// sample's output's, else the log's); its `tool_calls` are tool calls, each joined to the
+/// `tool` message whose `tool_call_id` names it (one that names none takes the oldest call
+/// still waiting), which becomes its result rather than an event of its own. A call no
+/// message answers is settled as unknown (the sample is over). No LLM call gets tokens:
+/// Inspect records them per model call in `model` events (absent here) and per sample in
+/// `model_usage` (the run's tokens, on the run event); splitting those over the calls would
+/// invent numbers.
+struct Conversation<'m, 'o> {
+    group: u32,
+    model: Option<&'o str>,
+    origin_of: &'o dyn Fn(&str) -> Origin,
+    defer: bool,
+    /// Calls not answered yet, oldest first: (event, its id, the call's JSON text).
+    waiting: std::collections::VecDeque<(u32, Option<String>, &'m str)>,
+    /// The waiting calls by id (a call answered by id stays in `waiting`, marked `taken`):
+    /// each join is constant time, however many calls wait.
+    by_id: HashMap<String, (u32, &'m str)>,
+    taken: std::collections::HashSet<u32>,
+}
+
+impl<'m> Conversation<'m, '_> {
+    fn messages(
+        &mut self,
+        t: &mut Trace,
+        msgs: &[&'m RawValue],
+        refs: &mut Refs,
+        diags: &mut Vec<Diagnostic>,
+        path: &Path,
+        what: &str,
+    ) {
+        for (i, raw) in msgs.iter().enumerate() {
+            let fields: Fields<'m> = match serde_json::from_str(raw.get()) {
+                Ok(f) => f,
+                Err(_) => {
+                    // Not an object: shown as the messages of a log with events are.
+                    add_message(t, self.group, raw, self.origin_of, refs, true, self.defer);
+                    continue;
+                }
+            };
+            let role = value_of(&fields, "role");
+            match role.as_ref().and_then(Value::as_str) {
+                Some("assistant") => self.assistant(t, raw, &fields, refs),
+                Some("tool") => {
+                    let id = value_of(&fields, "tool_call_id").and_then(|v| v.as_str().map(str::to_string));
+                    match self.take(id.as_deref()) {
+                        Some((idx, call)) => {
+                            let failed = ["error", "tool_error"].iter().any(|k| value_of(&fields, k).is_some());
+                            let p = message_call_payload(call, Some(raw.get()), refs);
+                            let e = t.event_mut(idx);
+                            e.status = if failed { Status::Error } else { Status::Ok };
+                            e.origin2 = Some(Box::new((self.origin_of)(raw.get())));
+                            e.payload = self.held(p, refs);
+                        }
+                        None => {
+                            let named = id.map(|id| format!(" {id:?}")).unwrap_or_default();
+                            diags.push(Diagnostic::warning(
+                                path,
+                                None,
+                                format!("{what}: messages[{i}] is the result of a tool call{named} that no assistant message made"),
+                            ));
+                            add_message(t, self.group, raw, self.origin_of, refs, true, self.defer);
+                        }
+                    }
+                }
+                _ => add_message(t, self.group, raw, self.origin_of, refs, true, self.defer),
+            }
+        }
+        self.by_id.clear();
+        let taken = std::mem::take(&mut self.taken);
+        for (idx, _, call) in std::mem::take(&mut self.waiting) {
+            if taken.contains(&idx) {
+                continue;
+            }
+            let p = message_call_payload(call, None, refs);
+            let e = t.event_mut(idx);
+            e.status = Status::Unknown;
+            e.payload = self.held(p, refs);
+        }
+    }
+
+    /// The call a tool message answers: the waiting call with the id it names, else (no id)
+    /// the oldest waiting call; an id no waiting call carries answers none.
+    fn take(&mut self, id: Option<&str>) -> Option<(u32, &'m str)> {
+        if let Some(id) = id {
+            let (idx, call) = self.by_id.remove(id)?;
+            self.taken.insert(idx);
+            return Some((idx, call));
+        }
+        while let Some((idx, id, call)) = self.waiting.pop_front() {
+            if self.taken.remove(&idx) {
+                continue;
+            }
+            if let Some(id) = id
+                && self.by_id.get(&id).is_some_and(|(i, _)| *i == idx)
+            {
+                self.by_id.remove(&id);
+            }
+            return Some((idx, call));
+        }
+        None
+    }
+
+    fn held(&self, p: Payload, refs: &Refs) -> PayloadRef {
+        if self.defer && !refs.exhausted {
+            PayloadRef::Deferred
+        } else {
+            PayloadRef::inline(p)
+        }
+    }
+
+    fn assistant(&mut self, t: &mut Trace, raw: &'m RawValue, fields: &Fields<'m>, refs: &mut Refs) {
+        let own = value_of(fields, "model").and_then(|m| m.as_str().map(str::to_string));
+        let model = own.as_deref().or(self.model).unwrap_or("assistant").to_string();
+        let p = message_llm_payload(raw.get(), refs);
+        let llm = t.add(NewEvent {
+            parent: Parent::Index(self.group),
+            status: Status::Ok,
+            model: Some(&model),
+            origin: (self.origin_of)(raw.get()),
+            payload: self.held(p, refs),
+            ..NewEvent::new(EventKind::LlmCall, &model)
+        });
+        let calls = fields
+            .get("tool_calls")
+            .and_then(|c| serde_json::from_str::<Option<Vec<&'m RawValue>>>(c.get()).ok())
+            .flatten()
+            .unwrap_or_default();
+        for call in calls {
+            let v: Value = serde_json::from_str(call.get()).unwrap_or(Value::Null);
+            let id = str_of(&v, "id").filter(|s| !s.is_empty()).map(str::to_string);
+            let function = str_of(&v, "function").unwrap_or("tool").to_string();
+            let idx = t.add(NewEvent {
+                parent: Parent::Index(llm),
+                id: id.as_deref(),
+                status: Status::Pending,
+                origin: (self.origin_of)(call.get()),
+                ..NewEvent::new(EventKind::ToolCall, &function)
+            });
+            if let Some(id) = &id {
+                self.by_id.entry(id.clone()).or_insert((idx, call.get()));
+            }
+            self.waiting.push_back((idx, id, call.get()));
+        }
+    }
+}
+
+/// The payload of an LLM call made of an assistant message: the message, as a `model`
+/// event's output shows its reply.
+fn message_llm_payload(raw: &str, refs: &mut Refs) -> Payload {
+    let mut m: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
+    refs.attachments_in(&mut m);
+    Payload {
+        output: Some(m),
+        ..Default::default()
+    }
+}
+
+/// The payload of a tool call made of an assistant message's `tool_calls[]` entry and the
+/// `tool` message answering it, if any.
+fn message_call_payload(call: &str, result: Option<&str>, refs: &mut Refs) -> Payload {
+    let mut c: Value = serde_json::from_str(call).unwrap_or(Value::Null);
+    refs.attachments_in(&mut c);
+    let mut out = Payload::default();
+    if let Value::Object(o) = &mut c {
+        out.input = o.remove("arguments");
+        for k in ["id", "type", "parse_error", "view", "internal"] {
+            if let Some(x) = o.remove(k).filter(|x| !x.is_null()) {
+                out.extra.push((k.to_string(), x));
+            }
+        }
+    }
+    if let Some(r) = result {
+        let mut m: Value = serde_json::from_str(r).unwrap_or(Value::Null);
+        refs.attachments_in(&mut m);
+        if let Value::Object(o) = &mut m {
+            out.output = o.remove("content");
+            // `tool_error` (a string) is how older logs said it.
+            out.error = ["error", "tool_error"]
+                .iter()
+                .find_map(|k| o.remove(*k).as_ref().and_then(ErrorInfo::from_value));
+        }
+    }
+    out
+}
+
 /// A message's role and payload.
 fn message_parts(raw: &str, refs: &mut Refs) -> (String, Payload) {
     let mut m: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
@@ -1431,6 +1653,8 @@ struct Builder<'p, 'd> {
     /// logs have no byte range of their own and are always held).
     defer: bool,
     diags: &'d mut Vec<Diagnostic>,
+    /// Events of the types Inspect writes (drift aside) seen so far.
+    known: usize,
 }
 
 impl Builder<'_, '_> {
@@ -1506,6 +1730,28 @@ impl Builder<'_, '_> {
             (Some(s), Some(e)) if e >= s => Some(e - s),
             _ => None,
         };
+        if !kind.is_empty() && !is_known_event(&kind) {
+            // A type Inspect did not write before: drift (formats/mod.rs). It leaves the
+            // builder's state (the tool a span waits for) as it was.
+            t.skipped.add(&kind);
+            if super::drift_text(&v).is_some() {
+                let p = self.parent_of(&v, parent);
+                let payload = self.held(super::drift_payload(&v, &EVENT_ENVELOPE), refs, depth);
+                t.add(NewEvent {
+                    parent: Parent::Index(p),
+                    start,
+                    duration,
+                    status: Status::Ok,
+                    origin,
+                    payload,
+                    ..NewEvent::new(EventKind::Other, &kind)
+                });
+            }
+            return;
+        }
+        if !kind.is_empty() {
+            self.known += 1;
+        }
         let pending = v.get("pending").and_then(Value::as_bool) == Some(true);
         let prev_tool = self.last_tool.take();
         // A tool span waiting for its tool event becomes a step of its own once something
@@ -1892,9 +2138,44 @@ fn event_payload(mut v: Value, refs: &mut Refs) -> Payload {
             tool_payload(v, refs)
         }
         "subtask" => subtask_payload(v),
+        k if !k.is_empty() && !is_known_event(k) => super::drift_payload(&v, &EVENT_ENVELOPE),
         _ => other_parts(&kind, v, refs).3,
     }
 }
+
+/// The event types Inspect writes (`inspect_ai/event/_event.py`'s `Event` union, and the
+/// older `step`); any other is drift.
+fn is_known_event(kind: &str) -> bool {
+    matches!(
+        kind,
+        "sample_init"
+            | "sample_limit"
+            | "sandbox"
+            | "state"
+            | "store"
+            | "model"
+            | "tool"
+            | "anchor"
+            | "approval"
+            | "branch"
+            | "checkpoint"
+            | "compaction"
+            | "input"
+            | "interrupt"
+            | "score"
+            | "score_edit"
+            | "error"
+            | "logger"
+            | "info"
+            | "span_begin"
+            | "span_end"
+            | "step"
+            | "subtask"
+    )
+}
+
+/// Fields every event repeats, left out of a drift event's record.
+const EVENT_ENVELOPE: [&str; 4] = ["uuid", "span_id", "timestamp", "working_start"];
 
 /// The kind, name, status and payload of an event of the kinds not built on their own.
 fn other_parts(kind: &str, mut v: Value, refs: &mut Refs) -> (EventKind, String, Status, Payload) {
@@ -2033,7 +2314,7 @@ fn other_parts(kind: &str, mut v: Value, refs: &mut Refs) -> (EventKind, String,
                 ..Default::default()
             },
         ),
-        // info, input, approval, compaction and types added later: shown as recorded.
+        // info, input, approval, compaction, ...: shown as recorded.
         other => (
             EventKind::Other,
             other.to_string(),
@@ -2972,6 +3253,286 @@ mod tests {
         }
     }
 
+    fn fixture(name: &str) -> std::path::PathBuf {
+        crate::formats::testing::fixture("inspect-ai", name)
+    }
+
+    /// The tool call (or message) named `name`, the `n`th of them: status and payload.
+    fn nth(t: &Trace, name: &str, n: usize) -> (Status, Payload) {
+        let i = t
+            .walk()
+            .into_iter()
+            .filter(|&(i, _)| t.name(i) == name)
+            .nth(n)
+            .unwrap_or_else(|| panic!("no {name} #{n}"))
+            .0;
+        (t.event(i).status, crate::formats::payload(t, t.event(i)))
+    }
+
+    #[test]
+    fn samples_without_events_are_read_from_their_messages() {
+        // An older log (no events yet): `tool_error` strings, no sample model_usage.
+        let l = InspectAi.load(&fixture("no-events.json")).unwrap();
+        assert_eq!(l.traces.len(), 2);
+        let (a, b) = (&l.traces[0], &l.traces[1]);
+        for t in [a, b] {
+            assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        }
+        assert_eq!(
+            outline(a),
+            [
+                "run shell_facts · sample 1 · epoch 1",
+                "  step messages",
+                "    message system",
+                "    message user",
+                "    llm gpt-4o-2024-08-06",
+                "      tool bash",
+                "    llm gpt-4o-2024-08-06",
+                "      tool submit",
+            ]
+        );
+        let c = a.counts();
+        // No tokens: the log recorded none for the sample (only the eval's in `stats`).
+        assert_eq!((c.tool_calls, c.llm_calls, c.errors, c.tokens), (2, 2, 0, 0));
+        let (st, p) = nth(a, "bash", 0);
+        assert_eq!(st, Status::Ok);
+        assert_eq!(p.input, Some(json!({"cmd": "wc -l /etc/hosts"})));
+        assert_eq!(p.output, Some(json!("7 /etc/hosts\n")));
+        assert!(p.extra.contains(&("id".to_string(), json!("call_hP9x2"))));
+        // The LLM call shows the assistant message, as a model event shows its reply.
+        let (_, p) = nth(a, "gpt-4o-2024-08-06", 0);
+        assert_eq!(p.output.unwrap()["content"], "I'll count them.");
+        // Two calls answered in the other order: joined by `tool_call_id`.
+        assert_eq!(
+            outline(b)[4..],
+            [
+                "    llm gpt-4o-2024-08-06",
+                "      tool bash",
+                "      tool bash",
+                "    llm gpt-4o-2024-08-06",
+            ]
+        );
+        let c = b.counts();
+        assert_eq!((c.tool_calls, c.llm_calls, c.errors), (2, 2, 1));
+        let (st, p) = nth(b, "bash", 0);
+        assert_eq!((st, p.output), (Status::Ok, Some(json!("syslog\n"))));
+        let (st, p) = nth(b, "bash", 1);
+        assert_eq!(st, Status::Error);
+        assert_eq!(
+            p.error.unwrap().message,
+            "stat: cannot statx '/var/log/syslog': Permission denied"
+        );
+
+        // A newer .eval written with events off: `error` objects, the assistant's `model`,
+        // the sample's model_usage (the run's tokens; no call gets a share of it).
+        let l = InspectAi.load(&fixture("no-events.eval")).unwrap();
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let m = "claude-sonnet-4-5-20250929";
+        assert_eq!(
+            outline(t),
+            [
+                "run fix_tests · sample q1 · epoch 1".to_string(),
+                "  step messages".into(),
+                "    message system".into(),
+                "    message user".into(),
+                format!("    llm {m}"),
+                "      tool bash".into(),
+                format!("    llm {m}"),
+                "      tool text_editor".into(),
+                format!("    llm {m}"),
+                "      tool bash".into(),
+                format!("    llm {m}"),
+            ]
+        );
+        let c = t.counts();
+        assert_eq!((c.tool_calls, c.llm_calls, c.errors, c.tokens), (3, 4, 1, 10008));
+        assert!(
+            t.events
+                .iter()
+                .filter(|e| e.kind == EventKind::LlmCall)
+                .all(|e| e.usage.get().is_none())
+        );
+        let (st, p) = nth(t, "text_editor", 0);
+        assert_eq!(st, Status::Error);
+        let e = p.error.unwrap();
+        assert_eq!(
+            (e.kind.as_deref(), e.message.as_str()),
+            (Some("permission"), "tests/test_dates.py is read-only in this sandbox")
+        );
+        let (st, p) = nth(t, "bash", 1);
+        assert_eq!((st, p.output), (Status::Ok, Some(json!(".\n1 passed in 0.19s\n"))));
+        // The .eval and the .json readings agree on what each event holds: the raw record of
+        // a call is its `tool_calls` entry, its result the tool message.
+        let raw = crate::formats::read_origin(t, t.event(t.find("toolu_01Dq9").unwrap()).origin).unwrap();
+        let v: Value = serde_json::from_slice(&raw).unwrap();
+        assert_eq!(v["function"], "text_editor");
+        // A tool message answering no call is itself, and said.
+        let d = tempfile::tempdir().unwrap();
+        let mut log = header("success");
+        log["samples"] = json!([{"id": 1, "epoch": 1, "messages": [
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": "f", "arguments": {}}]},
+            {"role": "tool", "content": "late", "tool_call_id": "c9", "error": {"type": "x", "message": "m"}}
+        ]}]);
+        let p = write(&d, "orphan.json", &bytes(&log));
+        let t = &InspectAi.load(&p).unwrap().traces[0];
+        assert_eq!(
+            outline(t)[1..],
+            [
+                "  step messages",
+                "    llm mockllm/model",
+                "      tool f",
+                "    message tool"
+            ]
+        );
+        assert_eq!(t.event(t.find("c1").unwrap()).status, Status::Unknown);
+        assert_eq!(t.counts().errors, 1);
+        assert_eq!(t.diagnostics.len(), 1);
+        assert!(
+            t.diagnostics[0]
+                .message
+                .contains("\"c9\" that no assistant message made")
+        );
+        // Many calls answered in reverse order, the last without `tool_call_id` (the oldest
+        // call still waiting): each joined to its own call.
+        let n = 20_000;
+        let calls: Vec<Value> = (0..n)
+            .map(|i| json!({"id": format!("c{i}"), "function": "f", "arguments": {"i": i}}))
+            .collect();
+        let mut msgs = vec![json!({"role": "assistant", "content": "", "tool_calls": calls})];
+        msgs.extend(
+            (1..n)
+                .rev()
+                .map(|i| json!({"role": "tool", "content": format!("r{i}"), "tool_call_id": format!("c{i}")})),
+        );
+        msgs.push(json!({"role": "tool", "content": "r0"}));
+        log["samples"] = json!([{"id": 1, "epoch": 1, "messages": msgs}]);
+        let p = write(&d, "many.json", &bytes(&log));
+        let t = &InspectAi.load(&p).unwrap().traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", &t.diagnostics[..1]);
+        assert_eq!(t.counts().tool_calls, n);
+        for i in [0, 1, n / 2, n - 1] {
+            let e = t.event(t.find(&format!("c{i}")).unwrap());
+            assert_eq!(crate::formats::payload(t, e).output, Some(json!(format!("r{i}"))));
+        }
+    }
+
+    #[test]
+    fn unknown_event_types_are_counted_quietly_and_shown_when_they_carry_text() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = sample(json!(1), 1);
+        let ev = s["events"].as_array_mut().unwrap();
+        // Between a tool span's begin and its tool event: it changes nothing of the nesting.
+        ev.insert(
+            7,
+            json!({"event": "memory_write", "timestamp": at(29), "span_id": "s-react", "summary": "noted: 40+2"}),
+        );
+        ev.insert(2, json!({"event": "heartbeat", "timestamp": at(2), "seq": 1}));
+        let mut log = header("success");
+        log["samples"] = json!([s, sample(json!(2), 1)]);
+        let p = write(&d, "log.json", &bytes(&log));
+        let l = InspectAi.load(&p).unwrap();
+        let (t, plain) = (&l.traces[0], &l.traces[1]);
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let mut skipped: Vec<_> = t.skipped.iter().map(|(k, n)| (k.to_string(), n)).collect();
+        skipped.sort();
+        assert_eq!(skipped, [("heartbeat".to_string(), 1), ("memory_write".to_string(), 1)]);
+        assert_eq!(t.counts().tool_calls, plain.counts().tool_calls);
+        assert_eq!(t.counts().events, plain.counts().events + 1);
+        let mut with = outline(t);
+        let at = with.iter().position(|l| l.trim() == "other memory_write").unwrap();
+        assert_eq!(with[at], "      other memory_write", "under the react span");
+        with.remove(at);
+        assert_eq!(with[1..], outline(plain)[1..], "the rest is as without the drift");
+        let (_, p) = nth(t, "memory_write", 0);
+        assert_eq!(p.input, Some(json!("noted: 40+2")));
+        assert_eq!(
+            p.extra,
+            vec![(
+                "record".to_string(),
+                json!({"event": "memory_write", "summary": "noted: 40+2"})
+            )]
+        );
+    }
+
+    /// Drift in a `.json` log: unknown fields in about a third of its objects (the log, its
+    /// samples, events and messages), and events of unknown types before about a quarter of
+    /// a sample's events. Returns the events inserted.
+    fn drift_log(f: &Path, rng: &mut crate::formats::testing::Rng) -> usize {
+        use crate::formats::testing::Rng;
+        fn field(rng: &mut Rng, v: &mut Value) {
+            if rng.one_in(3)
+                && let Some(o) = v.as_object_mut()
+            {
+                o.insert(rng.type_name(), rng.value());
+            }
+        }
+        if f.extension().is_none_or(|x| x != "json") {
+            return 0;
+        }
+        let Ok(mut log) = serde_json::from_slice::<Value>(&std::fs::read(f).unwrap()) else {
+            return 0;
+        };
+        field(rng, &mut log);
+        let mut inserted = 0;
+        for s in log
+            .get_mut("samples")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            field(rng, s);
+            for m in s
+                .get_mut("messages")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                field(rng, m);
+            }
+            let Some(events) = s.get_mut("events").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            let mut out = Vec::with_capacity(events.len() * 2);
+            for mut e in std::mem::take(events) {
+                if rng.one_in(4) {
+                    let mut u = json!({"event": rng.type_name(), "timestamp": e.get("timestamp")});
+                    if rng.one_in(2)
+                        && let Some(span) = e.get("span_id")
+                    {
+                        u["span_id"] = span.clone();
+                    }
+                    if let Some(t) = rng.maybe_text() {
+                        u[["message", "content", "summary"][rng.below(3)]] = json!(t);
+                    }
+                    u["zz"] = rng.value();
+                    out.push(u);
+                    inserted += 1;
+                }
+                field(rng, &mut e);
+                out.push(e);
+            }
+            *events = out;
+        }
+        std::fs::write(f, serde_json::to_vec_pretty(&log).unwrap()).unwrap();
+        inserted
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+        /// The drift rule (formats/mod.rs) on the `.json` logs of our fixtures, the sample and
+        /// the corpus.
+        #[test]
+        fn drift_is_skipped_quietly(seed in proptest::prelude::any::<u64>()) {
+            let mut sources = crate::formats::testing::drift_sources(
+                "inspect-ai",
+                &["tests/fixtures/inspect-ai/no-events.json", "sample-traces/inspect-ai/agentic.json"],
+            );
+            sources.retain(|p| p.extension().is_some_and(|x| x == "json"));
+            crate::formats::testing::drift_check(&sources, seed, &drift_log);
+        }
+    }
+
     /// Logs that exercise decoding on demand beyond the sample traces: model inputs as
     /// `input_refs` through events nested in tool and subtask events (older logs), attachments
     /// in messages, tool results and the sample input, a tool span before its tool event, a
@@ -3058,7 +3619,12 @@ mod tests {
     fn payloads_decoded_when_shown_equal_the_payloads_held_at_load() {
         let d = tempfile::tempdir().unwrap();
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/inspect-ai");
-        let mut paths = vec![dir.join("agentic.json"), dir.join("agentic.eval")];
+        let mut paths = vec![
+            dir.join("agentic.json"),
+            dir.join("agentic.eval"),
+            fixture("no-events.json"),
+            fixture("no-events.eval"),
+        ];
         paths.extend(decoding_logs(&d));
         let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("INSPECT_ORACLE_DIR")
             .map(Into::into)
