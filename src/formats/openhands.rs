@@ -772,8 +772,10 @@ fn output<R: std::io::Read + Send>(
             .and_then(|r| r.get("git_patch"))
             .filter(|p| text(Some(p)).is_some())
             .cloned();
-        if let Some(r) = test_result {
-            extra.push(("test_result".to_string(), without(r, &["git_patch"])));
+        // What the benchmark kept beside the patch (a verdict, the final answer), if any.
+        let rest = test_result.map(|r| without(r, &["git_patch"]));
+        if let Some(r) = rest.filter(|r| r.as_object().is_none_or(|o| !o.is_empty())) {
+            extra.push(("test_result".to_string(), r));
         }
         attributes.push(("openhands".to_string(), json!("evaluation output")));
         let meta = get("metadata");
@@ -2777,6 +2779,8 @@ mod tests {
         let run = crate::formats::payload(t, t.event(t.roots[0]));
         assert!(run.input.unwrap().as_str().unwrap().starts_with("Fix `parse_duration"));
         assert!(run.output.unwrap().as_str().unwrap().starts_with("diff --git"));
+        // The test result held only the patch: nothing more to show.
+        assert!(run.extra.iter().all(|(k, _)| k != "test_result"));
         assert_eq!(t.name(t.roots[0]), "acme__timeparse-101");
         // Each event is its element's bytes on line 1.
         let bash = t.find("3").unwrap();
@@ -2814,6 +2818,10 @@ mod tests {
                 "  tool finish",
             ]
         );
+        let run = crate::formats::payload(t, t.event(t.roots[0]));
+        assert_eq!(run.output, None);
+        let result = run.extra.iter().find(|(k, _)| k == "test_result").map(|(_, v)| v);
+        assert_eq!(result.map(|r| &r["result"]["correct"]), Some(&json!(true)));
         let ipy = t.find("3").unwrap();
         assert_eq!(t.event(ipy).status, Status::Ok);
         let p = crate::formats::payload(t, t.event(ipy));
@@ -3196,6 +3204,37 @@ mod tests {
                 ],
             );
             crate::formats::testing::drift_check(&sources, seed, &drift_file);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The new shapes with bytes changed, removed or inserted anywhere: loaded, every
+        /// payload decoded, or refused with an error; never a panic.
+        #[test]
+        fn damaged_outputs_and_v1_lines_never_panic(
+            (name, bytes) in prop::sample::select(vec![
+                "eval-output.jsonl",
+                "eval-output-pairs.jsonl",
+                "resolver-output.jsonl",
+                "resolver-output.json",
+                "v1-events.jsonl",
+            ])
+            .prop_flat_map(|name| {
+                let text = std::fs::read(fixture("openhands", name)).unwrap();
+                (Just(name), crate::formats::testing::with_byte_edits(Just(text), 1))
+            }),
+        ) {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join(name);
+            std::fs::write(&p, &bytes).unwrap();
+            if let Ok(l) = OpenHands.load(&p) {
+                for t in &l.traces {
+                    for e in &t.events {
+                        let _ = crate::formats::payload(t, e);
+                    }
+                }
+            }
         }
     }
 
