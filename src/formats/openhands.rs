@@ -83,7 +83,7 @@ impl Format for OpenHands {
         "openhands"
     }
     fn describe(&self) -> &'static str {
-        "OpenHands V0 trajectory (a JSON array of action/observation events) or V1 conversation folder (~/.openhands/conversations/<id>/: base_state.json + events/)"
+        "OpenHands V0 trajectory (a JSON array of action/observation events), V1 conversation folder (~/.openhands/conversations/<id>/: base_state.json + events/) or V1 events one a line, evaluation or resolver output (output.jsonl)"
     }
 
     fn detect(&self, p: &Probe) -> u8 {
@@ -541,14 +541,19 @@ fn object_shape(p: &Probe) -> Option<Objects> {
 /// Whether the first lines are V1 events: each with the envelope of one (an event of a
 /// kind a newer SDK writes among them), one at least of a kind the SDK writes.
 fn v1_lines(p: &Probe) -> bool {
-    let lines: Vec<&Value> = p.lines().take(5).collect();
     let envelope = |v: &Value| {
         v.get("kind").is_some_and(Value::is_string)
             && ["id", "timestamp", "source"]
                 .iter()
                 .all(|k| v.get(*k).is_some_and(Value::is_string))
     };
-    !lines.is_empty() && lines.iter().all(|v| envelope(v)) && lines.iter().any(|v| is_v1_event(v))
+    // The first line alone rules out the other formats' files (more lines are parsed only
+    // for a file that may be ours).
+    if !p.first.as_ref().is_some_and(envelope) {
+        return false;
+    }
+    let lines: Vec<&Value> = p.lines().take(5).collect();
+    lines.iter().all(|v| envelope(v)) && lines.iter().any(|v| is_v1_event(v))
 }
 
 /// A V0 trajectory read as a stream (DESIGN §4): the top-level list's elements come with their
