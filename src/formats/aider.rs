@@ -16,6 +16,22 @@
 //! the `cache write` and `cache hit` counts (taken out), and `Cost: $X message` is the call's
 //! recorded cost (rounded as printed).
 //!
+//! A history under another name, or an excerpt of one that starts mid-session (no header
+//! before its first lines: copied out of a longer history, or the start was cut), is read the
+//! same way: the lines before the first header are one run of their own, with no start time.
+//!
+//! Detection, when the file is not named `.aider.chat.history.md`: its first non-blank line is
+//! a `# aider chat started at` header, or the first 64 KiB hold both a `#### ` user line and a
+//! `> ` line in aider's own words (`Aider v…`, `Main model: `, `Git repo: `, `Repo-map: `,
+//! `Tokens: … sent`, `Applied edit to `, `Added … to the chat`, `Commit <hash> `, `Run shell
+//! command?`, `Add command output to the chat?`). Markdown headings and block quotes alone are
+//! not enough; a file that starts with `{` or `[` (JSON) is never aider's by content.
+//!
+//! Drift: there are no typed records. A `> ` line aider adds in a new version is its output
+//! (a system message beside its neighbours), never a call, an error or tokens unless it says
+//! so in the words above; text is the model's reply. The drift proptest holds that lines of
+//! unknown words change no count.
+//!
 //! Payloads stay on disk: an event's origin is the byte range of its lines.
 
 use super::{Format, LoadError, Loaded, Probe, open_regular};
@@ -32,6 +48,8 @@ const HEADER: &str = "# aider chat started at ";
 const LIMIT: u64 = 1 << 30;
 const THINK_OPEN: &str = "<thinking-content-";
 const THINK_CLOSE: &str = "</thinking-content-";
+/// How much of a file detection looks at for aider's own lines.
+const EVIDENCE_BYTES: usize = 64 << 10;
 
 /// Aider's own failure messages (`tool_error` calls in base_coder.py), by how they begin.
 const ERROR_STARTS: [&str; 6] = [
@@ -48,7 +66,7 @@ impl Format for Aider {
         "aider"
     }
     fn describe(&self) -> &'static str {
-        "aider chat history (.aider.chat.history.md in a repository), one run per `# aider chat started at` header"
+        "aider chat history (.aider.chat.history.md in a repository, or any file of aider's `#### ` and `> ` lines), one run per `# aider chat started at` header"
     }
 
     fn detect(&self, p: &Probe) -> u8 {
@@ -58,12 +76,7 @@ impl Format for Aider {
         if p.file_name() == FILE_NAME {
             return 100;
         }
-        // A history under another name (`--chat-history-file`): it begins with a header.
-        let head = String::from_utf8_lossy(&p.head[..p.head.len().min(4096)]);
-        match head.lines().find(|l| !l.trim().is_empty()) {
-            Some(l) if l.starts_with(HEADER) && p.file_name().ends_with(".md") => 90,
-            _ => 0,
-        }
+        evidence(&p.head[..p.head.len().min(EVIDENCE_BYTES)])
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
@@ -82,7 +95,7 @@ impl Format for Aider {
         if traces.is_empty() {
             return Err(LoadError::NotATrace {
                 path: path.to_path_buf(),
-                reason: format!("no `{}` header", HEADER.trim_end()),
+                reason: "an empty file".into(),
                 tried: "aider".into(),
             });
         }
@@ -92,6 +105,63 @@ impl Format for Aider {
     fn decode_payload(&self, trace: &Trace, event: &Event, raw: &[&[u8]]) -> Payload {
         decode(trace, event, raw)
     }
+}
+
+/// How sure the head of a file under another name makes it an aider history (see the module
+/// docs): 90 for a header first, 80 for aider's own user and output lines, else 0.
+fn evidence(head: &[u8]) -> u8 {
+    if matches!(head.iter().find(|b| !b.is_ascii_whitespace()), None | Some(b'{' | b'[')) {
+        return 0;
+    }
+    // A cut last line is not looked at (the head may end anywhere).
+    let head = match memchr::memrchr(b'\n', head) {
+        Some(end) => &head[..end],
+        None => head,
+    };
+    let mut lines = head
+        .split(|&b| b == b'\n')
+        .map(|l| String::from_utf8_lossy(l.strip_suffix(b"\r").unwrap_or(l)));
+    let mut nonblank = lines.by_ref().skip_while(|l| l.trim().is_empty()).peekable();
+    if nonblank.peek().is_some_and(|l| l.starts_with(HEADER)) {
+        return 90;
+    }
+    let (mut user, mut own) = (false, false);
+    for l in nonblank {
+        user |= l.starts_with("#### ");
+        own |= (l.starts_with("> ")) && aider_words(output_text(&l));
+        if user && own {
+            return 80;
+        }
+    }
+    0
+}
+
+/// Whether a `> ` line's text is in aider's own words (what no Markdown quote says).
+fn aider_words(x: &str) -> bool {
+    const STARTS: [&str; 9] = [
+        "Aider v",
+        "Main model: ",
+        "Weak model: ",
+        "Git repo: ",
+        "Repo-map: ",
+        "Applied edit to ",
+        "Run shell command?",
+        "Run shell commands?",
+        "Add command output to the chat?",
+    ];
+    if STARTS.iter().any(|s| x.starts_with(s)) {
+        return true;
+    }
+    if x.starts_with("Tokens: ") && x.contains(" sent") {
+        return true;
+    }
+    if x.starts_with("Added ") && x.contains(" to the chat") {
+        return true;
+    }
+    // `Commit 1a2b3c4 fix: ...`: a short hash, then the message.
+    x.strip_prefix("Commit ")
+        .and_then(|r| r.split_once(' '))
+        .is_some_and(|(h, _)| h.len() >= 7 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// What a line is.
@@ -173,49 +243,52 @@ fn origin_of(first: &Line, last: &Line) -> Origin {
     }
 }
 
-/// Split a history into its runs and read each.
+/// The id and name of the run a file starts with when no header opens it.
+const NO_HEADER: &str = "(no header)";
+
+/// Split a history into its runs and read each: the lines before the first header (a
+/// history that starts mid-session) are a run of their own.
 fn parse(path: &Path, buf: &[u8]) -> Vec<Trace> {
     let all = lines(buf);
     let mut traces = Vec::new();
     let starts: Vec<usize> = (0..all.len()).filter(|&i| all[i].text.starts_with(HEADER)).collect();
-    let Some(&first) = starts.first() else {
-        return traces;
-    };
-    let before = all[..first].iter().filter(|l| !l.text.trim().is_empty()).count();
+    let first = starts.first().copied().unwrap_or(all.len());
     let repo = path
         .parent()
         .and_then(|p| p.file_name())
         .map(|n| n.to_string_lossy().into_owned());
     let mut seen = std::collections::HashSet::new();
+    if all[..first].iter().any(|l| !l.text.trim().is_empty()) {
+        traces.push(run(path, None, &all[..first], repo.as_deref(), &mut seen));
+    }
     for (n, &s) in starts.iter().enumerate() {
         let end = starts.get(n + 1).copied().unwrap_or(all.len());
-        let mut t = run(path, &all[s..end], repo.as_deref(), &mut seen);
-        if n == 0 && before > 0 {
-            t.diagnostics.push(Diagnostic::warning(
-                path,
-                Some(1),
-                format!(
-                    "{before} lines before the first `{}` header; not read",
-                    HEADER.trim_end()
-                ),
-            ));
-        }
-        traces.push(t);
+        traces.push(run(path, Some(all[s]), &all[s + 1..end], repo.as_deref(), &mut seen));
     }
     traces
 }
 
-/// Read one run: its header line and the lines up to the next header.
-fn run(path: &Path, lines: &[Line], repo: Option<&str>, seen: &mut std::collections::HashSet<String>) -> Trace {
-    let header = lines[0];
-    let when = header.text[HEADER.len()..].trim();
-    let start = parse_timestamp_str(when);
+/// Read one run: its header line (None: the lines a file starts with before any header) and
+/// the lines up to the next header.
+fn run(
+    path: &Path,
+    header: Option<Line>,
+    body: &[Line],
+    repo: Option<&str>,
+    seen: &mut std::collections::HashSet<String>,
+) -> Trace {
+    let when = header.map_or(NO_HEADER, |h| h.text[HEADER.len()..].trim());
+    let start = header.and_then(|_| parse_timestamp_str(when));
     let mut id = when.to_string();
     let mut k = 2;
     while !seen.insert(id.clone()) {
         id = format!("{when}#{k}");
         k += 1;
     }
+    let clock = match header {
+        Some(_) => "local time of the session start, no zone (read as UTC)",
+        None => "none: the file starts mid-session, with no header",
+    };
     let mut t = Trace::new(RunMeta {
         id,
         name: Some(match repo {
@@ -226,24 +299,34 @@ fn run(path: &Path, lines: &[Line], repo: Option<&str>, seen: &mut std::collecti
         source: path.to_path_buf(),
         start,
         status: RunStatus::Ok,
-        attributes: vec![(
-            "clock".into(),
-            json!("local time of the session start, no zone (read as UTC)"),
-        )],
+        attributes: vec![("clock".into(), json!(clock))],
         ..Default::default()
     });
     t.add_file(path);
-    if start.is_none() {
+    if let Some(h) = header
+        && start.is_none()
+    {
         t.diagnostics.push(Diagnostic::warning(
             path,
-            Some(header.no as u64),
+            Some(h.no as u64),
             format!("unreadable session start time {when:?}"),
         ));
     }
+    // A run without a header has no line of its own: it is where its first line is, no bytes.
+    let origin = match header {
+        Some(h) => origin_of(&h, &h),
+        None => body
+            .iter()
+            .find(|l| !l.text.trim().is_empty())
+            .map_or(Origin::default(), |l| Origin {
+                len: 0,
+                ..origin_of(l, l)
+            }),
+    };
     let root = t.add(NewEvent {
         start,
         status: Status::Ok,
-        origin: origin_of(&header, &header),
+        origin,
         ..NewEvent::new(EventKind::Run, when)
     });
 
@@ -251,8 +334,7 @@ fn run(path: &Path, lines: &[Line], repo: Option<&str>, seen: &mut std::collecti
     let mut llm: Option<u32> = None;
     // Whether the last thing that happened was a failure (the run's status).
     let mut failed = false;
-    let mut i = 1;
-    let body = lines;
+    let mut i = 0;
     while i < body.len() {
         let l = body[i];
         match class(l.text) {
@@ -729,19 +811,23 @@ ok
 
     #[test]
     fn damaged_histories() {
-        // No header: not a history.
+        // Nothing at all: not a history.
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join(FILE_NAME);
-        std::fs::write(&p, "just notes\n").unwrap();
+        std::fs::write(&p, "\n  \n").unwrap();
         assert!(matches!(Aider.load(&p), Err(LoadError::NotATrace { .. })));
-        // Text before the first header, a bad time, invalid UTF-8, a cut-off last line, a
-        // thinking tag never closed, a traceback with no exception line.
+        // Text before the first header (a run of its own), a bad time, invalid UTF-8, a
+        // cut-off last line, a thinking tag never closed, a traceback with no exception line.
         let mut bytes =
             b"stray\n# aider chat started at yesterday\n\n#### a\n\xff\xfe\n<thinking-content-1>\nhalf".to_vec();
         bytes.extend_from_slice(b"\n> Traceback (most recent call last):\n> File \"x\"");
         std::fs::write(&p, &bytes).unwrap();
-        let t = &Aider.load(&p).unwrap().traces[0];
-        assert_eq!(t.diagnostics.len(), 2, "{:?}", t.diagnostics);
+        let ts = Aider.load(&p).unwrap().traces;
+        assert_eq!(ts.len(), 2);
+        assert_eq!((ts[0].meta.id.as_str(), ts[0].counts().llm_calls), (NO_HEADER, 1));
+        assert!(ts[0].diagnostics.is_empty());
+        let t = &ts[1];
+        assert_eq!(t.diagnostics.len(), 1, "{:?}", t.diagnostics);
         assert!(t.diagnostics.iter().all(|d| d.severity == Severity::Warning));
         assert_eq!(names(t, EventKind::Error), vec!["Traceback"]);
         assert_eq!(t.meta.status, RunStatus::Error);
@@ -759,10 +845,157 @@ ok
             90
         );
         assert_eq!(Aider.detect(&probe("README.md", b"# Project\n")), 0);
+        // Under any name: a header first, or aider's own user and output lines.
         assert_eq!(
-            Aider.detect(&probe("x.jsonl", b"# aider chat started at 2026-01-01 00:00:00\n")),
+            Aider.detect(&probe("chat.log", b"# aider chat started at 2026-01-01 00:00:00\n")),
+            90
+        );
+        for name in ["session-excerpt.md", "aider-log.txt"] {
+            let text = std::fs::read(crate::formats::testing::fixture("aider", name)).unwrap();
+            assert_eq!(Aider.detect(&probe(name, &text)), 80, "{name}");
+        }
+        // Markdown with headings of four hashes and block quotes is not enough, nor is one
+        // of the two kinds of lines alone, nor JSON.
+        let readme = b"# Tool\n\n#### Install  \n\n> Note: run `make` first.  \n> Tokens are read from the environment.  \n\n#### Usage\n\n> Applied science, applied edits.\n";
+        assert_eq!(Aider.detect(&probe("README.md", readme)), 0);
+        assert_eq!(
+            Aider.detect(&probe(
+                "x.md",
+                b"> Applied edit to a.py  \n> Tokens: 1k sent, 2 received.  \n"
+            )),
             0
         );
+        assert_eq!(Aider.detect(&probe("x.md", b"#### hi  \n\nhello\n")), 0);
+        assert_eq!(
+            Aider.detect(&probe("x.json", b"[\"#### a\",\n\"> Applied edit to b\"]\n")),
+            0
+        );
+        // A header later in the file: aider's lines before it say it.
+        assert_eq!(
+            Aider.detect(&probe(
+                "x.md",
+                b"#### go on  \n\nok\n\n> Commit 1a2b3c4 feat: x  \n\n# aider chat started at 2026-01-01 00:00:00\n"
+            )),
+            80
+        );
+    }
+
+    /// A history that starts mid-session (an excerpt, under any name): its first lines are a
+    /// run of their own, counted as any other.
+    #[test]
+    fn histories_that_start_mid_session() {
+        let load = |name: &str| {
+            Aider
+                .load(&crate::formats::testing::fixture("aider", name))
+                .unwrap()
+                .traces
+        };
+        let ts = load("session-excerpt.md");
+        let ids: Vec<&str> = ts.iter().map(|t| t.meta.id.as_str()).collect();
+        assert_eq!(ids, [NO_HEADER, "2025-04-03 09:15:02"]);
+        let t = &ts[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.meta.start, None);
+        assert_eq!(names(t, EventKind::ToolCall), vec!["edit"]);
+        assert_eq!(t.counts().llm_calls, 2);
+        assert_eq!(names(t, EventKind::Message(Role::User)), vec!["user", "/run", "user"]);
+        // 3.1k sent of which 1.0k cache hit, and 3.4k of which 2.9k: inputs 2,100 and 500.
+        let usage: Vec<(Option<u64>, Option<u64>, Option<u64>)> = t
+            .events
+            .iter()
+            .filter_map(|e| e.usage.get())
+            .map(|u| (u.input, u.cache_read, u.output))
+            .collect();
+        assert_eq!(
+            usage,
+            [(Some(2100), Some(1000), Some(120)), (Some(500), Some(2900), Some(6))]
+        );
+        let root = t.event(t.roots[0]);
+        assert_eq!((root.origin.line, root.origin.len), (1, 0));
+        assert_eq!(ts[1].meta.model.as_deref(), Some("gpt-4o"));
+        assert_eq!((ts[1].counts().tool_calls, ts[1].counts().llm_calls), (1, 1));
+
+        let ts = load("aider-log.txt");
+        assert_eq!(ts.len(), 1);
+        let t = &ts[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        // The edit applied before the excerpt's first reply, and the command aider ran.
+        assert_eq!(names(t, EventKind::ToolCall), vec!["edit", "shell"]);
+        assert_eq!(t.counts().llm_calls, 2);
+        assert_eq!(names(t, EventKind::Error), vec!["litellm.APIConnectionError"]);
+        assert_eq!(t.meta.status, RunStatus::Error);
+        // The tokens of a reply before the excerpt have no call to go to.
+        assert_eq!(t.events.iter().filter(|e| e.usage.get().is_some()).count(), 1);
+    }
+
+    /// A line in words aider does not use yet, `> ` output or reply text: at a place where
+    /// it joins what is there (next to another `> ` line, before a user line, after a line
+    /// of a reply). Returns the lines with some inserted.
+    fn drift_lines(text: &str, rng: &mut crate::formats::testing::Rng) -> String {
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let mut out = String::with_capacity(text.len() + text.len() / 4);
+        for (k, l) in lines.iter().enumerate() {
+            let c = class(l.trim_end_matches(['\n', '\r']));
+            let header = l.starts_with(HEADER);
+            if matches!(c, Class::Output | Class::User) && !header && rng.one_in(4) {
+                out.push_str(&format!("> {} {}  \n", rng.type_name(), rng.next() % 1000));
+            }
+            out.push_str(l);
+            if !l.ends_with('\n') {
+                out.push('\n');
+            }
+            let reply = c == Class::Reply && !header;
+            if (reply || c == Class::Output) && rng.one_in(4) {
+                let next = lines.get(k + 1).map(|n| class(n.trim_end_matches(['\n', '\r'])));
+                if reply {
+                    out.push_str(&format!("{} drift text {}\n", rng.type_name(), rng.next() % 1000));
+                } else if next == Some(Class::Output) || next.is_none() {
+                    out.push_str(&format!("> {} after  \n", rng.type_name()));
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(16))]
+        /// The drift rule for a format of no typed records: lines in words aider does not
+        /// use yet change no run, no count and no diagnostic, on our fixtures, the sample and
+        /// the corpus' histories.
+        #[test]
+        fn unknown_lines_change_no_count(seed in proptest::prelude::any::<u64>()) {
+            let sources = crate::formats::testing::drift_sources(
+                "aider",
+                &[
+                    "tests/fixtures/aider/session-excerpt.md",
+                    "tests/fixtures/aider/aider-log.txt",
+                    "sample-traces/aider/greeter/.aider.chat.history.md",
+                ],
+            );
+            let mut rng = crate::formats::testing::Rng::new(seed);
+            let view = |ts: &[Trace]| -> Vec<(String, [u64; 4], Vec<String>, u64)> {
+                ts.iter()
+                    .map(|t| {
+                        let c = t.counts();
+                        let mut sev: Vec<String> = t.diagnostics.iter().map(|d| format!("{:?}", d.severity)).collect();
+                        sev.sort();
+                        (t.meta.id.clone(), [c.tool_calls as u64, c.llm_calls as u64, c.errors as u64, c.tokens], sev, t.skipped.total())
+                    })
+                    .collect()
+            };
+            for src in &sources {
+                let text = String::from_utf8_lossy(&std::fs::read(src).unwrap()).into_owned();
+                let d = tempfile::tempdir().unwrap();
+                let copy = d.path().join(src.file_name().unwrap());
+                let drifted = drift_lines(&text, &mut rng);
+                std::fs::write(&copy, &drifted).unwrap();
+                let f = crate::formats::detect(&copy).unwrap();
+                proptest::prop_assert_eq!(f.id(), "aider", "{}", src.display());
+                let before = Aider.load(src).unwrap().traces;
+                let after = Aider.load(&copy).unwrap().traces;
+                proptest::prop_assert_eq!(view(&before), view(&after), "{} (seed {}):\n{}", src.display(), seed, drifted);
+            }
+        }
     }
 
     #[test]

@@ -14,6 +14,29 @@
 //!   `think` included), `ObservationEvent` / `AgentErrorEvent` / `UserRejectObservation`
 //!   (joined to the action by `tool_call_id`), and state events. The SDK's
 //!   `.eventlog.lock` and `.eventlog-len-N.marker` files beside the events are not events.
+//! - V1 events one a line (a JSONL of the objects a conversation folder keeps one a file, as
+//!   the SDK's websocket streams them): one trace, named by the file; with no
+//!   `base_state.json`, the status, model and usage come from the `ConversationStateUpdateEvent`s
+//!   among them (`execution_status`, `stats`, a `full_state`).
+//! - An evaluation's `output.jsonl` (`evaluation/utils/shared.py` `EvalOutput`, a line an
+//!   instance: `instance_id`, `instruction`, `history`, `metrics`, `test_result`, `error`,
+//!   `metadata`): a trace a line, named by its `instance_id`, its `history` read as a V0
+//!   trajectory (the events of `event_to_dict`, or the old `[action, observation]` pairs), the
+//!   patch (`test_result.git_patch`) as the run's output, `error` its failure. A damaged line
+//!   is said with its line number; the other lines load.
+//! - The resolver's output (`openhands/resolver` `ResolverOutput`: `issue`, `git_patch`,
+//!   `history`, `success`, `result_explanation`, ...), a line each in `output.jsonl` or one
+//!   pretty-printed JSON document: a trace an issue (`owner/repo#number`), the issue as the
+//!   run's input, the patch as its output; `success: false` (the resolver's own verdict) or an
+//!   `error` fails the run. Its history is `dataclasses.asdict` of each event: no id, source,
+//!   cause or tool call metadata, so an observation answers the call before it, a command
+//!   failed by its exit code, a message is the user's unless it waits for the user (the
+//!   first is the task), and there are no LLM calls.
+//!
+//! Drift (formats/mod.rs): a V0 element with neither `action` nor `observation`, and a V1
+//! event of a kind the SDK does not write ([`KNOWN_V1`]), are skipped quietly, counted (by
+//! their `kind` / `type`), and shown as a generic event when they carry text. An element that
+//! is not an object is a diagnostic. An unknown field is ignored.
 //!
 //! Tokens: both generations count as LiteLLM does (OpenAI's way): `prompt_tokens` include the
 //! cache read (`prompt_tokens_details.cached_tokens` / `cache_read_input_tokens`, V1
@@ -60,7 +83,7 @@ impl Format for OpenHands {
         "openhands"
     }
     fn describe(&self) -> &'static str {
-        "OpenHands V0 trajectory (a JSON array of action/observation events) or V1 conversation folder (~/.openhands/conversations/<id>/: base_state.json + events/)"
+        "OpenHands V0 trajectory (a JSON array of action/observation events), V1 conversation folder (~/.openhands/conversations/<id>/: base_state.json + events/) or V1 events one a line, evaluation or resolver output (output.jsonl)"
     }
 
     fn detect(&self, p: &Probe) -> u8 {
@@ -71,7 +94,17 @@ impl Format for OpenHands {
                 0
             };
         }
-        if !p.is_list() || !(p.has_key("action") || p.has_key("observation")) {
+        if !p.is_list() {
+            // An evaluation's or the resolver's output, or V1 events a line.
+            return match object_shape(p) {
+                Some(Objects::Outputs | Objects::V1Events) if p.first.is_some() => 95,
+                Some(Objects::Output) if p.whole().is_some_and(|v| output_keys(|k| v.get(k).is_some())) => 95,
+                // Too large for the head: by its first keys.
+                Some(_) => 90,
+                None => 0,
+            };
+        }
+        if !(p.has_key("action") || p.has_key("observation")) {
             return 0;
         }
         if p.complete {
@@ -125,7 +158,7 @@ impl Format for OpenHands {
             .meta
             .attributes
             .first()
-            .is_some_and(|(_, v)| v.as_str() == Some("V1 conversation"));
+            .is_some_and(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("V1 ")));
         let mut p = if v1 {
             v1_payload(event.kind, &ev)
         } else {
@@ -147,9 +180,17 @@ impl Format for OpenHands {
 /// What a V0 event's own record says, as its event's payload (a tool call's before its
 /// observation).
 fn v0_payload(kind: EventKind, ev: &Value) -> Payload {
+    if str_of(ev, "action").is_none() && str_of(ev, "observation").is_none() {
+        return super::drift_payload(ev, &V0_ENVELOPE);
+    }
     let message = field(ev, "message").cloned();
     if let Some(action) = str_of(ev, "action") {
-        let args = ev.get("args").cloned().unwrap_or(Value::Null);
+        // A resolver's element has its arguments at the top.
+        let args = match ev.get("args") {
+            Some(a) => a.clone(),
+            None if is_flat(ev) => without(ev, &["action"]),
+            None => Value::Null,
+        };
         return match kind {
             EventKind::LlmCall => Payload {
                 output: field(&args, "thought").filter(|x| x.as_str() != Some("")).cloned(),
@@ -187,6 +228,22 @@ fn v0_payload(kind: EventKind, ev: &Value) -> Payload {
     }
 }
 
+/// Fields every V0 event has, left out of a drift event's record.
+const V0_ENVELOPE: [&str; 3] = ["id", "timestamp", "source"];
+
+/// An object without some of its fields.
+fn without(v: &Value, keys: &[&str]) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !keys.contains(&k.as_str()))
+                .map(|(k, x)| (k.clone(), x.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// What an observation says of the call it answers.
 struct Outcome {
     output: Option<Value>,
@@ -209,7 +266,17 @@ fn v0_outcome(ev: &Value) -> Outcome {
     let obs = str_of(ev, "observation").unwrap_or("");
     let message = field(ev, "message").cloned();
     let content = field(ev, "content").cloned();
-    let failed = obs == "error" || ev.get("success").and_then(Value::as_bool) == Some(false);
+    let flat = is_flat(ev);
+    let failed = if flat {
+        flat_failed(ev)
+    } else {
+        obs == "error" || ev.get("success").and_then(Value::as_bool) == Some(false)
+    };
+    // A resolver's command says no more than its exit code.
+    let code = flat
+        .then(|| ev.get("exit_code").or_else(|| ev.get("metadata")?.get("exit_code")))
+        .flatten()
+        .and_then(Value::as_i64);
     let error = failed.then(|| ErrorInfo {
         kind: Some(obs.to_string()),
         message: content
@@ -217,12 +284,21 @@ fn v0_outcome(ev: &Value) -> Outcome {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .or(message.as_ref().and_then(Value::as_str))
-            .unwrap_or("the observation reports a failure")
-            .to_string(),
+            .map_or_else(
+                || match code {
+                    Some(c) => format!("exit code {c}"),
+                    None => "the observation reports a failure".to_string(),
+                },
+                str::to_owned,
+            ),
         ..Default::default()
     });
     let mut extra = vec![("observation".to_string(), json!(obs))];
-    let extras = ev.get("extras").cloned().unwrap_or(Value::Null);
+    let extras = match ev.get("extras") {
+        Some(x) => x.clone(),
+        None if flat => without(ev, &["observation", "content"]),
+        None => Value::Null,
+    };
     if !extras.is_null() {
         extra.push(("extras".to_string(), extras));
     }
@@ -280,6 +356,7 @@ fn v1_payload(kind: EventKind, ev: &Value) -> Payload {
                 ..Default::default()
             }
         }
+        (_, k) if !KNOWN_V1.contains(&k) => super::drift_payload(ev, &V1_ENVELOPE),
         _ => Payload::default(),
     }
 }
@@ -378,17 +455,105 @@ fn load(f: &OpenHands, path: &Path, watcher: Option<&mut dyn Watcher>) -> Result
             traces: vec![load_v1(path)?],
         });
     }
-    if whole::first_byte_of(path)? == Some(b'[') {
-        return load_v0(path, watcher);
+    match whole::first_byte_of(path)? {
+        Some(b'[') => return load_v0(path, watcher),
+        Some(b'{') => {
+            let p = Probe::open(path)?;
+            // Told as detection tells it; a first line too long for the head (`--format`)
+            // with a V1 event's envelope is read as V1 events.
+            let envelope = ["id", "timestamp", "source"].iter().all(|k| p.has_key(k));
+            match object_shape(&p).or(envelope.then_some(Objects::V1Events)) {
+                Some(Objects::Outputs) => return load_output_lines(path),
+                Some(Objects::Output) => return load_output_doc(path),
+                Some(Objects::V1Events) => return load_v1_lines(path),
+                None => {}
+            }
+        }
+        _ => {}
     }
     // Not a list: read whole only to say what it is (JSON that is no trajectory, or not JSON).
     let buf = whole::read_checked(path, LIMIT)?;
     serde_json::from_slice::<Value>(&buf).map_err(|e| whole::invalid(path, &e))?;
     Err(LoadError::NotATrace {
         path: path.to_path_buf(),
-        reason: "not a JSON array of OpenHands action/observation events".into(),
+        reason: "not a JSON array of OpenHands action/observation events, nor OpenHands output or V1 events".into(),
         tried: "openhands".into(),
     })
+}
+
+/// What a file of JSON objects holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Objects {
+    /// An evaluation's or the resolver's `output.jsonl`: an output a line.
+    Outputs,
+    /// One output as a JSON document (pretty-printed).
+    Output,
+    /// V1 events, one a line.
+    V1Events,
+}
+
+/// Whether an object's keys (`has`) are an evaluation's output (`EvalOutput`: `instance_id`,
+/// `history`, `test_result`, ...) or the resolver's (`ResolverOutput`: `issue`, `history`,
+/// `git_patch`, ...).
+fn output_keys(has: impl Fn(&str) -> bool) -> bool {
+    has("history")
+        && ((has("instance_id")
+            && ["test_result", "instruction", "metadata", "metrics"]
+                .iter()
+                .any(|k| has(k)))
+            || (has("issue") && ["git_patch", "issue_type", "base_commit"].iter().any(|k| has(k))))
+}
+
+/// A V1 event of a kind the SDK writes, with the envelope every event has.
+fn is_v1_event(v: &Value) -> bool {
+    str_of(v, "kind").is_some_and(|k| KNOWN_V1.contains(&k))
+        && ["id", "timestamp", "source"]
+            .iter()
+            .all(|k| v.get(*k).is_some_and(Value::is_string))
+}
+
+/// What a file that starts with an object holds, from its head (None: none of ours). A
+/// pretty-printed document starts with `{` on a line of its own; a JSONL file with a whole
+/// object (whose first line may be too long for the head: then its first keys say).
+fn object_shape(p: &Probe) -> Option<Objects> {
+    let first_line = p
+        .head
+        .split(|&b| b == b'\n')
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace))?;
+    if first_line.trim_ascii() == b"{" {
+        return output_keys(|k| p.has_key(k)).then_some(Objects::Output);
+    }
+    match &p.first {
+        Some(v) if v.is_object() => {
+            if output_keys(|k| v.get(k).is_some()) {
+                Some(Objects::Outputs)
+            } else {
+                v1_lines(p).then_some(Objects::V1Events)
+            }
+        }
+        Some(_) => None,
+        // A first line too long for the head: its first keys (a V1 event's `kind` comes
+        // last, so a V1 file is told by its complete lines only).
+        None => output_keys(|k| p.has_key(k)).then_some(Objects::Outputs),
+    }
+}
+
+/// Whether the first lines are V1 events: each with the envelope of one (an event of a
+/// kind a newer SDK writes among them), one at least of a kind the SDK writes.
+fn v1_lines(p: &Probe) -> bool {
+    let envelope = |v: &Value| {
+        v.get("kind").is_some_and(Value::is_string)
+            && ["id", "timestamp", "source"]
+                .iter()
+                .all(|k| v.get(*k).is_some_and(Value::is_string))
+    };
+    // The first line alone rules out the other formats' files (more lines are parsed only
+    // for a file that may be ours).
+    if !p.first.as_ref().is_some_and(envelope) {
+        return false;
+    }
+    let lines: Vec<&Value> = p.lines().take(5).collect();
+    lines.iter().all(|v| envelope(v)) && lines.iter().any(|v| is_v1_event(v))
 }
 
 /// A V0 trajectory read as a stream (DESIGN §4): the top-level list's elements come with their
@@ -415,6 +580,403 @@ fn load_v0(path: &Path, watcher: Option<&mut dyn Watcher>) -> Result<Loaded, Loa
     Ok(Loaded {
         traces: vec![v0.finish()],
     })
+}
+
+/// An evaluation's or the resolver's `output.jsonl`: a trace a line, its history read as a
+/// V0 trajectory. A damaged line is said with its line; the others load.
+fn load_output_lines(path: &Path) -> Result<Loaded, LoadError> {
+    struct Lines {
+        path: PathBuf,
+        ids: std::collections::HashSet<String>,
+    }
+    impl super::jsonl::LineParser for Lines {
+        fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut super::jsonl::Sink) {
+            match output(&self.path, line, line.len() as u64, Some(loc)) {
+                Ok((mut t, None)) => {
+                    // An instance run twice (a retry appended) keeps both, told apart.
+                    let base = t.meta.id.clone();
+                    let mut k = 2;
+                    while !self.ids.insert(t.meta.id.clone()) {
+                        t.meta.id = format!("{base}#{k}");
+                        k += 1;
+                    }
+                    sink.push_trace(t);
+                }
+                Ok((_, Some((_, message)))) | Err(message) => {
+                    sink.error(loc.line, format!("this output is damaged and not read: {message}"))
+                }
+            }
+        }
+    }
+    let mut parser = Lines {
+        path: path.to_path_buf(),
+        ids: Default::default(),
+    };
+    let mut sink = super::jsonl::Sink::new(path);
+    super::jsonl::load_lines(path, &mut parser, &mut sink)?;
+    sink.finish("OpenHands output")
+}
+
+/// One output as a JSON document (an `output.jsonl` line saved pretty-printed): streamed as
+/// a V0 trajectory is.
+fn load_output_doc(path: &Path) -> Result<Loaded, LoadError> {
+    let f = super::open_regular(path).map_err(|e| LoadError::io(path, e))?;
+    let size = f.metadata().map_or(u64::MAX, |m| m.len());
+    let (mut t, problem) = output(path, f, size, None).map_err(|m| LoadError::invalid(path, m))?;
+    if let Some((line, message)) = problem {
+        t.diagnostics.push(Diagnostic::error(path, Some(line), message));
+    }
+    Ok(Loaded { traces: vec![t] })
+}
+
+/// What an output's stream leaves: its history folded, its other values.
+struct OutputSink<'w> {
+    v0: V0<'w>,
+    /// The line the output is on (JSONL), which its elements' places are within.
+    at: Option<LineLoc>,
+    others: Vec<(String, Value)>,
+    problem: Option<(u64, String)>,
+}
+
+impl OutputSink<'_> {
+    /// A place in the output as a place in the file.
+    fn place(&self, loc: LineLoc) -> LineLoc {
+        match self.at {
+            Some(at) => LineLoc {
+                line: at.line + loc.line.saturating_sub(1),
+                offset: at.offset + loc.offset,
+                len: loc.len,
+            },
+            None => loc,
+        }
+    }
+}
+
+impl DocSink for OutputSink<'_> {
+    fn elements(&mut self, batch: &[(&[u8], LineLoc)]) {
+        let placed: Vec<(&[u8], LineLoc)> = batch.iter().map(|(b, loc)| (*b, self.place(*loc))).collect();
+        self.v0.fold(&placed);
+    }
+
+    fn other(&mut self, key: &str, value: &[u8], loc: LineLoc) {
+        match serde_json::from_slice::<Value>(value) {
+            Ok(v) => self.others.push((key.to_string(), v)),
+            Err(e) => {
+                let line = self.place(loc).line;
+                self.problem
+                    .get_or_insert((line, format!("{key:?}: {}", super::jsonl::json_error(&e))));
+            }
+        }
+    }
+
+    fn problem(&mut self, line: u64, message: String) {
+        let line = self
+            .place(LineLoc {
+                line,
+                offset: 0,
+                len: 0,
+            })
+            .line;
+        self.problem.get_or_insert((line.max(1), message));
+    }
+}
+
+/// One evaluation or resolver output (a line of `output.jsonl` at `at`, or a whole file): its
+/// trace, and the first thing wrong with it that the stream could not read past (the
+/// elements before it are in the trace). Err: not an output at all.
+fn output<R: std::io::Read + Send>(
+    path: &Path,
+    mut r: R,
+    size: u64,
+    at: Option<LineLoc>,
+) -> Result<(Trace, Option<(u64, String)>), String> {
+    let mut v0 = V0::new(path, None);
+    v0.embedded = true;
+    v0.lined = at.is_some();
+    let mut sink = OutputSink {
+        v0,
+        at,
+        others: Vec::new(),
+        problem: None,
+    };
+    let doc = Document {
+        // Buffers of the output's size, not two chunks of 4 MiB a line.
+        chunk: usize::try_from(size.saturating_add(1))
+            .map_or(super::document::CHUNK, |n| n.min(super::document::CHUNK)),
+        ..Document::new(&[&["history"]])
+    };
+    let scanned = doc.read_from(&mut r, &mut sink).map_err(|e| e.to_string())?;
+    if scanned.top != super::document::Top::Object {
+        return Err(sink.problem.map_or_else(|| "not a JSON object".to_string(), |(_, m)| m));
+    }
+    let get = |k: &str| sink.others.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+    let resolver = get("issue").is_some_and(Value::is_object);
+    if !resolver && get("instance_id").is_none() {
+        return Err("neither an evaluation output (`instance_id`) nor a resolver output (`issue`)".into());
+    }
+    let mut t = sink.v0.finish();
+    let text = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+    };
+    let error = text(get("error"));
+    let mut attributes = Vec::new();
+    let mut extra: Vec<(String, Value)> = Vec::new();
+    let (id, name, input, output);
+    if resolver {
+        let issue = get("issue").unwrap_or(&Value::Null);
+        let number = issue.get("number").map(|n| match n {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        let repo = match (str_of(issue, "owner"), str_of(issue, "repo")) {
+            (Some(o), Some(r)) => format!("{o}/{r}"),
+            (None, Some(r)) => r.to_string(),
+            _ => String::new(),
+        };
+        id = format!("{repo}#{}", number.as_deref().unwrap_or("?"));
+        let title = str_of(issue, "title").unwrap_or("");
+        name = if title.is_empty() {
+            id.clone()
+        } else {
+            format!("{id} {title}")
+        };
+        let body = str_of(issue, "body").unwrap_or("");
+        input = Some(Value::String(
+            [title, body]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        ));
+        output = get("git_patch").filter(|p| text(Some(p)).is_some()).cloned();
+        attributes.push(("openhands".to_string(), json!("resolver output")));
+        for k in ["issue_type", "success", "base_commit"] {
+            if let Some(v) = get(k).filter(|v| !v.is_null()) {
+                attributes.push((k.to_string(), v.clone()));
+            }
+        }
+        extra.push(("issue".to_string(), issue.clone()));
+        for k in ["result_explanation", "comment_success"] {
+            if let Some(v) = get(k).filter(|v| !v.is_null()) {
+                extra.push((k.to_string(), v.clone()));
+            }
+        }
+    } else {
+        id = match get("instance_id") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        name = id.clone();
+        input = text(get("instruction")).map(Value::String);
+        let test_result = get("test_result").filter(|v| !v.is_null());
+        output = test_result
+            .and_then(|r| r.get("git_patch"))
+            .filter(|p| text(Some(p)).is_some())
+            .cloned();
+        // What the benchmark kept beside the patch (a verdict, the final answer), if any.
+        let rest = test_result.map(|r| without(r, &["git_patch"]));
+        if let Some(r) = rest.filter(|r| r.as_object().is_none_or(|o| !o.is_empty())) {
+            extra.push(("test_result".to_string(), r));
+        }
+        attributes.push(("openhands".to_string(), json!("evaluation output")));
+        let meta = get("metadata");
+        for k in ["agent_class", "dataset", "max_iterations"] {
+            if let Some(v) = meta.and_then(|m| field(m, k)) {
+                attributes.push((k.to_string(), v.clone()));
+            }
+        }
+        if t.meta.model.is_none() {
+            t.meta.model = meta
+                .and_then(|m| m.get("llm_config"))
+                .and_then(|c| str_of(c, "model"))
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned);
+        }
+    }
+    if let Some(c) = get("metrics").and_then(|m| field(m, "accumulated_cost")) {
+        attributes.push(("accumulated_cost".to_string(), c.clone()));
+    }
+    // The trajectory's own: its last agent state, if any.
+    attributes.extend(t.meta.attributes.drain(..).skip(1));
+    t.meta.attributes = attributes;
+    t.meta.id = id;
+    t.meta.name = Some(name.clone());
+    let failed = match (&error, resolver) {
+        (Some(e), _) => Some(ErrorInfo {
+            kind: Some("error".into()),
+            message: e.clone(),
+            ..Default::default()
+        }),
+        // The resolver's own verdict: the issue was not resolved.
+        (None, true) if get("success").and_then(Value::as_bool) == Some(false) => Some(ErrorInfo {
+            kind: Some("success".into()),
+            message: text(get("result_explanation")).unwrap_or_else(|| "the resolver did not resolve the issue".into()),
+            ..Default::default()
+        }),
+        _ => None,
+    };
+    if failed.is_some() {
+        t.meta.status = RunStatus::Error;
+    } else if resolver && get("success").and_then(Value::as_bool) == Some(true) {
+        t.meta.status = RunStatus::Ok;
+    }
+    let run = t.roots[0];
+    let status = t.meta.status.event_status();
+    let name_ref = t.strings.intern(&name);
+    {
+        let e = t.event_mut(run);
+        e.status = status;
+        e.name = name_ref;
+    }
+    let p = t.payload_mut(run);
+    if input.is_some() {
+        p.input = input;
+    }
+    p.output = output;
+    p.error = failed;
+    for (k, v) in extra {
+        p.set_extra(&k, v);
+    }
+    Ok((t, sink.problem))
+}
+
+/// OpenHands V1 events written one a line (the objects a conversation folder keeps one a
+/// file): one trace. With no `base_state.json`, the status, model and usage come from the
+/// state updates among the events (`execution_status`, a `full_state`).
+fn load_v1_lines(path: &Path) -> Result<Loaded, LoadError> {
+    struct Lines {
+        path: PathBuf,
+        fold: Option<V1>,
+        /// The last execution status, model and stats the state updates gave.
+        exec: Option<String>,
+        model: Option<String>,
+        stats: Option<Value>,
+    }
+    impl super::jsonl::LineParser for Lines {
+        fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut super::jsonl::Sink) {
+            let ev = match serde_json::from_slice::<Value>(line) {
+                Ok(v) if v.is_object() => v,
+                Ok(_) => return sink.error(loc.line, "not a JSON object; skipped"),
+                Err(e) => return sink.error(loc.line, format!("{}; skipped", super::jsonl::json_error(&e))),
+            };
+            if self.fold.is_none() {
+                let name = stem(&self.path);
+                let mut t = Trace::new(RunMeta {
+                    id: name.clone(),
+                    name: Some(name.clone()),
+                    format: "openhands",
+                    source: self.path.clone(),
+                    status: RunStatus::Unknown,
+                    attributes: vec![("openhands".to_string(), json!("V1 events (JSONL)"))],
+                    ..Default::default()
+                });
+                let file = t.add_file(&self.path);
+                let run = t.add(NewEvent {
+                    origin: Origin {
+                        file,
+                        ..Origin::default()
+                    },
+                    ..NewEvent::new(EventKind::Run, &name)
+                });
+                sink.push_trace(t);
+                self.fold = Some(V1::new(Llm {
+                    run,
+                    stats: HashMap::new(),
+                    model: None,
+                }));
+            }
+            if str_of(&ev, "kind") == Some("ConversationStateUpdateEvent") {
+                match (str_of(&ev, "key"), ev.get("value")) {
+                    (Some("execution_status"), Some(Value::String(s))) => self.exec = Some(s.clone()),
+                    (Some("stats"), Some(v)) => self.stats = Some(v.clone()),
+                    (Some("full_state"), Some(v)) if v.is_object() => {
+                        if let Some(s) = str_of(v, "execution_status") {
+                            self.exec = Some(s.to_string());
+                        }
+                        if let Some(m) = v
+                            .get("agent")
+                            .and_then(|a| a.get("llm"))
+                            .and_then(|l| str_of(l, "model"))
+                            .filter(|s| !s.is_empty())
+                        {
+                            self.model = Some(m.to_string());
+                            // Calls made from here on are named by it.
+                            if let Some(f) = self.fold.as_mut() {
+                                f.llm.model = Some(m.to_string());
+                            }
+                        }
+                        if let Some(st) = v.get("stats") {
+                            self.stats = Some(st.clone());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let (Some(fold), Some(t)) = (self.fold.as_mut(), sink.traces.get_mut(0)) else {
+                return;
+            };
+            fold.event(t, &ev, loc.origin(0), &self.path, Some(loc.line));
+        }
+    }
+    let mut parser = Lines {
+        path: path.to_path_buf(),
+        fold: None,
+        exec: None,
+        model: None,
+        stats: None,
+    };
+    let mut sink = super::jsonl::Sink::new(path);
+    super::jsonl::load_lines(path, &mut parser, &mut sink)?;
+    if let (Some(mut fold), Some(t)) = (parser.fold.take(), sink.traces.get_mut(0)) {
+        fold.finish(t);
+        let status = v1_status(parser.exec.as_deref());
+        t.meta.status = status;
+        if let Some(e) = &parser.exec {
+            t.meta.attributes.push(("execution_status".to_string(), json!(e)));
+        }
+        t.meta.model = parser.model.clone();
+        let run = fold.llm.run;
+        t.event_mut(run).status = status.event_status();
+        if status == RunStatus::Error {
+            t.payload_mut(run).error = Some(ErrorInfo {
+                kind: Some("execution_status".into()),
+                message: format!(
+                    "the conversation ended with execution status {:?}",
+                    parser.exec.as_deref().unwrap_or("")
+                ),
+                ..Default::default()
+            });
+        }
+        // The stats' usage and latency, on the calls of the responses they name; the model
+        // on the calls made before the state named it.
+        let stats = response_stats(&json!({ "stats": parser.stats.take().unwrap_or(Value::Null) }));
+        let model = t.meta.model.as_deref().map(|m| t.strings.intern(m));
+        for i in 0..t.events.len() as u32 {
+            if t.event(i).kind != EventKind::LlmCall {
+                continue;
+            }
+            let found = stats.get(t.str(t.event(i).source_id)).cloned();
+            let e = t.event_mut(i);
+            if let Some(m) = model {
+                e.model = m;
+            }
+            let Some((usage, latency)) = found else {
+                continue;
+            };
+            if let Some(u) = usage {
+                e.usage = u.into();
+            }
+            if let Some(d) = latency {
+                e.start = e.start.get().map(|s| s.saturating_sub(d)).into();
+                e.duration = Some(d).into();
+            }
+        }
+    }
+    sink.finish("OpenHands V1 event")
 }
 
 /// What the fold needs of one V0 element, taken from its parsed value on a worker thread (the
@@ -755,6 +1317,15 @@ struct V0<'w> {
     i: u64,
     /// The first element is no V0 event: the rest is not read.
     foreign: bool,
+    /// The history of an evaluation or resolver output: no first-element check, `[action,
+    /// observation]` pairs (the evaluation's old form) read as their two events, and a
+    /// resolver's elements (`dataclasses.asdict`: no id, source, cause, args or extras) read
+    /// by their place.
+    embedded: bool,
+    /// Elements are on the lines of a JSONL file (their origins name the line).
+    lined: bool,
+    /// A resolver's tool calls waiting for the observation that follows them.
+    positional: std::collections::VecDeque<u32>,
     /// The scan's structural error (it stops there).
     problem: Option<(u64, String)>,
     // LLM calls by response id; tool calls by their V0 id (the events hold both) and by
@@ -793,27 +1364,41 @@ impl V0<'_> {
             return;
         }
         let first = self.i == 0;
-        let parsed: Vec<Result<Facts, serde_json::Error>> = batch
+        let embedded = self.embedded;
+        let items: Vec<Vec<Item>> = batch
             .par_iter()
             .enumerate()
-            .map(|(k, (b, _))| {
-                // The first element says whether this is a V0 trajectory at all.
-                if first && k == 0 && !is_v0_event(&serde_json::from_slice(b)?) {
-                    return Ok(Facts::bare(What::Foreign));
+            .map(|(k, (b, loc))| {
+                // The first element of a trajectory file says whether it is one at all.
+                if first && k == 0 && !embedded {
+                    match serde_json::from_slice::<Value>(b) {
+                        Err(e) => return vec![Item::new(Err(e), *loc)],
+                        Ok(v) if !is_v0_event(&v) => return vec![Item::new(Ok(Facts::bare(What::Foreign)), *loc)],
+                        Ok(_) => {}
+                    }
                 }
-                Facts::read(b)
+                if embedded && let Some(pair) = pair(b, *loc) {
+                    return pair.into_iter().map(|(b, loc)| Item::read(b, loc, true)).collect();
+                }
+                vec![Item::read(b, *loc, embedded)]
             })
             .collect();
-        for (ev, (_, loc)) in parsed.into_iter().zip(batch) {
+        for item in items.into_iter().flatten() {
             let i = self.i;
             self.i += 1;
-            match ev {
+            let loc = item.loc;
+            match item.facts {
                 Ok(ev) => {
                     if matches!(ev.what, What::Foreign) {
                         self.foreign = true;
                         return;
                     }
-                    self.event(i, loc.line, ev, loc.element_origin(self.file));
+                    let origin = if self.lined {
+                        loc.origin(self.file)
+                    } else {
+                        loc.element_origin(self.file)
+                    };
+                    self.event(i, loc.line, ev, origin, item.flat, item.drift);
                 }
                 Err(e) => self.t.diagnostics.push(Diagnostic::error(
                     &self.path,
@@ -823,6 +1408,118 @@ impl V0<'_> {
             }
         }
     }
+}
+
+/// One element of a V0 list, read on a worker thread.
+struct Item<'a> {
+    facts: Result<Facts<'a>, serde_json::Error>,
+    loc: LineLoc,
+    /// A resolver history's element ([`is_flat`]): what its facts do not say.
+    flat: Option<Flat>,
+    /// An element with neither `action` nor `observation`: its type and whether it carries
+    /// text (drift).
+    drift: Option<(String, bool)>,
+}
+
+impl<'a> Item<'a> {
+    fn new(facts: Result<Facts<'a>, serde_json::Error>, loc: LineLoc) -> Item<'a> {
+        Item {
+            facts,
+            loc,
+            flat: None,
+            drift: None,
+        }
+    }
+
+    /// The facts of an element, and, for the rare elements that need it (drift, a
+    /// resolver's), what its value says beside them.
+    fn read(b: &'a [u8], loc: LineLoc, embedded: bool) -> Item<'a> {
+        let mut item = Item::new(Facts::read(b), loc);
+        match &item.facts {
+            Ok(f) if matches!(f.what, What::Neither) => {
+                let v: Value = serde_json::from_slice(b).unwrap_or(Value::Null);
+                item.drift = Some((neither_type(&v).to_string(), super::drift_text(&v).is_some()));
+            }
+            Ok(f) if embedded && f.id.is_none() && f.source.is_empty() && !matches!(f.what, What::NotAnObject) => {
+                let v: Value = serde_json::from_slice(b).unwrap_or(Value::Null);
+                item.flat = is_flat(&v).then(|| Flat {
+                    failed: flat_failed(&v),
+                    agent_message: v.get("wait_for_response").and_then(Value::as_bool) == Some(true),
+                    content: field(&v, "content").cloned(),
+                });
+            }
+            _ => {}
+        }
+        item
+    }
+}
+
+/// What a resolver history's element says that its facts do not: its own fields are at the
+/// top (`dataclasses.asdict` of the event), with no source to tell whose a message is.
+#[derive(Debug)]
+struct Flat {
+    /// An observation's failure: an `error` observation, or a command's exit code.
+    failed: bool,
+    /// A message that waits for the user's answer: the agent's.
+    agent_message: bool,
+    content: Option<Value>,
+}
+
+/// A resolver history's element: an action or observation with its fields at the top, and
+/// none of the envelope an event written by `event_to_dict` has.
+fn is_flat(v: &Value) -> bool {
+    v.is_object()
+        && ["id", "source", "args", "extras", "cause"]
+            .iter()
+            .all(|k| v.get(*k).is_none())
+}
+
+/// Whether a resolver's observation failed: an `error` observation, or a command's exit code
+/// other than 0 (-1 is "none": the command did not end).
+fn flat_failed(v: &Value) -> bool {
+    let code = v
+        .get("exit_code")
+        .or_else(|| v.get("metadata").and_then(|m| m.get("exit_code")))
+        .and_then(Value::as_i64);
+    str_of(v, "observation") == Some("error") || code.is_some_and(|c| c != 0 && c != -1)
+}
+
+/// The type an element of neither kind is counted under: its own `kind` / `type` / `event`.
+fn neither_type(v: &Value) -> &str {
+    ["kind", "type", "event"]
+        .iter()
+        .find_map(|k| str_of(v, k).filter(|s| !s.is_empty()))
+        .unwrap_or("(neither action nor observation)")
+}
+
+/// An evaluation's old `[action, observation]` pair: its two objects and where each is.
+fn pair(b: &[u8], loc: LineLoc) -> Option<Vec<(&[u8], LineLoc)>> {
+    if whole::first_byte(b) != Some(b'[') {
+        return None;
+    }
+    let parts: Vec<&RawValue> = serde_json::from_slice(b).ok()?;
+    if parts.is_empty() || !parts.iter().all(|p| p.get().starts_with('{')) {
+        return None;
+    }
+    let base = b.as_ptr() as usize;
+    Some(
+        parts
+            .into_iter()
+            .map(|p| {
+                let at = p.get().as_ptr() as usize - base;
+                let bytes = &b[at..at + p.get().len()];
+                let lines = b[..at].iter().filter(|&&c| c == b'\n').count() as u64;
+                (
+                    bytes,
+                    LineLoc {
+                        line: loc.line + lines,
+                        offset: loc.offset + at as u64,
+                        len: bytes.len(),
+                    },
+                )
+            })
+            .collect(),
+    )
 }
 
 impl<'w> V0<'w> {
@@ -856,6 +1553,9 @@ impl<'w> V0<'w> {
             run,
             i: 0,
             foreign: false,
+            embedded: false,
+            lined: false,
+            positional: Default::default(),
             problem: None,
             llms: IdMap::default(),
             calls: IdMap::default(),
@@ -868,7 +1568,15 @@ impl<'w> V0<'w> {
     }
 
     /// One element of the list, in order.
-    fn event(&mut self, i: u64, line: u64, ev: Facts<'_>, origin: Origin) {
+    fn event(
+        &mut self,
+        i: u64,
+        line: u64,
+        ev: Facts<'_>,
+        origin: Origin,
+        flat: Option<Flat>,
+        drift: Option<(String, bool)>,
+    ) {
         let V0 {
             path,
             t,
@@ -880,6 +1588,7 @@ impl<'w> V0<'w> {
             model,
             agent_state,
             finished,
+            positional,
             ..
         } = self;
         let path = path.as_path();
@@ -894,11 +1603,23 @@ impl<'w> V0<'w> {
                 Some(line),
                 format!("event [{i}] is not an object; skipped"),
             )),
-            What::Neither => t.diagnostics.push(Diagnostic::warning(
-                path,
-                Some(line),
-                format!("event [{i}] has neither `action` nor `observation`; skipped"),
-            )),
+            What::Neither => {
+                // Drift (formats/mod.rs): an event of a kind this reader does not know,
+                // counted, shown when it carries text.
+                let (ty, text) = drift.unwrap_or_else(|| ("(neither action nor observation)".to_string(), false));
+                t.skipped.add(&ty);
+                if text {
+                    t.add(NewEvent {
+                        id: id.as_deref(),
+                        parent: Parent::Index(run),
+                        start: ts,
+                        status: Status::Ok,
+                        origin,
+                        payload: PayloadRef::Deferred,
+                        ..NewEvent::new(EventKind::Other, &ty)
+                    });
+                }
+            }
             What::Action {
                 action,
                 task: first_prompt,
@@ -907,6 +1628,51 @@ impl<'w> V0<'w> {
                 response,
             } => {
                 let action = &*action;
+                if let Some(flat) = flat {
+                    // A resolver's element: no source, so a message's author is told by its
+                    // place (the first is the task) and by whether it waits for the user.
+                    let (kind, label) = match action {
+                        "message" => {
+                            let role = if task.is_none() {
+                                *task = flat.content;
+                                "user"
+                            } else if flat.agent_message {
+                                "assistant"
+                            } else {
+                                "user"
+                            };
+                            (EventKind::Message(Role::parse(role)), role)
+                        }
+                        "system" => (EventKind::Message(Role::System), "system"),
+                        "recall" => (EventKind::Other, "recall"),
+                        "change_agent_state" | "null" => (EventKind::State, action),
+                        _ => {
+                            if action == "finish" {
+                                *finished = true;
+                            }
+                            let done = NO_OBSERVATION.contains(&action);
+                            let c = t.add(NewEvent {
+                                parent: Parent::Index(run),
+                                status: if done { Status::Ok } else { Status::Pending },
+                                origin,
+                                payload: PayloadRef::Deferred,
+                                ..NewEvent::new(EventKind::ToolCall, action)
+                            });
+                            if !done {
+                                positional.push_back(c);
+                            }
+                            return;
+                        }
+                    };
+                    t.add(NewEvent {
+                        parent: Parent::Index(run),
+                        status: Status::Ok,
+                        origin,
+                        payload: PayloadRef::Deferred,
+                        ..NewEvent::new(kind, label)
+                    });
+                    return;
+                }
                 if NOT_TOOLS.contains(&action) || source != "agent" {
                     let (kind, label) = match action {
                         "message" | "system" => {
@@ -924,7 +1690,7 @@ impl<'w> V0<'w> {
                     if action == "message" && source == "user" && task.is_none() {
                         *task = first_prompt;
                     }
-                    t.add(NewEvent {
+                    let e = t.add(NewEvent {
                         id: id.as_deref(),
                         parent: Parent::Index(run),
                         start: ts,
@@ -933,6 +1699,11 @@ impl<'w> V0<'w> {
                         payload: PayloadRef::Deferred,
                         ..NewEvent::new(kind, &label)
                     });
+                    // A message may cause an observation too (the recall of a user's
+                    // message): it is in the file, though no call.
+                    if let Some(id) = &id {
+                        calls.insert(id, e, |&e| t.str(t.event(e).source_id));
+                    }
                     return;
                 }
                 // An agent action: a tool call, under the LLM response that asked for it.
@@ -1002,11 +1773,17 @@ impl<'w> V0<'w> {
                     *agent_state = Some(state);
                     return;
                 }
-                let call = cause
-                    .as_deref()
-                    .and_then(|c| calls.get(c, |&e| t.str(t.event(e).source_id)))
-                    .or_else(|| tool_call_id.as_deref().and_then(|tc| by_tool_call.get(tc)))
-                    .copied();
+                // A resolver's observation answers the oldest call still waiting.
+                let failed = flat.as_ref().map_or(failed, |f| f.failed);
+                let call = match &flat {
+                    Some(_) if obs != "null" => positional.pop_front(),
+                    Some(_) => None,
+                    None => cause
+                        .as_deref()
+                        .and_then(|c| calls.get(c, |&e| t.str(t.event(e).source_id)))
+                        .or_else(|| tool_call_id.as_deref().and_then(|tc| by_tool_call.get(tc)))
+                        .copied(),
+                };
                 match call {
                     Some(c) if t.event(c).kind == EventKind::ToolCall => {
                         let e = t.event_mut(c);
@@ -1328,14 +2105,11 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
         }),
         ..NewEvent::new(EventKind::Run, &name)
     });
-    let llm = Llm {
+    let mut fold = V1::new(Llm {
         run,
         stats: response_stats(&state),
         model: model.clone(),
-    };
-    let mut llms: HashMap<String, u32> = HashMap::new();
-    let mut calls: HashMap<String, u32> = HashMap::new();
-    let mut task = None;
+    });
     let mut raw_limit_said = false;
     let events_dir = dir.join(EVENTS);
     for (_, path) in event_files(&events_dir)? {
@@ -1381,17 +2155,71 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                 ..Origin::default()
             }
         };
-        let ts = ts_of(&ev);
-        let id = str_of(&ev, "id");
-        let kind = str_of(&ev, "kind").unwrap_or("");
+        fold.event(&mut t, &ev, origin, &path, None);
+    }
+    fold.finish(&mut t);
+    t.finalize();
+    Ok(t)
+}
+
+/// The V1 event kinds of the SDK (`openhands.sdk.event`): another kind is drift.
+const KNOWN_V1: [&str; 18] = [
+    "SystemPromptEvent",
+    "MessageEvent",
+    "ActionEvent",
+    "ObservationEvent",
+    "AgentErrorEvent",
+    "UserRejectObservation",
+    "ConversationStateUpdateEvent",
+    "ConversationErrorEvent",
+    "CondensationRequest",
+    "Condensation",
+    "CondensationSummaryEvent",
+    "PauseEvent",
+    "InterruptEvent",
+    "TokenEvent",
+    "StreamingDeltaEvent",
+    "HookExecutionEvent",
+    "LLMCompletionLogEvent",
+    "ACPToolCallEvent",
+];
+
+/// Fields every V1 event has, left out of a drift event's record.
+const V1_ENVELOPE: [&str; 3] = ["id", "timestamp", "source"];
+
+/// The fold of V1 events, in order: a conversation folder's event files, or the lines of a
+/// JSONL of events.
+struct V1 {
+    llm: Llm,
+    /// LLM calls by response id; tool calls by `tool_call_id` and by event id.
+    llms: HashMap<String, u32>,
+    calls: HashMap<String, u32>,
+    task: Option<Value>,
+}
+
+impl V1 {
+    fn new(llm: Llm) -> V1 {
+        V1 {
+            llm,
+            llms: HashMap::new(),
+            calls: HashMap::new(),
+            task: None,
+        }
+    }
+
+    /// One event; what is wrong with it is said with `path` and `line`.
+    fn event(&mut self, t: &mut Trace, ev: &Value, origin: Origin, path: &Path, line: Option<u64>) {
+        let ts = ts_of(ev);
+        let id = str_of(ev, "id");
+        let kind = str_of(ev, "kind").unwrap_or("");
         // Left in its file when the event has one (the origin reads the whole file).
-        let payload = |k: EventKind| v1_ref(k, &ev, origin);
-        let source = str_of(&ev, "source").unwrap_or("");
+        let payload = |k: EventKind| v1_ref(k, ev, origin);
+        let source = str_of(ev, "source").unwrap_or("");
         match kind {
             "SystemPromptEvent" => {
                 t.add(NewEvent {
                     id,
-                    parent: Parent::Index(run),
+                    parent: Parent::Index(self.llm.run),
                     start: ts,
                     status: Status::Ok,
                     origin,
@@ -1403,13 +2231,13 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                 let msg = ev.get("llm_message").unwrap_or(&Value::Null);
                 let role = str_of(msg, "role").unwrap_or(source);
                 let text = msg.get("content").and_then(text_of).map(Value::String);
-                if role == "user" && task.is_none() {
-                    task = text.clone();
+                if role == "user" && self.task.is_none() {
+                    self.task = text.clone();
                 }
                 // An agent's reply is the output of the LLM response it came in.
-                let parent = match str_of(&ev, "llm_response_id").filter(|s| !s.is_empty()) {
-                    Some(rid) if source == "agent" => llm_call(&mut t, &mut llms, &llm, rid, &ev, ts, origin),
-                    _ => run,
+                let parent = match str_of(ev, "llm_response_id").filter(|s| !s.is_empty()) {
+                    Some(rid) if source == "agent" => llm_call(t, &mut self.llms, &self.llm, rid, ev, ts, origin),
+                    _ => self.llm.run,
                 };
                 t.add(NewEvent {
                     id,
@@ -1422,12 +2250,12 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                 });
             }
             "ActionEvent" => {
-                let parent = match str_of(&ev, "llm_response_id").filter(|s| !s.is_empty()) {
-                    Some(rid) => llm_call(&mut t, &mut llms, &llm, rid, &ev, ts, origin),
-                    None => run,
+                let parent = match str_of(ev, "llm_response_id").filter(|s| !s.is_empty()) {
+                    Some(rid) => llm_call(t, &mut self.llms, &self.llm, rid, ev, ts, origin),
+                    None => self.llm.run,
                 };
-                let tool = str_of(&ev, "tool_name").filter(|s| !s.is_empty()).unwrap_or("?");
-                let tool_call_id = str_of(&ev, "tool_call_id");
+                let tool = str_of(ev, "tool_name").filter(|s| !s.is_empty()).unwrap_or("?");
+                let tool_call_id = str_of(ev, "tool_call_id");
                 let c = t.add(NewEvent {
                     id: tool_call_id.or(id),
                     parent: Parent::Index(parent),
@@ -1438,18 +2266,18 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                     ..NewEvent::new(EventKind::ToolCall, tool)
                 });
                 if let Some(tc) = tool_call_id {
-                    calls.insert(tc.to_string(), c);
+                    self.calls.insert(tc.to_string(), c);
                 }
                 if let Some(id) = id {
-                    calls.insert(id.to_string(), c);
+                    self.calls.insert(id.to_string(), c);
                 }
             }
             "ObservationEvent" | "AgentErrorEvent" | "UserRejectObservation" => {
-                let call = str_of(&ev, "tool_call_id")
-                    .and_then(|tc| calls.get(tc))
-                    .or_else(|| str_of(&ev, "action_id").and_then(|a| calls.get(a)))
+                let call = str_of(ev, "tool_call_id")
+                    .and_then(|tc| self.calls.get(tc))
+                    .or_else(|| str_of(ev, "action_id").and_then(|a| self.calls.get(a)))
                     .copied();
-                let failed = v1_outcome(&ev).error.is_some();
+                let failed = v1_outcome(ev).error.is_some();
                 match call {
                     Some(c) => {
                         {
@@ -1467,25 +2295,25 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                         // then the payload is held, as it was before.
                         if origin.len == 0 || !matches!(t.event(c).payload, PayloadRef::Deferred) {
                             let mut p = match &t.event(c).payload {
-                                PayloadRef::Deferred => super::payload(&t, t.event(c)),
+                                PayloadRef::Deferred => super::payload(t, t.event(c)),
                                 _ => std::mem::take(t.payload_mut(c)),
                             };
-                            v1_outcome(&ev).apply(&mut p);
+                            v1_outcome(ev).apply(&mut p);
                             t.event_mut(c).payload = PayloadRef::inline(p);
                         }
                     }
                     None => {
                         t.diagnostics.push(Diagnostic::warning(
-                            &path,
-                            None,
+                            path,
+                            line,
                             format!(
                                 "{kind} for a tool call no ActionEvent made ({})",
-                                str_of(&ev, "tool_call_id").unwrap_or("no tool_call_id")
+                                str_of(ev, "tool_call_id").unwrap_or("no tool_call_id")
                             ),
                         ));
                         t.add(NewEvent {
                             id,
-                            parent: Parent::Index(run),
+                            parent: Parent::Index(self.llm.run),
                             start: ts,
                             status: if failed { Status::Error } else { Status::Ok },
                             origin,
@@ -1495,26 +2323,44 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                     }
                 }
             }
-            _ => {
+            k if KNOWN_V1.contains(&k) => {
                 // State updates, condensations, pauses, tokens: shown by kind, not interpreted.
-                let label = if kind.is_empty() { "event" } else { kind };
                 let state_like = kind.contains("State") || kind == "PauseEvent";
                 t.add(NewEvent {
                     id,
-                    parent: Parent::Index(run),
+                    parent: Parent::Index(self.llm.run),
                     start: ts,
                     status: Status::Ok,
                     origin,
-                    ..NewEvent::new(if state_like { EventKind::State } else { EventKind::Other }, label)
+                    ..NewEvent::new(if state_like { EventKind::State } else { EventKind::Other }, kind)
                 });
+            }
+            _ => {
+                // Drift (formats/mod.rs): a kind of a newer SDK, counted, shown when it
+                // carries text.
+                let ty = if kind.is_empty() { "(no kind)" } else { kind };
+                t.skipped.add(ty);
+                if super::drift_text(ev).is_some() {
+                    t.add(NewEvent {
+                        id,
+                        parent: Parent::Index(self.llm.run),
+                        start: ts,
+                        status: Status::Ok,
+                        origin,
+                        payload: payload(EventKind::Other),
+                        ..NewEvent::new(EventKind::Other, ty)
+                    });
+                }
             }
         }
     }
-    if let Some(task) = task {
-        t.payload_mut(run).input = Some(task);
+
+    /// The task (the first user message) on the run.
+    fn finish(&mut self, t: &mut Trace) {
+        if let Some(task) = self.task.take() {
+            t.payload_mut(self.llm.run).input = Some(task);
+        }
     }
-    t.finalize();
-    Ok(t)
 }
 
 #[cfg(test)]
@@ -1660,13 +2506,17 @@ mod tests {
         assert_eq!(t.meta.status, RunStatus::Unknown);
         assert_eq!(t.counts().tool_calls, 2);
         let msgs: Vec<&str> = t.diagnostics.iter().map(|d| d.message.as_str()).collect();
-        assert_eq!(msgs.len(), 3, "{msgs:?}");
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
         assert!(msgs[0].contains("event [1] is not an object"));
-        assert!(msgs[1].contains("neither `action` nor `observation`"));
-        assert!(msgs[2].contains("caused by event 99"));
+        assert!(msgs[1].contains("caused by event 99"));
         // Each names the line its element starts on.
         let lines: Vec<Option<u64>> = t.diagnostics.iter().map(|d| d.line).collect();
-        assert_eq!(lines, [Some(12), Some(23), Some(47)]);
+        assert_eq!(lines, [Some(12), Some(47)]);
+        // The element of neither kind is drift: counted, not said (it carries no text).
+        assert_eq!(
+            t.skipped.iter().collect::<Vec<_>>(),
+            [("(neither action nor observation)", 1)]
+        );
         // A call whose observation never came stays pending.
         assert_eq!(t.event(t.find("2").unwrap()).status, Status::Pending);
     }
@@ -1900,6 +2750,497 @@ mod tests {
         // The value keeps the last of a repeated key; so does the reader.
         assert_eq!(Facts::read(br#"{"id": 1, "id": 2}"#).unwrap().id.as_deref(), Some("2"));
         assert!(Facts::fast(br#"["run", "agent"]"#).is_none());
+    }
+
+    fn load_all(name: &str) -> Vec<Trace> {
+        OpenHands.load(&fixture("openhands", name)).unwrap().traces
+    }
+
+    fn calls(t: &Trace) -> Vec<u32> {
+        t.walk()
+            .into_iter()
+            .map(|(i, _)| i)
+            .filter(|&i| t.event(i).kind == EventKind::ToolCall)
+            .collect()
+    }
+
+    /// An evaluation's `output.jsonl`: a trace an instance, named by its id, its history
+    /// counted as a V0 trajectory; the damaged line is said with its line, the rest loads.
+    #[test]
+    fn evaluation_output_a_trace_a_line() {
+        let ts = load_all("eval-output.jsonl");
+        let ids: Vec<&str> = ts.iter().map(|t| t.meta.id.as_str()).collect();
+        assert_eq!(ids, ["acme__timeparse-101", "acme__timeparse-103"]);
+        let t = &ts[0];
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        assert_eq!(t.meta.model.as_deref(), Some("claude-sonnet-4-20250514"));
+        assert_eq!((t.counts().tool_calls, t.counts().llm_calls), (3, 3));
+        // The cut line is the only diagnostic (the recall answering the user's message is
+        // no orphan).
+        assert_eq!(t.diagnostics.len(), 1, "{:?}", t.diagnostics);
+        assert_eq!(t.diagnostics[0].line, Some(2));
+        assert_eq!(t.diagnostics[0].severity, Severity::Error);
+        assert!(t.diagnostics[0].message.contains("damaged"));
+        let run = crate::formats::payload(t, t.event(t.roots[0]));
+        assert!(run.input.unwrap().as_str().unwrap().starts_with("Fix `parse_duration"));
+        assert!(run.output.unwrap().as_str().unwrap().starts_with("diff --git"));
+        // The test result held only the patch: nothing more to show.
+        assert!(run.extra.iter().all(|(k, _)| k != "test_result"));
+        assert_eq!(t.name(t.roots[0]), "acme__timeparse-101");
+        // Each event is its element's bytes on line 1.
+        let bash = t.find("3").unwrap();
+        assert_eq!((t.name(bash), t.event(bash).origin.line), ("execute_bash", 1));
+        let p = crate::formats::payload(t, t.event(bash));
+        assert_eq!(p.input.unwrap()["command"], json!("grep -rn 'def parse_duration' src/"));
+        assert_eq!(p.output, Some(json!("src/timeparse.py:12:def parse_duration(value):")));
+        assert_eq!(t.event(bash).duration, Some(600_000_000));
+        assert!(outline(t).contains(&"  other recall".to_string()));
+        let t = &ts[1];
+        assert_eq!(t.meta.status, RunStatus::Error);
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let run = crate::formats::payload(t, t.event(t.roots[0]));
+        assert_eq!(run.error.unwrap().message, "Agent got stuck in a loop");
+        assert_eq!(t.event(t.find("3").unwrap()).origin.line, 3);
+    }
+
+    /// The evaluation's old form: `history` as `[action, observation]` pairs.
+    #[test]
+    fn evaluation_output_of_pairs() {
+        let ts = load_all("eval-output-pairs.jsonl");
+        assert_eq!(ts.len(), 1);
+        let t = &ts[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.meta.id, "17");
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        assert_eq!(t.meta.model.as_deref(), Some("gpt-4o-2024-05-13"));
+        assert_eq!(
+            outline(t),
+            [
+                "run 17",
+                "  message user",
+                "  tool run_ipython",
+                "  message assistant",
+                "  tool finish",
+            ]
+        );
+        let run = crate::formats::payload(t, t.event(t.roots[0]));
+        assert_eq!(run.output, None);
+        let result = run.extra.iter().find(|(k, _)| k == "test_result").map(|(_, v)| v);
+        assert_eq!(result.map(|r| &r["result"]["correct"]), Some(&json!(true)));
+        let ipy = t.find("3").unwrap();
+        assert_eq!(t.event(ipy).status, Status::Ok);
+        let p = crate::formats::payload(t, t.event(ipy));
+        assert_eq!(p.input.unwrap()["code"], json!("print(17 * 23)"));
+        assert!(p.output.unwrap().as_str().unwrap().starts_with("391"));
+    }
+
+    /// The resolver's output: its history (`dataclasses.asdict` of each event: no id, source
+    /// or cause) read by place, the issue and the patch on the run, its verdict the status.
+    #[test]
+    fn resolver_output_lines_and_document() {
+        let ts = load_all("resolver-output.jsonl");
+        let ids: Vec<&str> = ts.iter().map(|t| t.meta.id.as_str()).collect();
+        assert_eq!(ids, ["example-org/widgets#12", "example-org/widgets#15"]);
+        let t = &ts[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        let c = calls(t);
+        let names: Vec<&str> = c.iter().map(|&i| t.name(i)).collect();
+        assert_eq!(names, ["run", "run", "edit", "finish"]);
+        let status: Vec<Status> = c.iter().map(|&i| t.event(i).status).collect();
+        assert_eq!(status, [Status::Ok, Status::Error, Status::Ok, Status::Ok]);
+        let grep = crate::formats::payload(t, t.event(c[1]));
+        assert_eq!(grep.input.unwrap()["command"], json!("grep -n 'Copyright' LICENSE.md"));
+        assert_eq!(grep.error.unwrap().message, "exit code 1");
+        let run = crate::formats::payload(t, t.event(t.roots[0]));
+        assert_eq!(
+            run.input,
+            Some(json!(
+                "Add a copyright line to the license\n\nThe license has no copyright holder."
+            ))
+        );
+        assert!(
+            run.output
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .contains("+Copyright (c) 2025 Example Org")
+        );
+        assert!(run.extra.iter().any(|(k, v)| k == "issue" && v["number"] == json!(12)));
+        let t = &ts[1];
+        assert_eq!(t.meta.status, RunStatus::Error);
+        let run = crate::formats::payload(t, t.event(t.roots[0]));
+        assert_eq!(
+            run.error.unwrap().message,
+            "The agent asked a question and made no change."
+        );
+        assert_eq!(run.output, None);
+        // The agent's question waits for the user; the answer after it is the user's.
+        assert_eq!(
+            outline(t)[4..],
+            ["  message assistant".to_string(), "  message user".to_string()]
+        );
+        // The same output as a pretty-printed document.
+        let doc = load_all("resolver-output.json");
+        assert_eq!(doc.len(), 1);
+        assert_eq!(doc[0].meta.id, ts_id(&load_all("resolver-output.jsonl")[0]));
+        assert_eq!(outline(&doc[0]), outline(&load_all("resolver-output.jsonl")[0]));
+        assert_eq!(
+            format!("{:?}", doc[0].counts()),
+            format!("{:?}", load_all("resolver-output.jsonl")[0].counts())
+        );
+        assert!(doc[0].diagnostics.is_empty());
+    }
+
+    fn ts_id(t: &Trace) -> String {
+        t.meta.id.clone()
+    }
+
+    /// V1 events one a line: one trace, the status, model and usage from the state updates.
+    #[test]
+    fn v1_events_as_jsonl() {
+        let ts = load_all("v1-events.jsonl");
+        assert_eq!(ts.len(), 1);
+        let t = &ts[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.meta.status, RunStatus::Ok);
+        assert_eq!(t.meta.model.as_deref(), Some("anthropic/claude-sonnet-4-5-20250929"));
+        assert_eq!((t.counts().tool_calls, t.counts().llm_calls), (2, 2));
+        let find = t.find("toolu_01Ab").unwrap();
+        assert_eq!(t.event(find).status, Status::Ok);
+        assert_eq!(t.event(find).origin.line, 5);
+        let p = crate::formats::payload(t, t.event(find));
+        assert_eq!(p.input, Some(json!({"command": "find src -name '*.py' | wc -l"})));
+        assert_eq!(p.output, Some(json!("7")));
+        // msg_01XyZ: 4,100 prompt tokens of which 4,000 written to the cache; 2.2 s.
+        let llm = t.event(t.event(find).parent);
+        let u = llm.usage.get().unwrap();
+        assert_eq!((u.input, u.cache_write, u.output), (Some(100), Some(4000), Some(85)));
+        assert_eq!(llm.duration, Some(2_200_000_000));
+        let run = crate::formats::payload(t, t.event(t.roots[0]));
+        assert_eq!(run.input, Some(json!("How many Python files are in src/?")));
+    }
+
+    #[test]
+    fn detection_of_outputs_and_v1_lines() {
+        let probe = |name: &str, b: &[u8], complete: bool| Probe::from_bytes(Path::new(name), b.to_vec(), complete);
+        let file = |name: &str| std::fs::read(fixture("openhands", name)).unwrap();
+        for name in [
+            "eval-output.jsonl",
+            "eval-output-pairs.jsonl",
+            "resolver-output.jsonl",
+            "resolver-output.json",
+            "v1-events.jsonl",
+        ] {
+            assert_eq!(OpenHands.detect(&probe(name, &file(name), true)), 95, "{name}");
+            assert!(crate::formats::detect(&fixture("openhands", name)).is_ok_and(|f| f.id() == "openhands"));
+        }
+        // A line longer than the head: its first keys.
+        let eval = file("eval-output.jsonl");
+        assert_eq!(OpenHands.detect(&probe("o.jsonl", &eval[..3000], false)), 90);
+        // V1 events whose first is of a kind a newer SDK writes.
+        let mut v1 =
+            br#"{"id": "n", "timestamp": "2026-02-14T09:29:59", "source": "agent", "kind": "ZzNewEvent"}"#.to_vec();
+        v1.push(b'\n');
+        v1.extend_from_slice(&file("v1-events.jsonl"));
+        assert_eq!(OpenHands.detect(&probe("e.jsonl", &v1, true)), 95);
+        // SWE-bench predictions, other agents' JSONL, an unknown kind first: not ours.
+        for other in [
+            &br#"{"instance_id": "a__b-1", "model_patch": "diff", "model_name_or_path": "m"}"#[..],
+            br#"{"type": "session.start", "data": {}, "id": "1", "timestamp": "t", "parentId": null}"#,
+            br#"{"id": "e", "timestamp": "t", "source": "agent", "kind": "zzNewEvent"}"#,
+            br#"{"history": [], "note": "x"}"#,
+        ] {
+            assert_eq!(
+                OpenHands.detect(&probe("x.jsonl", other, true)),
+                0,
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
+    }
+
+    /// Drift (formats/mod.rs): a V0 element of neither kind and a V1 event of an unknown
+    /// kind are counted, shown when they carry text, and said nowhere.
+    #[test]
+    fn unknown_kinds_are_skipped_quietly() {
+        let d = tempfile::tempdir().unwrap();
+        let v0 = d.path().join("t.json");
+        std::fs::write(
+            &v0,
+            br#"[{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+                {"id": 1, "source": "agent", "kind": "plan_update", "message": "1. look 2. fix"},
+                {"id": 2, "source": "agent", "kind": "heartbeat"}]"#,
+        )
+        .unwrap();
+        let t = OpenHands.load(&v0).unwrap().traces.remove(0);
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(
+            t.skipped.iter().collect::<Vec<_>>(),
+            [("plan_update", 1), ("heartbeat", 1)]
+        );
+        let e = t.find("1").unwrap();
+        assert_eq!((t.event(e).kind, t.name(e)), (EventKind::Other, "plan_update"));
+        let p = crate::formats::payload(&t, t.event(e));
+        assert_eq!(p.input, Some(json!("1. look 2. fix")));
+        assert!(t.find("2").is_none());
+
+        let lines = d.path().join("e.jsonl");
+        std::fs::write(
+            &lines,
+            concat!(
+                r#"{"id": "a", "timestamp": "2026-01-01T00:00:00", "source": "user", "llm_message": {"role": "user", "content": [{"type": "text", "text": "go"}]}, "kind": "MessageEvent"}"#,
+                "\n",
+                r#"{"id": "b", "timestamp": "2026-01-01T00:00:01", "source": "agent", "summary": "Planning the next step", "kind": "PlanEvent"}"#,
+                "\n",
+                r#"{"id": "c", "timestamp": "2026-01-01T00:00:02", "source": "environment", "kind": "MetricsTick", "n": 3}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let t = OpenHands.load(&lines).unwrap().traces.remove(0);
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(
+            t.skipped.iter().collect::<Vec<_>>(),
+            [("PlanEvent", 1), ("MetricsTick", 1)]
+        );
+        let e = t.find("b").unwrap();
+        let p = crate::formats::payload(&t, t.event(e));
+        assert_eq!(p.input, Some(json!("Planning the next step")));
+        assert_eq!(
+            p.extra[0].1,
+            json!({"summary": "Planning the next step", "kind": "PlanEvent"})
+        );
+    }
+
+    /// An element of neither kind: no action or observation, the envelope of `near`, a kind
+    /// of its own, text or not.
+    fn unknown_element(rng: &mut crate::formats::testing::Rng, near: &Value) -> Value {
+        let mut m = serde_json::Map::new();
+        for k in ["timestamp", "source"] {
+            if let Some(x) = near.get(k) {
+                m.insert(k.into(), x.clone());
+            }
+        }
+        m.insert("kind".into(), Value::String(rng.type_name()));
+        if let Some(text) = rng.maybe_text() {
+            m.insert(
+                ["message", "content", "summary"][rng.below(3)].into(),
+                Value::String(text),
+            );
+        }
+        m.insert(rng.type_name(), rng.value());
+        Value::Object(m)
+    }
+
+    fn with_unknown_field(v: &mut Value, rng: &mut crate::formats::testing::Rng) {
+        if let Value::Object(m) = v {
+            let (k, x) = (rng.type_name(), rng.value());
+            if rng.one_in(2) {
+                m.insert(k, x);
+            } else {
+                m.shift_insert(0, k, x);
+            }
+        }
+    }
+
+    /// A V0 list with drift: elements of neither kind before one element in four (never
+    /// first: the first says what the file is), unknown fields in one object in three (in a
+    /// pair's objects too). Returns the elements inserted.
+    fn drift_v0_list(list: &mut Vec<Value>, rng: &mut crate::formats::testing::Rng) -> usize {
+        let mut out = Vec::with_capacity(list.len() + list.len() / 3);
+        let mut inserted = 0;
+        for (k, mut e) in list.drain(..).enumerate() {
+            let near = match &e {
+                Value::Array(pair) => pair.first().cloned().unwrap_or(Value::Null),
+                other => other.clone(),
+            };
+            if k > 0 && rng.one_in(4) {
+                out.push(unknown_element(rng, &near));
+                inserted += 1;
+            }
+            match &mut e {
+                Value::Array(pair) => {
+                    for x in pair {
+                        if rng.one_in(3) {
+                            with_unknown_field(x, rng);
+                        }
+                    }
+                }
+                x if rng.one_in(3) => with_unknown_field(x, rng),
+                _ => {}
+            }
+            out.push(e);
+        }
+        *list = out;
+        inserted
+    }
+
+    /// An output (a JSONL line's or a document's) with drift in its history and at its top.
+    fn drift_output(v: &mut Value, rng: &mut crate::formats::testing::Rng) -> usize {
+        let inserted = match v.get_mut("history") {
+            Some(Value::Array(h)) => drift_v0_list(h, rng),
+            _ => 0,
+        };
+        with_unknown_field(v, rng);
+        inserted
+    }
+
+    /// A V1 event of a kind the SDK does not write, with the envelope of `near`.
+    fn unknown_v1(rng: &mut crate::formats::testing::Rng, near: &Value) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("id".into(), Value::String(format!("drift-{}", rng.next())));
+        for k in ["timestamp", "source"] {
+            if let Some(x) = near.get(k) {
+                m.insert(k.into(), x.clone());
+            }
+        }
+        if let Some(text) = rng.maybe_text() {
+            m.insert(
+                ["summary", "message", "content"][rng.below(3)].into(),
+                Value::String(text),
+            );
+        }
+        m.insert(rng.type_name(), rng.value());
+        m.insert("kind".into(), Value::String(format!("Zz{}", rng.type_name())));
+        Value::Object(m)
+    }
+
+    /// The drift mutator of every OpenHands shape. V0 trajectories (a JSON list) and the
+    /// histories of outputs (a JSONL line's or a pretty document's): elements of neither kind
+    /// and unknown fields ([`drift_v0_list`]). V1 events one a line: [`testing::drift_jsonl`]
+    /// with events of unknown kinds. A V1 folder's event files: unknown fields into one in
+    /// three, and an event file of an unknown kind beside one in four (numbered as it, so it
+    /// sorts next to it). Returns the records that must be counted as skipped.
+    fn drift_file(f: &Path, rng: &mut crate::formats::testing::Rng) -> usize {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read(f).unwrap();
+        let in_events = f.parent().is_some_and(|p| p.ends_with(EVENTS));
+        if in_events && name.starts_with("event-") && name.ends_with(".json") {
+            let Ok(mut v) = serde_json::from_slice::<Value>(&text) else {
+                return 0;
+            };
+            let mut inserted = 0;
+            if rng.one_in(4) {
+                let n = name
+                    .trim_start_matches("event-")
+                    .split('-')
+                    .next()
+                    .unwrap_or("0")
+                    .to_string();
+                let new = f.with_file_name(format!("event-{n}-zz{}.json", rng.next() % 100_000));
+                std::fs::write(new, serde_json::to_vec(&unknown_v1(rng, &v)).unwrap()).unwrap();
+                inserted += 1;
+            }
+            if rng.one_in(3) {
+                with_unknown_field(&mut v, rng);
+                std::fs::write(f, serde_json::to_vec(&v).unwrap()).unwrap();
+            }
+            return inserted;
+        }
+        if name == BASE_STATE {
+            let Ok(mut v) = serde_json::from_slice::<Value>(&text) else {
+                return 0;
+            };
+            with_unknown_field(&mut v, rng);
+            std::fs::write(f, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+            return 0;
+        }
+        if name.ends_with(".jsonl") {
+            let first: Option<Value> = text
+                .split(|&b| b == b'\n')
+                .next()
+                .and_then(|l| serde_json::from_slice(l).ok());
+            if first.as_ref().is_some_and(|v| v.get("kind").is_some()) {
+                return crate::formats::testing::drift_jsonl(f, rng, &unknown_v1);
+            }
+            let mut out = Vec::with_capacity(text.len() * 2);
+            let mut inserted = 0;
+            for line in text.split_inclusive(|&b| b == b'\n') {
+                match serde_json::from_slice::<Value>(line) {
+                    Ok(mut v) if v.is_object() => {
+                        inserted += drift_output(&mut v, rng);
+                        out.extend_from_slice(&serde_json::to_vec(&v).unwrap());
+                        out.push(b'\n');
+                    }
+                    _ => out.extend_from_slice(line),
+                }
+            }
+            std::fs::write(f, out).unwrap();
+            return inserted;
+        }
+        if name.ends_with(".json") {
+            let inserted = match serde_json::from_slice::<Value>(&text) {
+                Ok(Value::Array(mut list)) => {
+                    let n = drift_v0_list(&mut list, rng);
+                    std::fs::write(f, serde_json::to_vec_pretty(&list).unwrap()).unwrap();
+                    n
+                }
+                Ok(mut v @ Value::Object(_)) => {
+                    let n = drift_output(&mut v, rng);
+                    std::fs::write(f, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+                    n
+                }
+                _ => 0,
+            };
+            return inserted;
+        }
+        0
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// The drift rule (formats/mod.rs) on our fixtures of every shape, the sample and
+        /// the corpus' trajectories and conversation.
+        #[test]
+        fn drift_is_skipped_quietly(seed in any::<u64>()) {
+            let sources = crate::formats::testing::drift_sources(
+                "openhands",
+                &[
+                    "tests/fixtures/openhands/v0.json",
+                    "tests/fixtures/openhands/v0-damaged.json",
+                    "tests/fixtures/openhands/conversation",
+                    "tests/fixtures/openhands/eval-output.jsonl",
+                    "tests/fixtures/openhands/eval-output-pairs.jsonl",
+                    "tests/fixtures/openhands/resolver-output.jsonl",
+                    "tests/fixtures/openhands/resolver-output.json",
+                    "tests/fixtures/openhands/v1-events.jsonl",
+                    "sample-traces/openhands/conversations/5b1d0c7e9a2f4e61b3c8d4f0a6e2b917",
+                ],
+            );
+            crate::formats::testing::drift_check(&sources, seed, &drift_file);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The new shapes with bytes changed, removed or inserted anywhere: loaded, every
+        /// payload decoded, or refused with an error; never a panic.
+        #[test]
+        fn damaged_outputs_and_v1_lines_never_panic(
+            (name, bytes) in prop::sample::select(vec![
+                "eval-output.jsonl",
+                "eval-output-pairs.jsonl",
+                "resolver-output.jsonl",
+                "resolver-output.json",
+                "v1-events.jsonl",
+            ])
+            .prop_flat_map(|name| {
+                let text = std::fs::read(fixture("openhands", name)).unwrap();
+                (Just(name), crate::formats::testing::with_byte_edits(Just(text), 1))
+            }),
+        ) {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join(name);
+            std::fs::write(&p, &bytes).unwrap();
+            if let Ok(l) = OpenHands.load(&p) {
+                for t in &l.traces {
+                    for e in &t.events {
+                        let _ = crate::formats::payload(t, e);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -79,7 +79,7 @@ fn from_v0(path: &Path, events: &[Value]) -> Trace {
                 if action == "message" && source == "user" && task.is_none() {
                     task = content.clone();
                 }
-                t.add(NewEvent {
+                let e = t.add(NewEvent {
                     id: id.as_deref(),
                     parent: Parent::Index(run),
                     start: ts,
@@ -92,6 +92,10 @@ fn from_v0(path: &Path, events: &[Value]) -> Trace {
                     }),
                     ..NewEvent::new(kind, &label)
                 });
+                // A message may cause an observation too (the recall of a user's message).
+                if let Some(id) = &id {
+                    calls.insert(id.clone(), e);
+                }
                 continue;
             }
             // An agent action: a tool call, under the LLM response that asked for it.
@@ -154,11 +158,23 @@ fn from_v0(path: &Path, events: &[Value]) -> Trace {
             continue;
         }
         let Some(obs) = str_of(ev, "observation") else {
-            t.diagnostics.push(Diagnostic::warning(
-                path,
-                None,
-                format!("event {at} has neither `action` nor `observation`; skipped"),
-            ));
+            // Drift: counted under its own type, shown when it carries text.
+            let ty = ["kind", "type", "event"]
+                .iter()
+                .find_map(|k| str_of(ev, k).filter(|s| !s.is_empty()))
+                .unwrap_or("(neither action nor observation)");
+            t.skipped.add(ty);
+            if crate::formats::drift_text(ev).is_some() {
+                t.add(NewEvent {
+                    id: id.as_deref(),
+                    parent: Parent::Index(run),
+                    start: ts,
+                    status: Status::Ok,
+                    origin,
+                    payload: PayloadRef::inline(crate::formats::drift_payload(ev, &["id", "timestamp", "source"])),
+                    ..NewEvent::new(EventKind::Other, ty)
+                });
+            }
             continue;
         };
         let extras = ev.get("extras").cloned().unwrap_or(Value::Null);
@@ -607,9 +623,8 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                     }
                 }
             }
-            _ => {
+            k if KNOWN_V1.contains(&k) => {
                 // State updates, condensations, pauses, tokens: shown by kind, not interpreted.
-                let label = if kind.is_empty() { "event" } else { kind };
                 let state_like = kind.contains("State") || kind == "PauseEvent";
                 t.add(NewEvent {
                     id,
@@ -617,8 +632,23 @@ fn load_v1(dir: &Path) -> Result<Trace, LoadError> {
                     start: ts,
                     status: Status::Ok,
                     origin,
-                    ..NewEvent::new(if state_like { EventKind::State } else { EventKind::Other }, label)
+                    ..NewEvent::new(if state_like { EventKind::State } else { EventKind::Other }, kind)
                 });
+            }
+            _ => {
+                let ty = if kind.is_empty() { "(no kind)" } else { kind };
+                t.skipped.add(ty);
+                if crate::formats::drift_text(&ev).is_some() {
+                    t.add(NewEvent {
+                        id,
+                        parent: Parent::Index(run),
+                        start: ts,
+                        status: Status::Ok,
+                        origin,
+                        payload: PayloadRef::inline(crate::formats::drift_payload(&ev, &V1_ENVELOPE)),
+                        ..NewEvent::new(EventKind::Other, ty)
+                    });
+                }
             }
         }
     }

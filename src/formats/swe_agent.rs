@@ -11,6 +11,13 @@
 //!   counted them, cache not told apart) as input, `tokens_received` as output, and
 //!   `instance_cost` (dollars) as the run's recorded cost.
 //!   No timestamps: steps keep file order; `execution_time` (seconds) is the action's duration.
+//! - SWE-agent demonstrations (`trajectories/demonstrations/*.traj`, what `--agent.templates.
+//!   demonstrations` reads): `{history}` alone, no steps, no `info`. The history is read as
+//!   mini-swe-agent's messages are: an assistant item is one LLM call whose action is a tool
+//!   call (named by its `tool_calls` function, or, without function calling, by the first
+//!   word of the `action` SWE-agent parsed), joined to its `tool` item by `tool_call_ids` or
+//!   to the next user item. Without a `.traj` name, SWE-agent's `message_type` / `agent`
+//!   fields on the first item tell it from any other `{history: [...]}`. Status unknown.
 //! - mini-swe-agent 1.x (old form): a JSON list of `{role, content}` messages; each assistant
 //!   turn holds one ```` ```mswea_bash_command ```` block (older configs: ```` ```bash ````),
 //!   and the next user message is its output (`<returncode>N</returncode><output>…`).
@@ -20,6 +27,11 @@
 //!   `extra.timestamp` (epoch seconds); an `exit` message closes the run. Tokens: the
 //!   response's LiteLLM `usage` (OpenAI's way: cache inside `prompt_tokens`, reasoning inside
 //!   `completion_tokens`; taken out) and `extra.cost` (dollars) as the call's recorded cost.
+//!
+//! Drift (formats/mod.rs): a step or message field the reader does not know is ignored; a
+//! message of a role it does not know (not system, user, assistant, tool or exit) is skipped
+//! quietly, counted, and shown as a generic event when it carries text. A full trajectory's
+//! `history` only gives the task, so its roles are not looked at.
 
 use super::document::{DocSink, Document, Top};
 use super::jsonl::LineLoc;
@@ -48,6 +60,9 @@ enum Shape {
     MiniDoc,
     /// mini-swe-agent's old form: a bare list of messages.
     MiniList,
+    /// SWE-agent's `history` alone: a demonstration (`trajectories/demonstrations/*.traj`),
+    /// no `trajectory`, no `info`.
+    History,
 }
 
 /// Whether the file name has a trajectory's shape.
@@ -57,6 +72,13 @@ fn traj_name(name: &str) -> bool {
 
 fn is_message(m: &Value) -> bool {
     m.get("role").is_some_and(Value::is_string) && m.get("content").is_some()
+}
+
+/// A SWE-agent history item: a message with the fields SWE-agent adds (`message_type` in
+/// 1.x, `agent` in 0.x and 1.x), what tells a demonstration from any `{history: [...]}` chat.
+fn is_history_item(m: &Value) -> bool {
+    is_message(m)
+        && (m.get("message_type").is_some_and(Value::is_string) || m.get("agent").is_some_and(Value::is_string))
 }
 
 fn shape(v: &Value, traj_path: bool) -> Option<Shape> {
@@ -75,6 +97,17 @@ fn shape(v: &Value, traj_path: bool) -> Option<Shape> {
                 || v.get("info").and_then(|i| i.get("mini_version")).is_some();
             if o.get("messages").is_some_and(Value::is_array) && (mini_format || traj_path) {
                 return Some(Shape::MiniDoc);
+            }
+            // A demonstration: the history alone (an OpenHands output's `history` holds
+            // action/observation events, never messages).
+            let history = o.get("history").and_then(Value::as_array);
+            if let Some(h) = history
+                && steps.is_none()
+                && !o.contains_key("messages")
+                && h.first()
+                    .is_some_and(|m| if traj_path { is_message(m) } else { is_history_item(m) })
+            {
+                return Some(Shape::History);
             }
             None
         }
@@ -108,7 +141,7 @@ impl Format for SweAgent {
         let named = traj_name(p.file_name());
         if p.complete {
             // `shape`'s documents name one of these first.
-            let whole = p.whole_naming(&["trajectory", "messages", "role"]);
+            let whole = p.whole_naming(&["trajectory", "messages", "role", "history"]);
             // Above openai-chat's 85-95 for the same lists and `{messages}` objects.
             return match whole.and_then(|v| shape(v, named)) {
                 Some(_) if named => 100,
@@ -123,7 +156,7 @@ impl Format for SweAgent {
         let mini_keys = p.has_key("trajectory_format") || (p.has_key("messages") && p.has_key("info"));
         let list = p.is_list() && p.has_key("role");
         // Under a trajectory's name, the list's key is enough (the rest may be past the head).
-        let named_keys = p.has_key("trajectory") || p.has_key("messages");
+        let named_keys = p.has_key("trajectory") || p.has_key("messages") || p.has_key("history");
         match (named, swe_keys || mini_keys, list) {
             (true, true, _) | (true, _, true) => 100,
             (true, false, false) if named_keys => 100,
@@ -155,6 +188,7 @@ impl Format for SweAgent {
         }
         let text = record.get("content").and_then(text_of);
         match event.kind {
+            EventKind::Other => super::drift_payload(&record, &[]),
             EventKind::LlmCall => Payload {
                 output: text.map(Value::String),
                 extra: llm_extra(&record),
@@ -231,12 +265,16 @@ fn load_with(path: &Path, doc: &Document<'_>, watcher: Option<&mut dyn Watcher>)
         if !(s.first_message.as_ref().is_some_and(is_message) && (named || s.signed)) {
             return Err(not_ours());
         }
-        from_mini(path, &Value::Null, &s.messages)
+        from_mini(path, &Value::Null, &s.messages, "messages")
     } else {
         let skeleton = s.skeleton();
         match shape(&skeleton, named) {
             Some(Shape::Swe) => from_swe(path, &skeleton, &s.steps, s.task.as_deref()),
-            Some(Shape::MiniDoc) => from_mini(path, &skeleton, &s.messages),
+            Some(Shape::MiniDoc) => from_mini(path, &skeleton, &s.messages, "messages"),
+            Some(Shape::History) => {
+                let messages = read_history(path, &s.history)?;
+                from_history(path, &messages, s.task.as_deref())
+            }
             _ => return Err(not_ours()),
         }
     };
@@ -244,6 +282,47 @@ fn load_with(path: &Path, doc: &Document<'_>, watcher: Option<&mut dyn Watcher>)
         t.diagnostics.push(Diagnostic::error(path, Some(line.max(1)), message));
     }
     Ok(Loaded { traces: vec![t] })
+}
+
+/// The history items of a demonstration, read again from their byte ranges (the stream kept
+/// only where they are: in a whole trajectory the history repeats the steps).
+fn read_history(path: &Path, locs: &[LineLoc]) -> Result<Vec<Located<Msg>>, LoadError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = super::open_regular(path).map_err(|e| LoadError::io(path, e))?;
+    let mut buf = Vec::new();
+    let mut out = Vec::with_capacity(locs.len());
+    for (i, loc) in locs.iter().enumerate() {
+        buf.clear();
+        f.seek(SeekFrom::Start(loc.offset))
+            .map_err(|e| LoadError::io(path, e))?;
+        (&mut f)
+            .take(loc.len as u64)
+            .read_to_end(&mut buf)
+            .map_err(|e| LoadError::io(path, e))?;
+        let msg = serde_json::from_slice::<Value>(&buf)
+            .map(|m| Msg::of(&m))
+            .map_err(|e| format!("history[{i}]: {}; skipped", super::jsonl::json_error(&e)));
+        out.push((msg, *loc));
+    }
+    Ok(out)
+}
+
+/// A demonstration: its history read as mini-swe-agent's messages are (SWE-agent's history
+/// items are the same chat: an assistant message per action, with `tool_calls` or, without
+/// function calling, the parsed `action`; its result the next `tool` message by
+/// `tool_call_ids`, or the next user message). Nothing says how it ended.
+fn from_history(path: &Path, messages: &[Located<Msg>], task: Option<&str>) -> Trace {
+    let mut t = from_mini(path, &Value::Null, messages, "history");
+    t.meta.attributes.push((
+        "trajectory_format".to_string(),
+        json!("SWE-agent history only (a demonstration)"),
+    ));
+    if let Some(task) = task
+        && let Some(&run) = t.roots.first()
+    {
+        t.payload_mut(run).input = Some(Value::String(task.to_string()));
+    }
+    t
 }
 
 /// Which action of its assistant message a tool call is: `from_mini` adds a message's actions
@@ -289,6 +368,10 @@ struct Stream<'w> {
     others: Vec<(String, Value)>,
     first_step: Option<Value>,
     first_message: Option<Value>,
+    first_history: Option<Value>,
+    /// Where each history item is: read again only when the history is all there is (a
+    /// demonstration), else only its task is taken.
+    history: Vec<LineLoc>,
     steps: Vec<Located<Step>>,
     messages: Vec<Located<Msg>>,
     /// The history's first user message that is not a demonstration, once found.
@@ -315,7 +398,7 @@ impl Stream<'_> {
         }
         for (list, key, first) in [
             (STEPS, "trajectory", &self.first_step),
-            (HISTORY, "history", &None),
+            (HISTORY, "history", &self.first_history),
             (MESSAGES, "messages", &None),
         ] {
             if self.seen[list] {
@@ -331,9 +414,9 @@ impl Stream<'_> {
         if self.seen[STEPS] {
             from_swe(path, &self.skeleton(), &self.steps, self.task.as_deref())
         } else if self.seen[BARE] {
-            from_mini(path, &Value::Null, &self.messages)
+            from_mini(path, &Value::Null, &self.messages, "messages")
         } else {
-            from_mini(path, &self.skeleton(), &self.messages)
+            from_mini(path, &self.skeleton(), &self.messages, "messages")
         }
     }
 
@@ -395,6 +478,10 @@ impl Stream<'_> {
                 }
             }
             HISTORY => {
+                if first && let Some((b, _)) = batch.first() {
+                    self.first_history = serde_json::from_slice(b).ok();
+                }
+                self.history.extend(batch.iter().map(|(_, loc)| *loc));
                 for (b, _) in batch {
                     if self.task_found {
                         break;
@@ -521,7 +608,13 @@ struct Msg {
     exit: Option<Value>,
     /// An assistant message with mini-swe-agent's action block.
     signed: bool,
+    /// A message of a role the reader does not know carries text ([`super::drift_text`]).
+    text: bool,
 }
+
+/// The roles of mini-swe-agent's messages and SWE-agent's history items. Another role is
+/// drift: skipped quietly, counted, shown when it carries text.
+const ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "exit"];
 
 /// One action of an assistant message.
 #[derive(Debug, PartialEq)]
@@ -548,6 +641,7 @@ impl Msg {
             exit: None,
             signed: role == Some("assistant")
                 && str_of(m, "content").is_some_and(|c| c.contains("```mswea_bash_command")),
+            text: false,
         };
         match role {
             Some("assistant") => {
@@ -581,15 +675,27 @@ impl Msg {
                     .collect();
             }
             Some("tool" | "user") => {
-                msg.tool_call_id = str_of(m, "tool_call_id").map(str::to_owned);
+                msg.tool_call_id = tool_call_id(m).map(str::to_owned);
                 let (rc, exception) = failure(m, text.as_deref());
                 msg.failed = rc.is_some_and(|rc| rc != 0) || exception.is_some();
             }
             Some("exit") => msg.exit = Some(extra.cloned().unwrap_or(Value::Null)),
+            Some(r) if !ROLES.contains(&r) => msg.text = super::drift_text(m).is_some(),
             _ => {}
         }
         msg
     }
+}
+
+/// The call a result answers: mini's `tool_call_id`, or SWE-agent's `tool_call_ids` (a list
+/// of one: SWE-agent parses one call a turn).
+fn tool_call_id(m: &Value) -> Option<&str> {
+    str_of(m, "tool_call_id").or_else(|| {
+        m.get("tool_call_ids")
+            .and_then(Value::as_array)
+            .and_then(|ids| ids.first())
+            .and_then(Value::as_str)
+    })
 }
 
 /// The payload of a SWE-agent step's events: the model's response (and its thought, when
@@ -889,7 +995,9 @@ struct Waiting {
     start: Option<i64>,
 }
 
-fn from_mini(path: &Path, doc: &Value, messages: &[Located<Msg>]) -> Trace {
+/// A mini-swe-agent trajectory, or the history of a SWE-agent demonstration: the messages of
+/// `list`.
+fn from_mini(path: &Path, doc: &Value, messages: &[Located<Msg>], list: &str) -> Trace {
     let name = run_name(path);
     let info = doc.get("info").unwrap_or(&Value::Null);
     // The exit message (2.x) carries the exit status when `info` lacks it.
@@ -941,7 +1049,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Located<Msg>]) -> Trace {
     let mut by_id: HashMap<String, Waiting> = HashMap::new();
     let mut by_position: VecDeque<Waiting> = VecDeque::new();
     for (i, (m, loc)) in messages.iter().enumerate() {
-        let at = format!("messages[{i}]");
+        let at = format!("{list}[{i}]");
         let here = loc.element_origin(origin.file);
         let m = match m {
             Ok(m) => m,
@@ -1033,7 +1141,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Located<Msg>]) -> Trace {
                 }
             }
             "exit" => {}
-            _ => {
+            "system" => {
                 t.add(NewEvent {
                     id: Some(&at),
                     parent: Parent::Index(run),
@@ -1041,8 +1149,24 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Located<Msg>]) -> Trace {
                     status: Status::Ok,
                     origin: here,
                     payload: PayloadRef::Deferred,
-                    ..NewEvent::new(EventKind::Message(Role::parse(role)), role)
+                    ..NewEvent::new(EventKind::Message(Role::System), role)
                 });
+            }
+            _ => {
+                // Drift (formats/mod.rs): a role of a newer version, counted, shown when it
+                // carries text.
+                t.skipped.add(role);
+                if m.text {
+                    t.add(NewEvent {
+                        id: Some(&at),
+                        parent: Parent::Index(run),
+                        start: ts,
+                        status: Status::Ok,
+                        origin: here,
+                        payload: PayloadRef::Deferred,
+                        ..NewEvent::new(EventKind::Other, role)
+                    });
+                }
             }
         }
     }
@@ -1087,6 +1211,12 @@ fn actions(m: &Value, text: Option<&str>) -> Vec<(String, String, Option<String>
                 (tool.to_string(), command, str_of(c, "id").map(str::to_owned), args)
             })
             .collect();
+    }
+    // SWE-agent's history without function calling: the action it parsed from the reply
+    // (mini's messages have no `action`).
+    if let Some(action) = str_of(m, "action").filter(|a| !a.trim().is_empty()) {
+        let a = action.to_string();
+        return vec![(first_word(action), a.clone(), None, Value::String(a))];
     }
     match text.and_then(command_block) {
         Some(cmd) => vec![("bash".to_string(), cmd.clone(), None, json!({ "command": cmd }))],
@@ -1404,7 +1534,15 @@ mod tests {
     }
 
     fn message() -> impl Strategy<Value = String> {
-        let role = prop::sample::select(vec!["assistant", "assistant", "user", "tool", "exit", "system"]);
+        let role = prop::sample::select(vec![
+            "assistant",
+            "assistant",
+            "user",
+            "tool",
+            "exit",
+            "system",
+            "critic",
+        ]);
         let content = text(&[
             "Task: fix it",
             "run\n```mswea_bash_command\nls -la\n```",
@@ -1473,7 +1611,9 @@ mod tests {
         let field = prop_oneof![
             3 => (Just("role"), role.prop_map(|r| format!("{r:?}"))),
             3 => (Just("content"), content),
-            1 => (Just("tool_call_id"), call.prop_map(|c| format!("{c:?}"))),
+            1 => (Just("tool_call_id"), call.clone().prop_map(|c| format!("{c:?}"))),
+            1 => (Just("tool_call_ids"), call.prop_map(|c| format!("[{c:?}]"))),
+            1 => (Just("action"), text(&["ls -la\n", "submit", "", "edit 1:1\nx\nend_of_edit"])),
             1 => (Just("tool_calls"), tool_calls),
             2 => (Just("extra"), extra),
             1 => (Just("is_demo"), prop::sample::select(vec!["true", "false"]).prop_map(str::to_string)),
@@ -1550,7 +1690,18 @@ mod tests {
             }
             ("run.traj.json".to_string(), list(m))
         });
-        prop_oneof![swe, mini, bare]
+        // A SWE-agent demonstration: the history alone.
+        let demo = (prop::collection::vec(message(), 0..8), any::<bool>()).prop_map(move |(mut m, plain)| {
+            if plain {
+                m.insert(
+                    0,
+                    r#"{"role": "system", "content": "s", "agent": "main", "message_type": "system_prompt"}"#
+                        .to_string(),
+                );
+            }
+            ("demo.traj".to_string(), object(vec![("history", list(m))]))
+        });
+        prop_oneof![swe, mini, bare, demo]
     }
 
     proptest! {
@@ -1603,6 +1754,216 @@ mod tests {
                 json!({"command": "echo two", "tool_call_id": "call_same"}),
             ]
         );
+    }
+
+    /// A demonstration with function calling: each assistant action is a tool call, joined
+    /// to its `tool` message by `tool_call_ids`; nothing says how it ended.
+    #[test]
+    fn demonstration_history_with_function_calls() {
+        let t = load("demo-function-calling.traj");
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.meta.status, RunStatus::Unknown);
+        assert_eq!((t.counts().tool_calls, t.counts().llm_calls), (5, 5));
+        assert_eq!(
+            outline(&t),
+            [
+                "run demo-function-calling",
+                "  message system",
+                "  message user",
+                "  llm assistant",
+                "    tool find_file",
+                "  llm assistant",
+                "    tool open",
+                "  llm assistant",
+                "    tool edit",
+                "  llm assistant",
+                "    tool bash",
+                "  llm assistant",
+                "    tool submit",
+            ]
+        );
+        let run = crate::formats::payload(&t, t.event(t.roots[0]));
+        assert!(run.input.unwrap().as_str().unwrap().contains("ZeroDivisionError"));
+        let edit = t.find("call_9fQm2VbLr4Zt").unwrap();
+        assert_eq!(t.event(edit).status, Status::Ok);
+        let p = crate::formats::payload(&t, t.event(edit));
+        assert_eq!(
+            p.input,
+            Some(json!({"search": "return sum(xs) / len(xs)", "replace": "return sum(xs) / len(xs) if xs else 0.0"}))
+        );
+        assert!(p.output.unwrap().as_str().unwrap().starts_with("Text replaced."));
+        let submit = t.find("call_submit").unwrap();
+        assert_eq!(t.event(submit).status, Status::Ok);
+        let llm = crate::formats::payload(&t, t.event(t.event(submit).parent));
+        assert_eq!(llm.output, Some(json!("The fix works; submitting.")));
+        // Detection: by name, or by SWE-agent's own fields without it.
+        let text = std::fs::read(fixture("swe-agent", "demo-function-calling.traj")).unwrap();
+        assert_eq!(SweAgent.detect(&probe("x.traj", &text)), 100);
+        assert_eq!(SweAgent.detect(&probe("x.json", &text)), 97);
+        let chat = br#"{"history": [{"role": "user", "content": "hi"}]}"#;
+        assert_eq!(SweAgent.detect(&probe("x.json", chat)), 0);
+        assert_eq!(SweAgent.detect(&probe("x.traj", chat)), 100);
+    }
+
+    /// A demonstration without function calling (0.x): the action SWE-agent parsed is the
+    /// call, the next user message its output; the last `submit` got none.
+    #[test]
+    fn demonstration_history_with_parsed_actions() {
+        let t = load("demo-ctf.traj");
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let calls: Vec<u32> = t
+            .walk()
+            .into_iter()
+            .map(|(i, _)| i)
+            .filter(|&i| t.event(i).kind == EventKind::ToolCall)
+            .collect();
+        let names: Vec<&str> = calls.iter().map(|&i| t.name(i)).collect();
+        assert_eq!(names, ["ls", "cat", "echo", "submit"]);
+        let status: Vec<Status> = calls.iter().map(|&i| t.event(i).status).collect();
+        assert_eq!(status, [Status::Ok, Status::Ok, Status::Ok, Status::Pending]);
+        let p = crate::formats::payload(&t, t.event(calls[1]));
+        assert_eq!(p.input, Some(json!("cat rotten.txt\n")));
+        assert!(p.output.unwrap().as_str().unwrap().starts_with("synt{"));
+        assert_eq!(t.counts().llm_calls, 4);
+        let users = outline(&t).iter().filter(|l| l.trim() == "message user").count();
+        assert_eq!(users, 1, "the task; the outputs are the calls'");
+    }
+
+    /// A role a newer version writes is drift: skipped quietly and counted, shown when it
+    /// carries text.
+    #[test]
+    fn unknown_roles_are_skipped_quietly() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.traj.json");
+        std::fs::write(
+            &p,
+            br#"{"info": {"exit_status": "Submitted"}, "trajectory_format": "mini-swe-agent-1.1", "messages": [
+                {"role": "user", "content": "Task"},
+                {"role": "critic", "content": "Looks wrong to me."},
+                {"role": "assistant", "content": "```mswea_bash_command\nls\n```"},
+                {"role": "critic", "content": ""},
+                {"role": "user", "content": "<returncode>0</returncode><output>a</output>"}
+            ]}"#,
+        )
+        .unwrap();
+        let t = SweAgent.load(&p).unwrap().traces.remove(0);
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        assert_eq!(t.skipped.iter().collect::<Vec<_>>(), [("critic", 2)]);
+        assert_eq!(t.counts().tool_calls, 1);
+        let other = t.find("messages[1]").unwrap();
+        assert_eq!(t.event(other).kind, EventKind::Other);
+        assert_eq!(t.name(other), "critic");
+        assert_eq!(
+            crate::formats::payload(&t, t.event(other)).input,
+            Some(json!("Looks wrong to me."))
+        );
+        assert!(t.find("messages[3]").is_none());
+        // The call's output is still the next user message.
+        let call = t.find("messages[2].action[0]").unwrap();
+        assert_eq!(t.event(call).status, Status::Ok);
+    }
+
+    /// A message of a role no version writes, with the envelope of `near` (SWE-agent's
+    /// `agent` and `message_type`), text or not.
+    fn unknown_message(rng: &mut crate::formats::testing::Rng, near: Option<&Value>) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("role".into(), Value::String(rng.type_name()));
+        m.insert("content".into(), Value::String(rng.maybe_text().unwrap_or_default()));
+        for k in ["agent", "message_type"] {
+            if let Some(x) = near.and_then(|n| n.get(k)) {
+                m.insert(k.into(), x.clone());
+            }
+        }
+        m.insert(rng.type_name(), rng.value());
+        Value::Object(m)
+    }
+
+    /// An unknown field into an object, at the front or the end.
+    fn with_unknown_field(v: &mut Value, rng: &mut crate::formats::testing::Rng) {
+        if let Value::Object(m) = v {
+            let (k, x) = (rng.type_name(), rng.value());
+            if rng.one_in(2) {
+                m.insert(k, x);
+            } else {
+                m.shift_insert(0, k, x);
+            }
+        }
+    }
+
+    /// The drift mutator of a trajectory (a JSON document): unknown fields into the document,
+    /// `info`, the steps and the messages (one object in three), and messages of unknown roles
+    /// before one message in four of the lists read as messages (mini's `messages`, the bare
+    /// list, a demonstration's `history`). A full trajectory's `history` is not read as
+    /// events (only its task): unknown roles go there too, and count for nothing.
+    /// Returns the records that must be counted as skipped.
+    fn drift_trajectory(f: &Path, rng: &mut crate::formats::testing::Rng) -> usize {
+        let Ok(mut doc) = serde_json::from_slice::<Value>(&std::fs::read(f).unwrap()) else {
+            return 0;
+        };
+        let mut counted = 0;
+        let mut messages = |list: &mut Vec<Value>, rng: &mut crate::formats::testing::Rng, read: bool| {
+            let mut out = Vec::with_capacity(list.len() + list.len() / 3);
+            for mut m in list.drain(..) {
+                if rng.one_in(4) {
+                    out.push(unknown_message(rng, Some(&m)));
+                    counted += usize::from(read);
+                }
+                if rng.one_in(3) {
+                    with_unknown_field(&mut m, rng);
+                }
+                out.push(m);
+            }
+            *list = out;
+        };
+        match &mut doc {
+            Value::Array(list) => messages(list, rng, true),
+            Value::Object(o) => {
+                let steps = o.contains_key("trajectory");
+                for (k, v) in o.iter_mut() {
+                    match (k.as_str(), v) {
+                        ("trajectory", Value::Array(list)) => {
+                            for s in list {
+                                if rng.one_in(3) {
+                                    with_unknown_field(s, rng);
+                                }
+                            }
+                        }
+                        ("messages", Value::Array(list)) => messages(list, rng, true),
+                        ("history", Value::Array(list)) => messages(list, rng, !steps),
+                        ("info", v) => with_unknown_field(v, rng),
+                        _ => {}
+                    }
+                }
+                with_unknown_field(&mut doc, rng);
+            }
+            _ => return 0,
+        }
+        std::fs::write(f, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+        counted
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// The drift rule (formats/mod.rs) on our fixtures, samples and the corpus'
+        /// trajectories: unknown step fields change nothing, unknown roles are counted.
+        #[test]
+        fn drift_is_skipped_quietly(seed in any::<u64>()) {
+            let sources = crate::formats::testing::drift_sources(
+                "swe-agent",
+                &[
+                    "tests/fixtures/swe-agent/fix-typo.traj",
+                    "tests/fixtures/swe-agent/damaged.traj",
+                    "tests/fixtures/swe-agent/mini-v1.traj.json",
+                    "tests/fixtures/swe-agent/mini-v2.traj.json",
+                    "tests/fixtures/swe-agent/mini-dup-ids.traj.json",
+                    "tests/fixtures/swe-agent/demo-function-calling.traj",
+                    "tests/fixtures/swe-agent/demo-ctf.traj",
+                    "sample-traces/swe-agent/stats-mean-empty.traj",
+                    "sample-traces/swe-agent/weather-kelvin.traj.json",
+                ],
+            );
+            crate::formats::testing::drift_check(&sources, seed, &drift_trajectory);
+        }
     }
 
     #[test]

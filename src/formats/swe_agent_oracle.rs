@@ -14,8 +14,34 @@ pub fn load(path: &Path) -> Result<Trace, LoadError> {
             path,
             &v,
             v.get("messages").and_then(Value::as_array).map_or(&[], |m| m),
+            "messages",
         )),
-        Some(Shape::MiniList) => Ok(from_mini(path, &Value::Null, v.as_array().map_or(&[], |m| m))),
+        Some(Shape::MiniList) => Ok(from_mini(
+            path,
+            &Value::Null,
+            v.as_array().map_or(&[], |m| m),
+            "messages",
+        )),
+        Some(Shape::History) => {
+            let history = v.get("history").and_then(Value::as_array).map_or(&[][..], |h| h);
+            let mut t = from_mini(path, &Value::Null, history, "history");
+            t.meta.attributes.push((
+                "trajectory_format".to_string(),
+                json!("SWE-agent history only (a demonstration)"),
+            ));
+            let task = history
+                .iter()
+                .find(|m| {
+                    str_of(m, "role") == Some("user") && !m.get("is_demo").and_then(Value::as_bool).unwrap_or(false)
+                })
+                .and_then(|m| m.get("content"))
+                .and_then(text_of);
+            if let Some(task) = task {
+                let run = t.roots[0];
+                t.payload_mut(run).input = Some(Value::String(task));
+            }
+            Ok(t)
+        }
         None => Err(LoadError::invalid(path, "not a trajectory")),
     }
 }
@@ -208,7 +234,7 @@ struct Waiting {
     start: Option<i64>,
 }
 
-fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
+fn from_mini(path: &Path, doc: &Value, messages: &[Value], list: &str) -> Trace {
     let name = run_name(path);
     let info = doc.get("info").unwrap_or(&Value::Null);
     // The exit message (2.x) carries the exit status when `info` lacks it.
@@ -260,7 +286,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
     let mut by_id: HashMap<String, Waiting> = HashMap::new();
     let mut by_position: VecDeque<Waiting> = VecDeque::new();
     for (i, m) in messages.iter().enumerate() {
-        let at = format!("messages[{i}]");
+        let at = format!("{list}[{i}]");
         let Some(role) = str_of(m, "role") else {
             t.diagnostics
                 .push(Diagnostic::error(path, None, format!("{at} has no `role`; skipped")));
@@ -344,7 +370,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                 }
             }
             "tool" | "user" => {
-                let waiting = match str_of(m, "tool_call_id") {
+                let waiting = match tool_call_id(m) {
                     Some(id) => by_id.remove(id).or_else(|| {
                         t.diagnostics.push(Diagnostic::warning(
                             path,
@@ -358,7 +384,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                 match waiting {
                     Some(w) => complete(&mut t, w, m, text, ts),
                     None => {
-                        if role == "tool" && str_of(m, "tool_call_id").is_none() {
+                        if role == "tool" && tool_call_id(m).is_none() {
                             t.diagnostics.push(Diagnostic::warning(
                                 path,
                                 None,
@@ -381,7 +407,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                 }
             }
             "exit" => {}
-            _ => {
+            "system" => {
                 t.add(NewEvent {
                     id: Some(&at),
                     parent: Parent::Index(run),
@@ -392,8 +418,22 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value]) -> Trace {
                         input: text.map(Value::String),
                         ..Default::default()
                     }),
-                    ..NewEvent::new(EventKind::Message(Role::parse(role)), role)
+                    ..NewEvent::new(EventKind::Message(Role::System), role)
                 });
+            }
+            _ => {
+                t.skipped.add(role);
+                if crate::formats::drift_text(m).is_some() {
+                    t.add(NewEvent {
+                        id: Some(&at),
+                        parent: Parent::Index(run),
+                        start: ts,
+                        status: Status::Ok,
+                        origin,
+                        payload: PayloadRef::inline(crate::formats::drift_payload(m, &[])),
+                        ..NewEvent::new(EventKind::Other, role)
+                    });
+                }
             }
         }
     }
