@@ -89,12 +89,15 @@ pub fn summaries(
     let Some(c) = get() else { return compute() };
     // Keyed by the absolute path: the same run listed from elsewhere is the same entry.
     let abs = std::path::absolute(&run.path).ok();
-    let (Some(inputs), Some(key)) = (
+    let (Some(mut inputs), Some(key)) = (
         run.format.summary_inputs(&run.path),
         abs.as_deref().and_then(Path::to_str),
     ) else {
         return compute();
     };
+    // The sources read into the run are its inputs too (and make another entry than the
+    // source alone: the names of the inputs are in the stamp).
+    inputs.extend(run.nested.iter().flat_map(|n| n.iter().cloned()));
     let Some(stamp) = stamp_inputs(&inputs) else {
         return compute();
     };
@@ -568,6 +571,7 @@ mod tests {
             path: s.path.clone(),
             format: formats::by_id(s.format).unwrap(),
             root: std::sync::Arc::from(Path::new(".")),
+            nested: None,
         };
         let back = Cached::of(&s, &run.path).unwrap().to_summary(&run).unwrap();
         assert_eq!(format!("{s:?}"), format!("{back:?}"));

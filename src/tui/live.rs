@@ -186,7 +186,7 @@ impl Loader {
     }
 
     fn run(&mut self) {
-        match self.job.run.format.follow(&self.job.run.path) {
+        match self.job.run.follow() {
             Some(f) => self.lines(f),
             None => self.whole(),
         }
