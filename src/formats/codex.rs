@@ -296,6 +296,10 @@ impl Format for Codex {
         ))
     }
 
+    fn nests(&self) -> bool {
+        true
+    }
+
     fn lineage(&self, path: &Path) -> Option<super::Lineage> {
         lineage(path)
     }
@@ -325,6 +329,8 @@ fn is_injected_context(text: &str) -> bool {
         "<user_instructions>",
         "# AGENTS.md instructions",
         "<permissions",
+        // A sub-agent's news, relayed to its parent as a user message.
+        "<subagent_notification>",
     ]
     .iter()
     .any(|p| t.starts_with(p))
@@ -2795,18 +2801,31 @@ impl Nest {
 }
 
 /// How much of a rollout's start is read to learn whose thread it is: its session_meta's keys
-/// come before its instructions (tens of KB), which are not read.
-const HEAD: usize = 8 << 10;
+/// come before its instructions (tens of KB), which are not read. Most heads say it in their
+/// first 2 KB (discovery reads one of every rollout: the less, the faster a first `ls`).
+const HEAD: [usize; 2] = [2 << 10, 8 << 10];
 
 /// A rollout's thread and, for a sub-agent's, its parent thread, from the first session_meta
 /// in the head of the file ([`Format::lineage`]). None: not a rollout of threads (an older
 /// one, or not readable).
 fn lineage(path: &Path) -> Option<super::Lineage> {
     use std::io::Read;
-    let f = super::open_regular(path).ok()?;
-    let mut buf = Vec::with_capacity(HEAD);
-    f.take(HEAD as u64).read_to_end(&mut buf).ok()?;
-    let (id, parent) = head_lineage(&buf)?;
+    let mut f = super::open_regular(path).ok()?;
+    let mut buf = Vec::with_capacity(HEAD[0]);
+    (&mut f).take(HEAD[0] as u64).read_to_end(&mut buf).ok()?;
+    let mut found = head_lineage(&buf);
+    // Read on when the head said nothing, or was cut before its instructions (the keys
+    // that name a parent come before them).
+    let cut_early = !buf.contains(&b'\n') && memchr::memmem::find(&buf, b"instructions\"").is_none();
+    let incomplete = match &found {
+        None | Some((None, _)) => true,
+        Some((_, parent)) => parent.is_none() && cut_early,
+    };
+    if incomplete && buf.len() == HEAD[0] {
+        f.take((HEAD[1] - HEAD[0]) as u64).read_to_end(&mut buf).ok()?;
+        found = head_lineage(&buf);
+    }
+    let (id, parent) = found?;
     Some(super::Lineage {
         id: id.or_else(|| thread_id_of_name(path))?,
         parent,
@@ -4314,6 +4333,16 @@ mod tests {
         let head = br#"{"type":"zz_new","payload":{"k":1}}
 {"timestamp":"t","type":"session_meta","payload":{"id":"c1","cwd":"/a","originator":"x","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p1","depth":1}}},"base_instructions":{"text":"You are"#;
         assert_eq!(head_lineage(head), Some((Some("c1".into()), Some("p1".into()))));
+        // Keys that name the parent past the first read: read on.
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("rollout-long-head.jsonl");
+        let long = format!(
+            r#"{{"timestamp":"t","type":"session_meta","payload":{{"id":"c2","cwd":"/{}","source":{{"subagent":{{"thread_spawn":{{"parent_thread_id":"p2"}}}}}},"base_instructions":{{"text":"{}"}}}}}}"#,
+            "a".repeat(3000),
+            "b".repeat(20_000)
+        );
+        std::fs::write(&p, long + "\n").unwrap();
+        assert_eq!(lineage(&p).and_then(|l| l.parent).as_deref(), Some("p2"));
         assert_eq!(
             head_lineage(br#"{"timestamp":"t","type":"response_item","payload":{"type":"message"}}"#),
             None

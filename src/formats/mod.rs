@@ -198,11 +198,15 @@ pub trait Format: Sync {
     fn follow(&self, _path: &Path) -> Option<jsonl::Follow> {
         None
     }
+    /// Whether a source of this format may be a part of another run ([`Format::lineage`]).
+    fn nests(&self) -> bool {
+        false
+    }
     /// Where a source belongs when it is a part of another run (a Codex sub-agent's rollout
-    /// is part of its parent's): read cheaply (names, the head of the file). Discovery reads
-    /// the sources a listing finds together: a source whose parent is among them is read into
-    /// that run ([`Format::load_nested`]) and not listed on its own. None (the default): a run
-    /// of its own, always.
+    /// is part of its parent's): read cheaply (names, the head of the file), for formats that
+    /// [nest](Format::nests). Discovery reads the sources a listing finds together: a source
+    /// whose parent is among them is read into that run ([`Format::load_nested`]) and not
+    /// listed on its own. None (the default): a run of its own, always.
     fn lineage(&self, _path: &Path) -> Option<Lineage> {
         None
     }

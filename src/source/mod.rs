@@ -183,7 +183,14 @@ pub fn discover_places(places: &[places::Resolved], forced: Option<&'static dyn 
 /// nests, found by a directory scan, read the parts that appear later too (`nested` is
 /// `Some`); a file named on its own is read alone unless a part of it was named too.
 fn nest(runs: &mut Vec<RunRef>) {
-    let lin: Vec<Option<formats::Lineage>> = runs.par_iter().map(|r| r.format.lineage(&r.path)).collect();
+    if !runs.iter().any(|r| r.format.nests()) {
+        return;
+    }
+    // Read from the head of each (Codex: 8 KB of each rollout), or from the cache.
+    let lin: Vec<Option<formats::Lineage>> = runs
+        .par_iter()
+        .map(|r| if r.format.nests() { cache::lineage(r) } else { None })
+        .collect();
     if lin.iter().all(Option::is_none) {
         return;
     }
