@@ -28,7 +28,8 @@ pub fn from_ends(run: &RunRef) -> Option<Result<Vec<Summary>, LoadError>> {
     if !meta.is_file() || meta.len() <= FULL_UP_TO {
         return None;
     }
-    let mut f = run.follow()?;
+    // The head alone (the runs nested in it are not read: their counts are unknown too).
+    let mut f = run.format.follow(&run.path)?;
     if let Err(e) = f.poll_some(END) {
         return Some(Err(e));
     }
