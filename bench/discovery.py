@@ -3,8 +3,16 @@
 the runs list of thousands of sessions must appear within the `ls` budget, 150 ms for 2,000).
 
 Usage: python3 bench/discovery.py [--sessions 2000] [--repeat 7] [--bin target/release/tracetui]
+       python3 bench/discovery.py --codex [--sessions 2000] [--baseline-bin OLD] [--repeat 7]
        python3 bench/discovery.py --run-dirs maida [--sessions 2000] [--repeat 5]
        python3 bench/discovery.py --run-dirs agentdbg --dir /work/bench-shared/runs-2000x200
+
+With --codex: the fake HOME holds ~/.codex/sessions/2026/MM/DD/rollout-*.jsonl instead, copies of one
+rollout of 200 events from bench/gen/codex.py with fresh thread ids over 40 days, one in ten with a
+sub-agent's rollout beside it (its session_meta names the parent: `parent_thread_id`,
+`source.subagent.thread_spawn`), so that discovery's reading of each rollout's head (to nest the
+sub-agents) shows; timed as above, with `--baseline-bin` beside it (`ls` first with an empty cache, cached,
+and with no cache).
 
 With --run-dirs FORMAT (a format whose runs are directories: agentdbg, maida, copilot-cli, cursor; or files:
  gemini-cli, claude-code, codex): one
@@ -85,6 +93,100 @@ def floor(home):
 
 
 UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def make_codex_home(base, n):
+    home = os.path.join(base, f"codex-home-{n}")
+    stamp = os.path.join(home, ".done")
+    if os.path.exists(stamp):
+        return home
+    shutil.rmtree(home, ignore_errors=True)
+    tmpl = os.path.join(base, "codex-template")
+    shutil.rmtree(tmpl, ignore_errors=True)
+    gen = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen", "codex.py"), tmpl, "--events", "200"],
+                         check=True, stdout=subprocess.PIPE, text=True)
+    run = json.loads(gen.stdout.strip().splitlines()[-1])["load"]
+    body = open(run if os.path.isabs(run) else os.path.join(ROOT, run), "rb").read()
+    old = UUID.search(os.path.basename(run).encode()).group(0)
+    for i in range(n):
+        day = os.path.join(home, ".codex", "sessions", "2026", "%02d" % (1 + i % 40 // 28), "%02d" % (1 + i % 40 % 28))
+        os.makedirs(day, exist_ok=True)
+        new = b"0197%04x-0000-7000-8000-%012x" % (i % 65536, i + 1)
+        with open(os.path.join(day, "rollout-2026-05-01T10-00-00-%s.jsonl" % new.decode()), "wb") as f:
+            f.write(body.replace(old, new))
+        if i % 10 == 0:
+            sub = b"0198%04x-0000-7000-8000-%012x" % (i % 65536, i + 1)
+            meta = b'"id":"%s","parent_thread_id":"%s","source":{"subagent":{"thread_spawn":{"parent_thread_id":"%s","depth":1,"agent_nickname":"Hopper"}}},"thread_source":"subagent","agent_nickname":"Hopper",' % (sub, new, new)
+            child = body.replace(old, sub).replace(b'"id":"%s",' % sub, meta, 1)
+            with open(os.path.join(day, "rollout-2026-05-01T10-00-01-%s.jsonl" % sub.decode()), "wb") as f:
+                f.write(child)
+    shutil.rmtree(tmpl, ignore_errors=True)
+    open(stamp, "w").close()
+    return home
+
+
+def codex_home(a, base):
+    home = make_codex_home(base, a.sessions)
+    sessions = os.path.join(home, ".codex", "sessions")
+    cwd = os.path.join(base, "empty-cwd")
+    os.makedirs(cwd, exist_ok=True)
+    cache = os.path.join(base, "cache-codex-home")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "COPILOT_HOME",
+                        "XDG_CACHE_HOME", "TRACETUI_NO_CACHE")}
+    env.update(HOME=home, XDG_DATA_HOME=os.path.join(home, ".local/share"),
+               XDG_CONFIG_HOME=os.path.join(home, ".config"), TRACETUI_CACHE_DIR=cache)
+    off = dict(env, TRACETUI_NO_CACHE="1")
+    bins = [("", a.bin)] + ([("baseline: ", a.baseline_bin)] if a.baseline_bin else [])
+    cases = []
+    for tag, b in bins:
+        cache_b = cache + ("-base" if tag else "")
+        e = dict(env, TRACETUI_CACHE_DIR=cache_b)
+        cases += [(tag + "ls (no PATH, first: cache empty)", [b, "ls"], e, cache_b),
+                  (tag + "ls (no PATH, cached)", [b, "ls"], e, None),
+                  (tag + "ls (no PATH, no cache)", [b, "ls"], dict(off, TRACETUI_CACHE_DIR=cache_b), None)]
+    names = ["floor (read every file)"] + [c[0] for c in cases]
+    times = {k: [] for k in names}
+    cpus = {k: [] for k in names}
+
+    def floor():
+        t0 = time.perf_counter()
+        for d, _, files in os.walk(sessions):
+            for f in files:
+                with open(os.path.join(d, f), "rb") as fh:
+                    fh.read()
+        return time.perf_counter() - t0
+
+    floor()
+    for name, cmd, e, _ in cases:
+        timed(cmd, e, cwd)
+    for _ in range(a.repeat):
+        f = floor()
+        times[names[0]].append(f)
+        cpus[names[0]].append(f)
+        for name, cmd, e, empty in cases:
+            if empty:
+                shutil.rmtree(empty, ignore_errors=True)
+            dt, cpu, out = timed(cmd, e, cwd)
+            if out.returncode not in (0, 1):
+                raise SystemExit(f"{name}: exit {out.returncode}: {out.stderr.decode()[:500]}")
+            times[name].append(dt)
+            cpus[name].append(cpu)
+    files = sum(len(fs) for _, _, fs in os.walk(sessions))
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(sessions) for f in fs)
+    for tag, b in bins:
+        rows = subprocess.run([b, "ls", "--format", "json"], env=off, cwd=cwd, stdout=subprocess.PIPE).stdout
+        listed = sum(1 for l in rows.splitlines() if l.strip().startswith(b"{") and b'"skipped"' not in l)
+        print(f"{tag or 'this build: '}{listed} runs listed")
+    print(f"{files} Codex rollouts in a fake HOME ({size / 1e6:.0f} MB, one run in ten with a sub-agent's rollout); "
+          f"medians of {a.repeat}")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'case':<44} {'wall':>10} {'x floor':>8} {'cpu':>10}")
+    f0 = statistics.median(times[names[0]])
+    for name in names:
+        m = statistics.median(times[name])
+        print(f"{name:<44} {m * 1e3:>8.1f}ms {m / f0:>8.1f} {statistics.median(cpus[name]) * 1e3:>8.1f}ms")
+    print(json.dumps({k: round(statistics.median(v) * 1e3, 1) for k, v in times.items()}))
 
 
 def make_run_dirs(base, fmt, n):
@@ -222,9 +324,12 @@ def main():
     ap.add_argument("--run-dirs", metavar="FORMAT", help="time `ls DIR` over run directories of this format")
     ap.add_argument("--dir", help="with --run-dirs: an existing directory of runs instead of generated ones")
     ap.add_argument("--clean", action="store_true", help="with --run-dirs: delete the generated runs afterwards")
+    ap.add_argument("--codex", action="store_true", help="a fake HOME of Codex rollouts (one in ten with a sub-agent)")
     a = ap.parse_args()
     base = os.path.join(ROOT, "target/bench-data/discovery")
     os.makedirs(base, exist_ok=True)
+    if a.codex:
+        return codex_home(a, base)
     if a.run_dirs or a.dir:
         return run_dirs(a, base)
     home = make_home(base, a.sessions, a.pad_kb)

@@ -239,3 +239,50 @@ fn every_view_agrees_on_every_count_of_every_sample() {
     );
     assert!(!row.contains('~'), "{row}");
 }
+
+/// A Codex run and its sub-agent's rollout, listed together (issue 35): one run in every view,
+/// the sub-agent's calls and tokens counted in it, never a second row.
+#[test]
+fn a_sub_agent_read_into_its_parent_is_one_run_in_every_view() {
+    let dir = "tests/fixtures/codex/nested";
+    let d = tracetui::source::discover(&[dir.into()], None);
+    assert_eq!(d.runs.len(), 1, "{:?}", d.runs);
+    let loaded = tracetui::source::load_all(&d.runs);
+    let t = &loaded[0].1.as_ref().unwrap().traces[0];
+    let c = t.counts();
+    let want = [
+        c.events as u64,
+        c.tool_calls as u64,
+        c.llm_calls as u64,
+        c.errors as u64,
+        c.tokens,
+    ];
+    assert_eq!(want[1], 5, "the parent's 4 calls and the sub-agent's");
+    let cfg = tempfile::tempdir().unwrap();
+    let check = cli(&["check", "--format", "json", dir], cfg.path());
+    let rows: Vec<&Value> = check.iter().filter(|v| v.get("trace").is_some()).collect();
+    assert_eq!(rows.len(), 1, "check: {check:?}");
+    assert_eq!(counts_of(rows[0]), want, "check");
+    let show = cli(&["show", "--format", "json", dir], cfg.path());
+    assert_eq!(show.len(), 1, "show");
+    assert_eq!(counts_of(&show[0]["counts"]), want, "show");
+    let stats = cli(&["stats", "--by", "run", "--format", "json", dir], cfg.path());
+    let groups = stats[0]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "stats");
+    assert_eq!(counts_of(&groups[0]), want, "stats");
+    for args in [
+        &["ls", "--load", "--format", "json", dir][..],
+        &["ls", "--format", "json", dir][..],
+    ] {
+        let ls = cli(args, cfg.path());
+        assert_eq!(ls.len(), 1, "{args:?}");
+        assert_eq!(counts_of(&ls[0]), want, "{args:?}");
+    }
+    let mut s = common::listed(&[dir.into()], (200, 60));
+    assert_eq!(s.runs.entries.len(), 1, "runs list");
+    let sm = &s.runs.entries[0].summary;
+    assert_eq!(sm.tool_calls, Some(5));
+    assert_eq!(sm.tokens, Some(want[4]));
+    let (_, opened) = common::enter_and_load(&mut s);
+    assert_eq!(opened.unwrap().counts().tool_calls, 5, "the explorer opens it nested");
+}

@@ -645,3 +645,45 @@ fn a_log_of_samples_lists_them_all_and_opens_each_alone() {
     );
     assert!(read(&h.s.run.as_ref().unwrap().trace).len() > 1);
 }
+
+/// Codex (issue 35): a sub-agent's rollout that appears beside its parent's while the parent is
+/// open joins it under the spawn call, and the runs list keeps one row for the two, whose
+/// counts grow with the sub-agent's.
+#[test]
+fn a_codex_sub_agent_rollout_that_appears_joins_its_open_parent() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex/nested");
+    let parent = "rollout-2026-11-20T10-00-00-0196f3a0-1c2d-7e10-9a11-5b0c7d2e4f01.jsonl";
+    let sub = "rollout-2026-11-20T10-00-01-0196f3a0-2e4f-7a20-8b22-6c1d8e3f5a02.jsonl";
+    let d = tempfile::tempdir().unwrap();
+    let day = d.path().join("sessions");
+    std::fs::create_dir(&day).unwrap();
+    std::fs::copy(fixtures.join(parent), day.join(parent)).unwrap();
+    let mut h = Harness::new(false);
+    spawn_watcher(vec![day.clone()], None, None, h.tx.clone(), h.sh.clone(), h.opts, true);
+    h.pump("discovery", |_| {}, |s| !s.runs.scanning && !s.runs.entries.is_empty());
+    update(&mut h.s, Action::Cmd(Command::Open));
+    h.effects();
+    let calls = |s: &State| s.run.as_ref().map(|r| read(&r.trace).counts().tool_calls);
+    h.pump("the parent", |_| {}, |s| calls(s) == Some(4));
+    std::thread::sleep(Duration::from_millis(200)); // the watchers arm
+    for line in std::fs::read_to_string(fixtures.join(sub)).unwrap().lines() {
+        append(&day.join(sub), &format!("{line}\n"));
+    }
+    h.pump("the sub-agent, nested", |_| {}, |s| calls(s) == Some(5));
+    {
+        let t = read(&h.s.run.as_ref().unwrap().trace);
+        let spawn = t.find("call_spawn").unwrap();
+        assert_eq!(t.name(t.children(spawn)[0]), "agent Hopper");
+    }
+    h.pump(
+        "the list's row",
+        |_| {},
+        |s| s.runs.entries.len() == 1 && s.runs.entries[0].summary.tool_calls == Some(5),
+    );
+    // A rescan finds the sub-agent's rollout: still one row.
+    std::thread::sleep(Duration::from_millis(300));
+    while let Ok(a) = h.rx.try_recv() {
+        update(&mut h.s, a);
+    }
+    assert_eq!(h.s.runs.entries.len(), 1);
+}

@@ -1,14 +1,27 @@
-//! OpenAI Codex CLI rollouts: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`.
-//! Each line is an envelope `{timestamp, type, payload}` with `type` one of `session_meta`,
-//! `turn_context`, `response_item` (the model's items: messages, reasoning, tool calls and
-//! their outputs), `event_msg` (UI events: user/agent messages again, token counts, task
-//! start/complete) and `compacted`. Older rollouts (before the envelope) hold a first line
+//! OpenAI Codex CLI rollouts: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`.
+//! Each line is an envelope `{timestamp, ordinal?, type, payload}` (Codex's `RolloutItem`,
+//! codex-rs/history): `session_meta`, `turn_context`, `response_item` (the model's items:
+//! messages, reasoning, tool calls and their outputs), `event_msg` (UI events: user/agent
+//! messages again, token counts, task start/complete, completed items), `compacted`,
+//! `token_usage_record` (0.17x: the usage of one response), `world_state`,
+//! `inter_agent_communication(_metadata)`, `security_risk_score`, `retained_context`,
+//! `realtime_item`. Older rollouts (before the envelope) hold a first line
 //! `{id, timestamp, instructions}` followed by bare response items and `{record_type: state}`.
 //!
 //! Traps: the user's and the agent's text exist twice (a `response_item` message and an
-//! `event_msg` copy): the first copy is kept; `arguments` is a JSON string; outputs come back
-//! by `call_id`; `token_count` repeats cumulative totals (deltas are taken, repeats skipped);
-//! timestamps may be placeholders (`"[trimmed]"`): never needed for the tree.
+//! `event_msg` copy; newer ones an `item_completed` copy): the first copy is kept; `arguments`
+//! is a JSON string; outputs come back by `call_id`; `token_count` repeats cumulative totals
+//! (deltas are taken, repeats skipped); timestamps may be placeholders (`"[trimmed]"`): never
+//! needed for the tree. A tool may have a `namespace` (`multi_agent_v1` for the sub-agent
+//! tools spawn_agent / wait_agent / send_input / close_agent / resume_agent, a dynamic tool's
+//! group): the call keeps the tool's own name, its payload shows the namespace. An
+//! `item_completed` of a call (`CommandExecution`, `CollabAgentToolCall`, ...) has the call's
+//! id: its status and exit code end the call (it comes before the output item); one of an id
+//! that is no call is not made a call. Drift (formats/mod.rs): a record type, or a
+//! `response_item` / `event_msg` payload type, this reader does not know is skipped quietly,
+//! counted, and shown as a generic event when it carries text; the known ones that carry
+//! nothing for the tree (deltas, `world_state`, `thread_settings_applied` but for its model)
+//! are read quietly and not counted.
 //!
 //! Tokens: a call's usage is its `token_count`'s `last_token_usage`; a count with only the
 //! session's running `total_token_usage` gives the difference from the previous total (the
@@ -16,16 +29,33 @@
 //! last total). Codex counts as OpenAI does: `input_tokens` include `cached_input_tokens`
 //! (and `cache_write_input_tokens`), `output_tokens` include `reasoning_output_tokens`; both
 //! are subtracted for the normalized input and output. `total_tokens` is kept as written.
+//! Newer rollouts also write a `token_usage_record` per response, as it completes (before the
+//! tool outputs), and its `token_count` after them, with the same numbers: whichever of the two
+//! comes first gives the response's call its usage, the other is matched to it (same
+//! `usage` / `last_token_usage`, or same thread total) and adds nothing. A rollout of either
+//! alone reads as before. A record with no call open (a remote compaction's request) is a call
+//! of its own; `compacted.latest_token_usage_record` is a copy, never counted.
 //!
 //! Tree: run → turns (from `turn_context` / `task_started`) → user prompt and model responses
-//! (an LLM call per sampling request, closed by its `token_count` or by tool output) → the
-//! response's reasoning, messages and tool calls.
+//! (an LLM call per sampling request, closed by its usage or by tool output) → the response's
+//! reasoning, messages and tool calls. `compacted` is a State event where the context was cut
+//! (its summary, window and the number of items of the history that replaced it).
+//!
+//! Sub-agents (multi_agent_v1): a sub-agent's rollout is a thread of its own, in its own file,
+//! whose `session_meta` names its parent (`parent_thread_id`, `source.subagent.thread_spawn`)
+//! and its `agent_nickname`. Read alone it is a run (those are attributes). When discovery finds
+//! it with its parent ([`Format::lineage`] reads the head of each rollout), it is read into the
+//! parent's trace ([`Parser`], [`Format::load_nested`]) under a container event `agent
+//! <nickname>` that hangs under the call that spawned it (the spawn's `item_completed`
+//! `receiver_thread_ids`, or an older `collab_agent_spawn_end`'s `new_thread_id`), and is
+//! listed once. A spawned thread whose rollout appears beside one already read while the run
+//! is followed joins it (Codex names each rollout by its thread id).
 //!
 //! Loading (DESIGN §4, `engine`): the common records (messages, reasoning, calls, outputs,
 //! token counts, turn records) are skimmed typed and borrowed, in parallel; serde_json reads
 //! the rest. Payloads stay on disk: an event's first record is its `origin`, its second (a
-//! call's output, an LLM call's token count, the record that closed a turn) its `origin2`,
-//! and `decode_payload` reads them when shown. A record beyond those two (a begin event of a
+//! call's output, an LLM call's usage, the record that closed a turn) its `origin2`, and
+//! `decode_payload` reads them when shown. A record beyond those two (a begin event of a
 //! call, an end event after its output) adds to the index (status, timing), not to the payload.
 
 use super::engine::{self, Records};
@@ -39,7 +69,7 @@ use crate::model::*;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub struct Codex;
 
@@ -51,8 +81,20 @@ const ENVELOPE_TYPES: [&str; 5] = [
     "compacted",
 ];
 
-/// Top-level records that carry nothing for the tree.
-const QUIET_TYPES: [&str; 2] = ["world_state", "inter_agent_communication_metadata"];
+/// Top-level records that carry nothing for the tree (snapshots of the instructions, delivery
+/// bookkeeping, a guardian's risk score).
+const QUIET_TYPES: [&str; 3] = [
+    "world_state",
+    "inter_agent_communication_metadata",
+    "security_risk_score",
+];
+
+/// Top-level records shown as a generic event when they carry text (a retained answer, a
+/// realtime transcript segment), else quiet.
+const TEXT_TYPES: [&str; 2] = ["retained_context", "realtime_item"];
+
+/// Fields of the envelope, left out of a generic event's record (the drift rule).
+const ENVELOPE_FIELDS: [&str; 3] = ["timestamp", "ordinal", "type"];
 
 /// Response items that are tool calls, and the items that answer them.
 const CALL_ITEMS: [&str; 6] = [
@@ -69,6 +111,15 @@ const OUTPUT_ITEMS: [&str; 4] = [
     "local_shell_call_output",
     "tool_search_output",
 ];
+/// Other response items Codex persists (`should_persist_response_item`), shown as generic
+/// events; `compaction_trigger` and `other` of older versions too.
+const OTHER_ITEMS: [&str; 5] = [
+    "ghost_snapshot",
+    "additional_tools",
+    "compaction_trigger",
+    "other",
+    "configuration_update",
+];
 
 /// `event_msg` kinds shown as generic events (the rest are UI notifications).
 const SHOWN_EVENTS: [&str; 9] = [
@@ -81,6 +132,93 @@ const SHOWN_EVENTS: [&str; 9] = [
     "thread_goal_updated",
     "plan_update",
     "sub_agent_activity",
+];
+
+/// `event_msg` kinds Codex writes (its `EventMsg`, codex-rs/protocol; the persisted ones in
+/// codex-rs/rollout/src/policy.rs, older names too) that carry nothing the tree needs beyond
+/// what the reader takes from them elsewhere: known, so not counted as drift.
+const QUIET_EVENTS: [&str; 49] = [
+    "undo_started",
+    "sub_agent_run_begin",
+    "sub_agent_run_end",
+    "ask_user_question_request",
+    "session_configured",
+    "thread_rolled_back",
+    "item_started",
+    "item_updated",
+    "agent_message_delta",
+    "agent_message_content_delta",
+    "agent_reasoning_delta",
+    "agent_reasoning_raw_content_delta",
+    "agent_reasoning_section_break",
+    "reasoning_content_delta",
+    "reasoning_raw_content_delta",
+    "plan_delta",
+    "raw_response_item",
+    "turn_diff",
+    "get_history_entry_response",
+    "mcp_list_tools_response",
+    "list_custom_prompts_response",
+    "list_skills_response",
+    "list_models_response",
+    "mcp_startup_update",
+    "mcp_startup_complete",
+    "background_event",
+    "shutdown_complete",
+    "deprecation_notice",
+    "hook_started",
+    "hook_completed",
+    "realtime_conversation_started",
+    "realtime_conversation_sdp",
+    "realtime_conversation_realtime",
+    "realtime_conversation_closed",
+    "realtime_conversation_list_voices_response",
+    "safety_buffering",
+    "model_reroute",
+    "model_verification",
+    "turn_moderation_metadata",
+    "guardian_warning",
+    "request_user_input",
+    "request_permissions",
+    "elicitation_request",
+    "user_message_delta",
+    "conversation_path",
+    "skills_update_available",
+    "task_started_notification",
+    "context_window_exceeded",
+    "rate_limits_updated",
+];
+
+/// `event_msg` kinds about one tool call (a `call_id` names it): they complete or report it.
+const CALL_EVENTS: [&str; 28] = [
+    "exec_command_begin",
+    "exec_command_end",
+    "exec_command_output_delta",
+    "exec_approval_request",
+    "terminal_interaction",
+    "apply_patch_approval_request",
+    "patch_apply_begin",
+    "patch_apply_end",
+    "patch_apply_updated",
+    "mcp_tool_call_begin",
+    "mcp_tool_call_end",
+    "web_search_begin",
+    "web_search_end",
+    "image_generation_begin",
+    "image_generation_end",
+    "view_image_tool_call",
+    "dynamic_tool_call_request",
+    "dynamic_tool_call_response",
+    "collab_agent_spawn_begin",
+    "collab_agent_spawn_end",
+    "collab_agent_interaction_begin",
+    "collab_agent_interaction_end",
+    "collab_waiting_begin",
+    "collab_waiting_end",
+    "collab_close_begin",
+    "collab_close_end",
+    "collab_resume_begin",
+    "collab_resume_end",
 ];
 
 impl Format for Codex {
@@ -106,6 +244,17 @@ impl Format for Codex {
         if is_envelope(first) {
             return 95;
         }
+        // Records of types this reader does not know may come first (drift): then the first
+        // known one decides, every record before it being an envelope too.
+        if first.get("payload").is_some() && str_of(first, "type").is_some() {
+            let head: Vec<&Value> = p.lines().take(20).collect();
+            if let Some(k) = head.iter().position(|v| is_envelope(v)) {
+                let all = head[..k]
+                    .iter()
+                    .all(|v| v.get("payload").is_some() && str_of(v, "type").is_some());
+                return if all { 90 } else { 0 };
+            }
+        }
         // Pre-envelope rollouts: a `{id, timestamp}` header, then bare Responses API items.
         let header = first.get("id").is_some_and(Value::is_string)
             && first.get("timestamp").is_some()
@@ -122,20 +271,37 @@ impl Format for Codex {
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
-        let mut f = self.follow(path).expect("codex is line-oriented");
+        self.load_nested(path, None)
+    }
+
+    fn load_nested(&self, path: &Path, nested: Option<&[PathBuf]>) -> Result<Loaded, LoadError> {
+        let mut f = self.follow_nested(path, nested).expect("codex is line-oriented");
         f.poll()?;
         f.finish("Codex rollout records")
     }
 
-    fn summary_inputs(&self, path: &Path) -> Option<Vec<std::path::PathBuf>> {
+    fn summary_inputs(&self, path: &Path) -> Option<Vec<PathBuf>> {
         Some(vec![path.to_path_buf()])
     }
 
     fn follow(&self, path: &Path) -> Option<Follow> {
+        self.follow_nested(path, None)
+    }
+
+    fn follow_nested(&self, path: &Path, nested: Option<&[PathBuf]>) -> Option<Follow> {
+        let nested = nested.map(<[PathBuf]>::to_vec);
         Some(Follow::new(
             path,
-            Box::new(|| Box::new(Parser::default()) as Box<dyn LineParser>),
+            Box::new(move || Box::new(Parser::new(nested.clone())) as Box<dyn LineParser>),
         ))
+    }
+
+    fn nests(&self) -> bool {
+        true
+    }
+
+    fn lineage(&self, path: &Path) -> Option<super::Lineage> {
+        lineage(path)
     }
 
     fn decode_payload(&self, _trace: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
@@ -163,6 +329,8 @@ fn is_injected_context(text: &str) -> bool {
         "<user_instructions>",
         "# AGENTS.md instructions",
         "<permissions",
+        // A sub-agent's news, relayed to its parent as a user message.
+        "<subagent_notification>",
     ]
     .iter()
     .any(|p| t.starts_with(p))
@@ -289,7 +457,16 @@ enum What<'a> {
     },
     Compacted,
     Quiet,
-    Unknown(Cow<'a, str>),
+    /// A record (or a `response_item` / `event_msg` payload) of a type this reader does not
+    /// know: skipped quietly and counted, shown as a generic event when it carries text.
+    Drift {
+        ty: Cow<'a, str>,
+        text: bool,
+    },
+    /// `token_usage_record`: the usage of one model response.
+    UsageRecord(Box<UsageRec>),
+    /// `thread_settings_applied`: the model from here on.
+    Settings(Option<String>),
     /// A message or a reasoning summary, from an item or its event copy.
     Text {
         role: &'static str,
@@ -324,13 +501,19 @@ enum What<'a> {
     Tokens(Option<Box<Tokens>>),
     ErrorEvent(&'static str),
     ThreadName(Option<String>),
-    /// An `event_msg` about a tool call (`exec_command_end`, `mcp_tool_call_end`, ...).
+    /// An `event_msg` about a tool call (`exec_command_end`, `mcp_tool_call_end`, an
+    /// `item_completed` of a call, ...).
     CallEvent {
         ty: Cow<'a, str>,
         call_id: Cow<'a, str>,
         name: String,
         begin: bool,
         failed: bool,
+        /// It may stand for a call the items do not show (an `item_completed` only reports
+        /// on calls already seen: its id is not always a call id).
+        create: bool,
+        /// The threads a sub-agent spawn started (their rollouts nest under the call).
+        spawned: Vec<String>,
     },
     Shown {
         ty: Cow<'a, str>,
@@ -346,6 +529,19 @@ struct SessionMeta {
     start: Option<i64>,
     /// Non-empty `instructions` (shown as the run's input).
     instructions: bool,
+    /// The thread's id and, for a sub-agent, its nickname.
+    thread: Option<String>,
+    nickname: Option<String>,
+}
+
+/// A `token_usage_record`: Codex's usage of one model response.
+#[derive(Debug, PartialEq)]
+struct UsageRec {
+    response_id: Option<String>,
+    /// `usage` as `last_token_usage` is read (the numbers, Codex's inclusive counts).
+    usage: Option<Usage>,
+    /// `thread_token_usage`: the thread's running total after this response.
+    thread: Option<Total>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -869,10 +1065,11 @@ fn read_value(v: &Value) -> Rec<'static> {
         What::NotObject
     } else {
         match (str_of(v, "type"), v.get("payload")) {
-            (Some(ty), Some(p)) if ENVELOPE_TYPES.contains(&ty) || p.is_object() => what_of(ty, p),
+            // Any `{type, payload}` is the envelope: a type it does not know is drift.
+            (Some(ty), Some(p)) => what_of(ty, p, v),
             (_, _) if v.get("record_type").is_some() => What::Skip,
             // The pre-envelope shape: a header, then bare items.
-            (Some(_), None) => what_of("response_item", v),
+            (Some(_), None) => what_of("response_item", v, v),
             (None, None) if v.get("id").is_some() => What::Header(Box::new(session_meta(v))),
             _ => What::Neither,
         }
@@ -883,7 +1080,7 @@ fn read_value(v: &Value) -> Rec<'static> {
 /// The envelope's type and payload (`line`: the record's line, for the old header).
 fn normalize(v: &Value, line: u32) -> Option<(&str, &Value)> {
     match (str_of(v, "type"), v.get("payload")) {
-        (Some(ty), Some(p)) if ENVELOPE_TYPES.contains(&ty) || p.is_object() => Some((ty, p)),
+        (Some(ty), Some(p)) => Some((ty, p)),
         (_, _) if v.get("record_type").is_some() => None,
         (Some(_), None) => Some(("response_item", v)),
         (None, None) if v.get("id").is_some() && line <= 2 => Some(("session_meta", v)),
@@ -901,10 +1098,33 @@ fn session_meta(p: &Value) -> SessionMeta {
             attributes.push((k.to_string(), x.clone()));
         }
     }
+    // A sub-agent's thread says whose it is (also in `source.subagent.thread_spawn`).
+    let spawn = p
+        .get("source")
+        .and_then(|s| s.get("subagent"))
+        .and_then(|s| s.get("thread_spawn"));
+    let of = |k: &str| field(p, k).or_else(|| spawn.and_then(|s| field(s, k)));
+    for k in [
+        "parent_thread_id",
+        "agent_nickname",
+        "agent_role",
+        "agent_path",
+        "forked_from_id",
+    ] {
+        if let Some(x) = of(k) {
+            attributes.push((k.to_string(), x.clone()));
+        }
+    }
     SessionMeta {
         attributes,
         start: p.get("timestamp").and_then(parse_timestamp),
         instructions: non_empty_instructions(p).is_some(),
+        thread: str_of(p, "id").filter(|s| !s.is_empty()).map(str::to_string),
+        nickname: of("agent_nickname")
+            .or_else(|| of("agent_path"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| one_line(s, 60)),
     }
 }
 
@@ -951,7 +1171,6 @@ struct Fields<'a> {
     ty: Option<Cow<'a, str>>,
     role: Option<Cow<'a, str>>,
     name: Option<Cow<'a, str>>,
-    namespace: Option<Cow<'a, str>>,
     call_id: Option<Cow<'a, str>>,
     id: Option<Cow<'a, str>>,
     turn_id: Option<Cow<'a, str>>,
@@ -976,7 +1195,6 @@ impl Fields<'static> {
             ty: s("type"),
             role: s("role"),
             name: s("name"),
-            namespace: s("namespace"),
             call_id: s("call_id"),
             id: s("id"),
             turn_id: s("turn_id"),
@@ -1068,14 +1286,10 @@ fn hot<'a>(ty: &str, f: Fields<'a>) -> What<'a> {
             } else {
                 "custom_tool_call"
             };
-            let n = f.name.unwrap_or(Cow::Borrowed(item));
             What::Call {
                 item,
                 call_id: f.call_id.or(f.id).filter(|s| !s.is_empty()),
-                name: match f.namespace.as_deref().filter(|s| !s.is_empty()) {
-                    Some(ns) => Cow::Owned(format!("{ns}.{n}")),
-                    None => n,
-                },
+                name: call_name(f.name, item),
                 done: None,
             }
         }
@@ -1122,16 +1336,22 @@ fn hot<'a>(ty: &str, f: Fields<'a>) -> What<'a> {
     }
 }
 
-/// Any record kind, from its (normalised) type and payload.
-fn what_of(ty: &str, p: &Value) -> What<'static> {
+/// Any record kind, from its (normalised) type and payload; `rec` is the whole record (the
+/// drift rule looks for text in it).
+fn what_of(ty: &str, p: &Value, rec: &Value) -> What<'static> {
     if is_hot(ty, str_of(p, "type")) {
         return hot(ty, Fields::of(p));
     }
     match ty {
         "session_meta" => What::SessionMeta(Box::new(session_meta(p))),
         "compacted" => What::Compacted,
-        "response_item" => item_of(p),
-        "event_msg" => event_of(p),
+        "response_item" => item_of(p, rec),
+        "event_msg" => event_of(p, rec),
+        "token_usage_record" => What::UsageRecord(Box::new(UsageRec {
+            response_id: str_of(p, "response_id").map(str::to_string),
+            usage: field(p, "usage").map(usage_of),
+            thread: field(p, "thread_token_usage").map(Total::of_value),
+        })),
         // A message between the agents of a multi-agent session (newer rollouts).
         "inter_agent_communication" => What::AgentItem(format!(
             "agent message {} → {}",
@@ -1139,20 +1359,51 @@ fn what_of(ty: &str, p: &Value) -> What<'static> {
             str_of(p, "recipient").unwrap_or("?")
         )),
         other if QUIET_TYPES.contains(&other) => What::Quiet,
-        other => What::Unknown(Cow::Owned(other.to_string())),
+        other if TEXT_TYPES.contains(&other) => match super::drift_text(p) {
+            Some(_) => What::Shown {
+                ty: Cow::Owned(other.to_string()),
+                state: false,
+            },
+            None => What::Quiet,
+        },
+        other => drift(other, rec),
     }
 }
 
-fn item_of(p: &Value) -> What<'static> {
+/// A record of a type this reader does not know (the drift rule, formats/mod.rs).
+fn drift(ty: &str, rec: &Value) -> What<'static> {
+    What::Drift {
+        ty: Cow::Owned(if ty.is_empty() { "record" } else { ty }.to_string()),
+        text: super::drift_text(rec).is_some(),
+    }
+}
+
+/// A usage object's numbers, as `last_token_usage` is read.
+fn usage_of(l: &Value) -> Usage {
+    Usage {
+        input: lenient_u64(l.get("input_tokens")),
+        output: lenient_u64(l.get("output_tokens")),
+        total: lenient_u64(l.get("total_tokens")),
+        cache_read: lenient_u64(l.get("cached_input_tokens")),
+        cache_write: lenient_u64(l.get("cache_write_input_tokens")),
+        reasoning: lenient_u64(l.get("reasoning_output_tokens")),
+        ..Default::default()
+    }
+}
+
+/// A call's name: the tool's own. A `namespace` (`multi_agent_v1` for the sub-agent tools
+/// spawn_agent, wait_agent, send_input, close_agent, resume_agent; a dynamic tool's group)
+/// is shown with the call's payload, not in its name.
+fn call_name<'a>(name: Option<Cow<'a, str>>, item: &'static str) -> Cow<'a, str> {
+    name.filter(|n| !n.is_empty()).unwrap_or(Cow::Borrowed(item))
+}
+
+fn item_of(p: &Value, rec: &Value) -> What<'static> {
     let ty = str_of(p, "type").unwrap_or("");
     if let Some(&item) = CALL_ITEMS.iter().find(|&&c| c == ty) {
         let name = match item {
             "function_call" | "custom_tool_call" => {
-                let n = str_of(p, "name").unwrap_or(item);
-                match str_of(p, "namespace").filter(|s| !s.is_empty()) {
-                    Some(ns) => format!("{ns}.{n}"),
-                    None => n.to_string(),
-                }
+                call_name(str_of(p, "name").map(|n| Cow::Owned(n.to_string())), item).into_owned()
             }
             "local_shell_call" => "local_shell".to_string(),
             "tool_search_call" => "tool_search".to_string(),
@@ -1188,12 +1439,13 @@ fn item_of(p: &Value) -> What<'static> {
             str_of(p, "recipient").unwrap_or("?")
         )),
         // The model's own context compaction (its summary is encrypted).
-        "compaction" => What::Shown {
+        "compaction" | "context_compaction" => What::Shown {
             ty: Cow::Borrowed("compaction"),
             state: true,
         },
         "" => What::OtherItem(Cow::Borrowed("response item")),
-        other => What::OtherItem(Cow::Owned(other.to_string())),
+        other if OTHER_ITEMS.contains(&other) => What::OtherItem(Cow::Owned(other.to_string())),
+        other => drift(other, rec),
     }
 }
 
@@ -1204,7 +1456,7 @@ fn item_output(item: &str, p: &Value) -> Option<Value> {
     }
 }
 
-fn event_of(p: &Value) -> What<'static> {
+fn event_of(p: &Value, rec: &Value) -> What<'static> {
     let ty = str_of(p, "type").unwrap_or("");
     match ty {
         "agent_reasoning_raw_content" => What::Text {
@@ -1220,25 +1472,96 @@ fn event_of(p: &Value) -> What<'static> {
                 .filter(|s| !s.trim().is_empty())
                 .map(|n| one_line(n, 100)),
         ),
-        _ => {
-            if let Some(call_id) = str_of(p, "call_id").or_else(|| str_of(p, "callId")) {
-                What::CallEvent {
-                    ty: Cow::Owned(ty.to_string()),
-                    call_id: Cow::Owned(call_id.to_string()),
-                    name: call_event_name(ty, p),
-                    begin: ty.ends_with("_begin") || ty.ends_with("_request"),
-                    failed: call_event_failed(p),
-                }
-            } else if SHOWN_EVENTS.contains(&ty) {
-                What::Shown {
-                    ty: Cow::Owned(ty.to_string()),
-                    state: ty == "context_compacted",
-                }
-            } else {
-                What::Ignored
-            }
-        }
+        "thread_settings_applied" => What::Settings(
+            p.get("thread_settings")
+                .and_then(|t| str_of(t, "model"))
+                .filter(|m| !m.is_empty())
+                .map(str::to_string),
+        ),
+        "item_completed" => item_completed(p),
+        _ if CALL_EVENTS.contains(&ty) => match str_of(p, "call_id").or_else(|| str_of(p, "callId")) {
+            Some(call_id) => What::CallEvent {
+                ty: Cow::Owned(ty.to_string()),
+                call_id: Cow::Owned(call_id.to_string()),
+                name: call_event_name(ty, p),
+                // Requests and partial output report on a call; they do not end it.
+                begin: ty.ends_with("_begin")
+                    || ty.ends_with("_request")
+                    || ty.ends_with("_delta")
+                    || ty == "terminal_interaction"
+                    || ty == "patch_apply_updated",
+                failed: call_event_failed(p),
+                create: true,
+                spawned: match (ty, str_of(p, "new_thread_id")) {
+                    ("collab_agent_spawn_end", Some(id)) if !id.is_empty() => vec![id.to_string()],
+                    _ => Vec::new(),
+                },
+            },
+            None => What::Ignored,
+        },
+        _ if SHOWN_EVENTS.contains(&ty) => What::Shown {
+            ty: Cow::Owned(ty.to_string()),
+            state: ty == "context_compacted",
+        },
+        _ if QUIET_EVENTS.contains(&ty) => What::Ignored,
+        other => drift(other, rec),
     }
+}
+
+/// `item_completed` (newer rollouts write one for every item of a turn): a call's item says
+/// how it ended (exit code, status) and, for a sub-agent spawn, which threads it started. Items
+/// that repeat a response item (messages, reasoning) add nothing; a plan has no other record.
+fn item_completed(p: &Value) -> What<'static> {
+    let Some(item) = p.get("item").filter(|i| i.is_object()) else {
+        return What::Ignored;
+    };
+    let ity = str_of(item, "type").unwrap_or("");
+    let name = match ity {
+        "CommandExecution" => "exec_command".to_string(),
+        "FileChange" => "apply_patch".to_string(),
+        "McpToolCall" => match (str_of(item, "server"), str_of(item, "tool")) {
+            (Some(s), Some(t)) => format!("{s}.{t}"),
+            (_, t) => t.unwrap_or("mcp_tool_call").to_string(),
+        },
+        "CollabAgentToolCall" | "DynamicToolCall" => str_of(item, "tool").unwrap_or(ity).to_string(),
+        "Plan" => {
+            return What::Shown {
+                ty: Cow::Borrowed("plan"),
+                state: false,
+            };
+        }
+        _ => return What::Ignored,
+    };
+    let Some(id) = str_of(item, "id").filter(|s| !s.is_empty()) else {
+        return What::Ignored;
+    };
+    let spawned = if ity == "CollabAgentToolCall" && str_of(item, "tool").is_some_and(|t| t.starts_with("spawn")) {
+        item.get("receiver_thread_ids")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    What::CallEvent {
+        ty: Cow::Borrowed("item_completed"),
+        call_id: Cow::Owned(id.to_string()),
+        name,
+        begin: false,
+        failed: item_failed(item),
+        create: false,
+        spawned,
+    }
+}
+
+/// A completed item's own word on how its call ended.
+fn item_failed(item: &Value) -> bool {
+    matches!(
+        str_of(item, "status"),
+        Some("failed" | "declined" | "error" | "errored")
+    ) || item.get("exit_code").and_then(Value::as_i64).is_some_and(|c| c != 0)
+        || field(item, "error").is_some()
+        || item.get("success") == Some(&Value::Bool(false))
 }
 
 fn call_event_name(ty: &str, p: &Value) -> String {
@@ -1352,7 +1675,6 @@ struct RawFields<'a> {
     ty: Option<Cow<'a, str>>,
     role: Option<Cow<'a, str>>,
     name: Option<Cow<'a, str>>,
-    namespace: Option<Cow<'a, str>>,
     call_id: Option<Cow<'a, str>>,
     id: Option<Cow<'a, str>>,
     turn_id: Option<Cow<'a, str>>,
@@ -1375,7 +1697,6 @@ fn payload_fields<'a>(k: &mut Skim<'a>, r: &mut RawFields<'a>) -> Option<()> {
             b"type" => (seen.first(0)?, r.ty = string(k)?),
             b"role" => (seen.first(1)?, r.role = string(k)?),
             b"name" => (seen.first(2)?, r.name = string(k)?),
-            b"namespace" => (seen.first(3)?, r.namespace = string(k)?),
             b"call_id" => (seen.first(4)?, r.call_id = string(k)?),
             b"id" => (seen.first(5)?, r.id = string(k)?),
             b"turn_id" => (seen.first(6)?, r.turn_id = string(k)?),
@@ -1414,7 +1735,6 @@ impl<'a> RawFields<'a> {
             ty: self.ty,
             role: self.role,
             name: self.name,
-            namespace: self.namespace,
             call_id: self.call_id,
             id: self.id,
             turn_id: self.turn_id,
@@ -1475,12 +1795,45 @@ impl Calls {
     }
 }
 
-/// The Codex line parser: one trace per rollout file.
+/// The usage of one response as its two records give it, to tell a `token_count` that repeats
+/// a `token_usage_record` from one of a response of its own: the numbers of the response
+/// (`last_token_usage` / `usage`) and the thread's total after it.
+#[derive(Clone, Debug, PartialEq)]
+struct Counted {
+    last: Option<Usage>,
+    total: Option<Total>,
+}
+
+impl Counted {
+    /// Whether the two records are of the same response.
+    fn same(&self, o: &Counted) -> bool {
+        match (&self.last, &o.last) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.total.is_some() && self.total == o.total,
+        }
+    }
+}
+
+/// Responses whose usage one of the two records gave, waiting for the other (a few at most).
+const UNMATCHED: usize = 8;
+
+/// One rollout read into a trace: the run's own, or a sub-agent's read into its parent's trace
+/// under a container event (see [`Parser`]).
 #[derive(Default)]
-pub struct Parser {
+struct Thread {
     ti: Option<usize>,
+    /// The run event, or the sub-agent's container.
     root: u32,
     file: u16,
+    /// The rollout (diagnostics name it).
+    path: PathBuf,
+    /// A sub-agent's rollout read into its parent's trace: the trace's metadata is not its.
+    sub: bool,
+    /// From its session_meta: the thread's id and a sub-agent's nickname.
+    thread_id: Option<String>,
+    nickname: Option<String>,
+    /// Threads a sub-agent call of this thread started, and the call.
+    spawned: Vec<(String, u32)>,
     turns: Vec<Turn>,
     /// Turn id → the last turn of that id: a turn's records find it without a scan of every
     /// turn before (that scan made a long session's load quadratic).
@@ -1498,9 +1851,13 @@ pub struct Parser {
     unpaired: Vec<(&'static str, u64, usize, Copy_)>,
     model: Option<String>,
     last_total: Option<Total>,
-    warned: Vec<String>,
-    /// Time of the previous record.
+    /// Responses counted from their `token_usage_record` whose `token_count` has not come
+    /// yet, and the reverse: the other record of each adds nothing.
+    by_record: std::collections::VecDeque<Counted>,
+    by_count: std::collections::VecDeque<Counted>,
+    /// Time of the previous record, and of the first.
     prev_ts: Option<i64>,
+    first_ts: Option<i64>,
     named: bool,
     /// The run's own record (session_meta) was seen.
     root_record: bool,
@@ -1524,12 +1881,13 @@ fn text_key(text: &str) -> (u64, usize) {
     (h.finish(), t.len())
 }
 
-impl Parser {
+impl Thread {
     fn ensure_trace(&mut self, sink: &mut Sink) -> usize {
         if let Some(i) = self.ti {
             sink.touch(i);
             return i;
         }
+        self.path = sink.path.clone();
         let mut t = Trace::new(RunMeta {
             id: stem(&sink.path),
             format: "codex",
@@ -1708,7 +2066,8 @@ impl Parser {
             if !fresh {
                 self.loose_prompts.push(i);
             }
-            if !self.named {
+            // A sub-agent's prompt does not name its parent's run.
+            if !self.named && !self.sub {
                 self.named = true;
                 t.meta.name = Some(one_line(text, 100));
             }
@@ -1807,26 +2166,44 @@ impl Parser {
                 sink.error(loc.line, "neither a rollout envelope nor a response item");
                 return;
             }
-            What::Unknown(other) => {
-                if self.warned.len() < 100 && !self.warned.iter().any(|w| w == other) {
-                    self.warned.push(other.to_string());
-                    sink.warning(
-                        Some(loc.line),
-                        format!("record type {other:?} is not known to tracetui; skipped (and any more of that type)"),
-                    );
+            What::Drift { ty, text } => {
+                // Drift (formats/mod.rs): counted, and shown when it carries text.
+                sink.skip(ty);
+                if *text {
+                    self.add_here(&mut sink.traces[ti], &r, EventKind::Other, ty, Status::Ok);
                 }
             }
             what => self.apply_what(&mut sink.traces[ti], what, &r),
         }
         if r.ts.is_some() {
             self.prev_ts = r.ts;
+            self.first_ts = self.first_ts.or(r.ts);
         }
     }
 
     fn apply_what(&mut self, t: &mut Trace, what: &What<'_>, r: &At) {
         match what {
             What::SessionMeta(m) | What::Header(m) => {
-                if t.meta.attributes.is_empty() {
+                if self.sub {
+                    // A sub-agent's own record is its container's.
+                    if !self.root_record {
+                        self.root_record = true;
+                        self.thread_id = m.thread.clone().or(self.thread_id.take());
+                        self.nickname = m.nickname.clone();
+                        let name = format!(
+                            "agent {}",
+                            self.nickname.as_deref().or(self.thread_id.as_deref()).unwrap_or("?")
+                        );
+                        let name = t.strings.intern(&name);
+                        let c = t.event_mut(self.root);
+                        c.origin = r.origin;
+                        c.name = name;
+                        // Its session_meta says who it is (and its instructions, if any).
+                        c.payload = PayloadRef::Deferred;
+                    }
+                } else if t.meta.attributes.is_empty() {
+                    self.thread_id = m.thread.clone();
+                    self.nickname = m.nickname.clone();
                     t.meta.attributes.extend(m.attributes.iter().cloned());
                     if let Some(ts) = m.start {
                         t.meta.start = Some(ts);
@@ -1836,7 +2213,8 @@ impl Parser {
                         self.root_record = true;
                         let root = t.event_mut(self.root);
                         root.origin = r.origin;
-                        if m.instructions {
+                        // A sub-agent's rollout read alone also shows whose thread it is.
+                        if m.instructions || m.attributes.iter().any(|(k, _)| k == "parent_thread_id") {
                             root.payload = PayloadRef::Deferred;
                         }
                     }
@@ -1864,6 +2242,12 @@ impl Parser {
                 self.add_here(t, r, EventKind::State, "compacted", Status::Ok);
             }
             What::Quiet | What::Ignored => {}
+            What::Settings(model) => {
+                if let Some(m) = model {
+                    self.model = Some(m.clone());
+                }
+            }
+            What::UsageRecord(u) => self.usage_record(t, u, r),
             What::Text { role, copy, text, key } => self.message(t, role, text, *key, *copy, r),
             What::EncryptedReasoning => {
                 // Encrypted reasoning only: still a step of the response.
@@ -1902,7 +2286,7 @@ impl Parser {
                     }
                     None => {
                         t.diagnostics.push(Diagnostic::warning(
-                            t.meta.source.clone(),
+                            self.path.clone(),
                             Some(r.origin.line as u64),
                             format!("{item} for call_id {call_id:?} matches no open call; shown on its own"),
                         ));
@@ -1962,7 +2346,7 @@ impl Parser {
                 self.add_here(t, r, EventKind::Error, ty, Status::Error);
             }
             What::ThreadName(name) => {
-                if let Some(n) = name {
+                if let Some(n) = name.as_ref().filter(|_| !self.sub) {
                     self.named = true;
                     t.meta.name = Some(n.clone());
                 }
@@ -1973,20 +2357,41 @@ impl Parser {
                 name,
                 begin,
                 failed,
-            } => self.call_event(t, call_id, name, *begin, *failed, r),
+                create,
+                spawned,
+            } => {
+                if let Some(e) = self.call_event(t, call_id, name, *begin, *failed, *create, r) {
+                    for id in spawned {
+                        if self.spawned.len() < 10_000 && !self.spawned.iter().any(|(s, _)| s == id) {
+                            self.spawned.push((id.clone(), e));
+                        }
+                    }
+                }
+            }
             What::Shown { ty, state } => {
                 let kind = if *state { EventKind::State } else { EventKind::Other };
                 self.add_here(t, r, kind, ty, Status::Ok);
             }
-            What::NotObject | What::Skip | What::Neither | What::Unknown(_) => {}
+            What::NotObject | What::Skip | What::Neither | What::Drift { .. } => {}
         }
     }
 
     /// An `event_msg` about a tool call: it completes the call of the same `call_id`, or
-    /// stands for a call the items do not show.
-    fn call_event(&mut self, t: &mut Trace, call_id: &str, name: &str, begin: bool, failed: bool, r: &At) {
+    /// stands for a call the items do not show (when `create`). Returns the call.
+    #[allow(clippy::too_many_arguments)]
+    fn call_event(
+        &mut self,
+        t: &mut Trace,
+        call_id: &str,
+        name: &str,
+        begin: bool,
+        failed: bool,
+        create: bool,
+        r: &At,
+    ) -> Option<u32> {
         let e = match self.calls.get_mut(t, call_id) {
             Some(c) => c.event,
+            None if !create => return None,
             None => {
                 let l = self.llm_for(t, r);
                 let e = t.add(NewEvent {
@@ -2013,7 +2418,7 @@ impl Parser {
             }
         };
         if begin {
-            return;
+            return Some(e);
         }
         let answered = self.calls.get_mut(t, call_id).is_some_and(|c| c.answered);
         if !answered {
@@ -2024,6 +2429,7 @@ impl Parser {
         if let Some(c) = self.calls.get_mut(t, call_id) {
             c.answered = true;
         }
+        Some(e)
     }
 
     fn token_count(&mut self, t: &mut Trace, info: &Tokens, r: &At) {
@@ -2053,15 +2459,49 @@ impl Parser {
             (None, Some(tot), None) => usage(&|k| tot.lenient(k)),
             (None, None, _) => return,
         };
-        let delta = super::usage_openai(delta);
         if let Some(tot) = total {
             self.last_total = Some(tot.clone());
         }
         if let Some(m) = info.model.as_deref().filter(|m| !m.is_empty()) {
             self.model = Some(m.to_string());
         }
+        let c = Counted {
+            last: info.last,
+            total: total.cloned(),
+        };
+        // The response's `token_usage_record` came first and counted it.
+        if let Some(i) = self.by_record.iter().position(|x| x.same(&c)) {
+            self.by_record.remove(i);
+            return;
+        }
+        self.give_usage(t, delta, r);
+        remember(&mut self.by_count, c);
+    }
+
+    /// A `token_usage_record`: the usage of the response it closes (newer rollouts write it as
+    /// the response completes, and its `token_count` after the tool outputs: the first of
+    /// the two to come counts the response, the other adds nothing).
+    fn usage_record(&mut self, t: &mut Trace, u: &UsageRec, r: &At) {
+        let c = Counted {
+            last: u.usage,
+            total: u.thread.clone(),
+        };
+        if let Some(i) = self.by_count.iter().position(|x| x.same(&c)) {
+            self.by_count.remove(i);
+            return;
+        }
+        match u.usage {
+            Some(raw) => self.give_usage(t, raw, r),
+            None => self.llm_open = false,
+        }
+        remember(&mut self.by_record, c);
+    }
+
+    /// Codex's counts of one response (`last_token_usage`, `usage`) to its LLM call.
+    fn give_usage(&mut self, t: &mut Trace, raw: Usage, r: &At) {
+        let delta = super::usage_openai(raw);
         // The usage belongs to the latest call of this turn that has none; a count with no
-        // call before it (usage-only rollouts) is a call of its own.
+        // call before it (usage-only rollouts, a compaction's request) is a call of its own.
         let parent = self.parent();
         let target = self
             .llm
@@ -2094,7 +2534,15 @@ impl Parser {
     }
 }
 
-impl Records for Parser {
+/// Keep a response counted by one of its records until the other comes (a few at most).
+fn remember(q: &mut std::collections::VecDeque<Counted>, c: Counted) {
+    if q.len() >= UNMATCHED {
+        q.pop_front();
+    }
+    q.push_back(c);
+}
+
+impl Records for Thread {
     type Rec<'a> = Rec<'a>;
 
     fn skim<'a>(line: &'a [u8], slot: &mut Option<Rec<'a>>) {
@@ -2106,7 +2554,8 @@ impl Records for Parser {
     }
 }
 
-impl LineParser for Parser {
+/// A sub-agent's rollout is read line by line like the run's own; [`Parser`] settles it.
+impl LineParser for Thread {
     fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
         engine::one(self, line, loc, sink);
     }
@@ -2119,9 +2568,12 @@ impl LineParser for Parser {
         true
     }
 
-    fn settle(&mut self, sink: &mut Sink) {
-        let Some(ti) = self.ti else { return };
-        let t = &mut sink.traces[ti];
+    fn flush(&mut self, _sink: &mut Sink) {}
+}
+
+impl Thread {
+    /// The thread's status as its records say, its turns settled.
+    fn settle_turns(&mut self, t: &mut Trace) -> RunStatus {
         let pending = self.pending_calls > 0;
         let last_turn = self.turns.last();
         // A rollout has no end marker of its own: an open turn or an unanswered call means
@@ -2137,17 +2589,6 @@ impl LineParser for Parser {
         } else {
             RunStatus::Unknown
         };
-        t.meta.status = status;
-        t.meta.model = self.model.clone();
-        let (lo, hi) = t.events_span();
-        t.meta.start = t.meta.start.or(lo);
-        let start = t.meta.start.or(lo);
-        let root = t.event_mut(self.root);
-        root.start = start.into();
-        if let (Some(a), Some(b)) = (root.start.get(), hi) {
-            root.duration = Some(b.saturating_sub(a).max(0)).into();
-        }
-        root.status = status.event_status();
         // Turns without their task events end when the next one starts. Every turn but the
         // last is final once looked at here: settle runs after each slice a viewer reads, so
         // it starts where it left off.
@@ -2159,10 +2600,328 @@ impl LineParser for Parser {
             }
         }
         self.turns_settled = n.saturating_sub(1);
+        status
+    }
+
+    /// The run's metadata and its root event.
+    fn settle_run(&mut self, t: &mut Trace) {
+        let status = self.settle_turns(t);
+        t.meta.status = status;
+        t.meta.model = self.model.clone();
+        let (lo, hi) = t.events_span();
+        t.meta.start = t.meta.start.or(lo);
+        let start = t.meta.start.or(lo);
+        let root = t.event_mut(self.root);
+        root.start = start.into();
+        if let (Some(a), Some(b)) = (root.start.get(), hi) {
+            root.duration = Some(b.saturating_sub(a).max(0)).into();
+        }
+        root.status = status.event_status();
         if let Some(name) = t.meta.name.clone() {
             let r = t.strings.intern(&name);
             t.event_mut(self.root).name = r;
         }
+    }
+
+    /// A sub-agent's container: its span and its status.
+    fn settle_container(&mut self, t: &mut Trace) {
+        let status = self.settle_turns(t);
+        let model = self.model.as_deref().map(|m| t.strings.intern(m));
+        let c = t.event_mut(self.root);
+        c.status = status.event_status();
+        c.start = self.first_ts.into();
+        if let (Some(a), Some(b)) = (self.first_ts, self.prev_ts) {
+            c.duration = Some(b.saturating_sub(a).max(0)).into();
+        }
+        if let Some(m) = model {
+            c.model = m;
+        }
+    }
+}
+
+/// The Codex line parser: one trace per rollout file. A rollout read with its sub-agents'
+/// rollouts ([`Format::load_nested`]: discovery found them beside it) reads theirs into its
+/// trace too, each under a container event that hangs under the call that spawned it (as
+/// Claude Code's subagents hang under their Task call).
+pub struct Parser {
+    main: Thread,
+    /// None: the rollout alone.
+    nest: Option<Nest>,
+}
+
+/// The sub-agents' rollouts of a run.
+struct Nest {
+    /// Given by discovery, or found while following (a rollout named by a spawned thread's id
+    /// in the directory of one already read).
+    files: Vec<PathBuf>,
+    subs: Vec<Sub>,
+}
+
+struct Sub {
+    reader: super::jsonl::JsonlReader,
+    thread: Thread,
+}
+
+/// Sub-agent rollouts read into one run, at most.
+const MAX_SUBS: usize = 1000;
+
+impl Parser {
+    fn new(nested: Option<Vec<PathBuf>>) -> Parser {
+        Parser {
+            main: Thread::default(),
+            nest: nested.map(|files| Nest {
+                files,
+                subs: Vec::new(),
+            }),
+        }
+    }
+}
+
+impl Nest {
+    /// Open the rollouts not read yet (and look for those of spawned threads that appeared
+    /// since), then read what is new in each.
+    fn read(&mut self, main: &Thread, ti: usize, sink: &mut Sink) {
+        self.look_for_spawned(main);
+        for p in &self.files {
+            if self.subs.len() >= MAX_SUBS {
+                break;
+            }
+            let name = p.file_name();
+            if self.subs.iter().any(|s| s.thread.path.file_name() == name) || main.path.file_name() == name {
+                continue;
+            }
+            let t = &mut sink.traces[ti];
+            let file = t.add_file(p.clone());
+            let id = thread_id_of_name(p);
+            let container = t.add(NewEvent {
+                parent: Parent::Index(main.root),
+                status: Status::Unknown,
+                origin: Origin {
+                    file,
+                    ..Default::default()
+                },
+                ..NewEvent::new(EventKind::Run, &format!("agent {}", id.as_deref().unwrap_or("?")))
+            });
+            self.subs.push(Sub {
+                reader: super::jsonl::JsonlReader::new(p),
+                thread: Thread {
+                    ti: Some(ti),
+                    root: container,
+                    file,
+                    path: p.clone(),
+                    sub: true,
+                    thread_id: id,
+                    ..Default::default()
+                },
+            });
+        }
+        for sub in &mut self.subs {
+            if std::fs::metadata(&sub.thread.path).is_ok_and(|m| m.len() < sub.reader.offset()) {
+                continue; // a rollout that shrank: keep what was read
+            }
+            // Diagnostics name the sub-agent's rollout while it is read.
+            let main_path = std::mem::replace(&mut sink.path, sub.thread.path.clone());
+            if let Err(e) = sub.reader.read_available(&mut sub.thread, sink) {
+                sink.warning(None, format!("sub-agent rollout: {e}"));
+            }
+            sink.path = main_path;
+        }
+    }
+
+    /// Threads spawned (by the run or a sub-agent) whose rollout is not read yet: one that
+    /// appeared beside a rollout already read joins (a sub-agent started while the run is
+    /// followed). Codex names a rollout `rollout-<time>-<thread id>.jsonl`.
+    fn look_for_spawned(&mut self, main: &Thread) {
+        let read = |id: &str| self.subs.iter().any(|s| s.thread.thread_id.as_deref() == Some(id));
+        let wanted: Vec<String> = std::iter::once(main)
+            .chain(self.subs.iter().map(|s| &s.thread))
+            .flat_map(|th| th.spawned.iter().map(|(id, _)| id.clone()))
+            .filter(|id| !read(id) && !self.files.iter().any(|f| thread_id_of_name(f).as_deref() == Some(id)))
+            .collect();
+        if wanted.is_empty() || self.files.len() >= MAX_SUBS {
+            return;
+        }
+        let mut dirs: Vec<&Path> = std::iter::once(main.path.as_path())
+            .chain(self.files.iter().map(|f| f.as_path()))
+            .filter_map(Path::parent)
+            .collect();
+        dirs.dedup();
+        let mut found = Vec::new();
+        for d in dirs {
+            let Ok(rd) = std::fs::read_dir(if d.as_os_str().is_empty() { Path::new(".") } else { d }) else {
+                continue;
+            };
+            for e in rd.flatten().take(100_000) {
+                let p = d.join(e.file_name());
+                if thread_id_of_name(&p).is_some_and(|id| wanted.contains(&id)) && !found.contains(&p) {
+                    found.push(p);
+                }
+            }
+        }
+        found.sort();
+        self.files.extend(found);
+    }
+
+    /// Hang each sub-agent's container under the call that spawned it, once that is known.
+    fn attach(&self, main: &Thread, t: &mut Trace) {
+        let spawns: Vec<&(String, u32)> = std::iter::once(main)
+            .chain(self.subs.iter().map(|s| &s.thread))
+            .flat_map(|th| th.spawned.iter())
+            .collect();
+        for sub in &self.subs {
+            let c = sub.thread.root;
+            if t.event(c).parent != main.root {
+                continue; // already under its call
+            }
+            let Some(id) = sub.thread.thread_id.as_deref() else {
+                continue;
+            };
+            let Some(&&(_, call)) = spawns.iter().find(|(s, _)| s == id) else {
+                continue;
+            };
+            // Never under itself (a rollout that says it spawned its own ancestor).
+            let mut up = call;
+            let mut inside = false;
+            for _ in 0..10_000 {
+                if up == c {
+                    inside = true;
+                    break;
+                }
+                let p = t.event(up).parent;
+                if p == NO_PARENT || p == up {
+                    break;
+                }
+                up = p;
+            }
+            if !inside {
+                t.set_parent(c, call);
+            }
+        }
+    }
+}
+
+/// How much of a rollout's start is read to learn whose thread it is: its session_meta's keys
+/// come before its instructions (tens of KB), which are not read. Most heads say it in their
+/// first 2 KB (discovery reads one of every rollout: the less, the faster a first `ls`).
+const HEAD: [usize; 2] = [2 << 10, 8 << 10];
+
+/// A rollout's thread and, for a sub-agent's, its parent thread, from the first session_meta
+/// in the head of the file ([`Format::lineage`]). None: not a rollout of threads (an older
+/// one, or not readable).
+fn lineage(path: &Path) -> Option<super::Lineage> {
+    use std::io::Read;
+    let mut f = super::open_regular(path).ok()?;
+    let mut buf = Vec::with_capacity(HEAD[0]);
+    (&mut f).take(HEAD[0] as u64).read_to_end(&mut buf).ok()?;
+    let mut found = head_lineage(&buf);
+    // Read on when the head said nothing, or was cut before its instructions (the keys
+    // that name a parent come before them).
+    let cut_early = !buf.contains(&b'\n') && memchr::memmem::find(&buf, b"instructions\"").is_none();
+    let incomplete = match &found {
+        None | Some((None, _)) => true,
+        Some((_, parent)) => parent.is_none() && cut_early,
+    };
+    if incomplete && buf.len() == HEAD[0] {
+        f.take((HEAD[1] - HEAD[0]) as u64).read_to_end(&mut buf).ok()?;
+        found = head_lineage(&buf);
+    }
+    let (id, parent) = found?;
+    Some(super::Lineage {
+        id: id.or_else(|| thread_id_of_name(path))?,
+        parent,
+    })
+}
+
+/// (thread id, parent thread id) from the first session_meta among the lines of `head` (the
+/// last may be cut short: what comes before the cut is read). Records before it (of types
+/// this reader does not know, say) are passed over.
+fn head_lineage(head: &[u8]) -> Option<(Option<String>, Option<String>)> {
+    for line in head.split(|&b| b == b'\n').take(64) {
+        let mut ty: Option<String> = None;
+        let (mut id, mut parent, mut meta_keys) = (None, None, false);
+        let mut k = Skim::new(line);
+        let _ = k.object(|k, key| {
+            match key {
+                b"type" => ty = string(k)?.map(Cow::into_owned),
+                b"payload" => k.object(|k, key| {
+                    match key {
+                        b"id" => id = string(k)?.map(Cow::into_owned),
+                        b"parent_thread_id" => {
+                            if let Some(p) = string(k)? {
+                                parent = Some(p.into_owned());
+                            }
+                        }
+                        b"source" => {
+                            let v: Value = serde_json::from_slice(k.value()?).ok()?;
+                            let spawn = v.get("subagent").and_then(|s| s.get("thread_spawn"));
+                            if let Some(p) = spawn.and_then(|s| str_of(s, "parent_thread_id")) {
+                                parent = parent.take().or(Some(p.to_string()));
+                            }
+                        }
+                        b"originator" | b"cli_version" => {
+                            meta_keys = true;
+                            k.skip()?
+                        }
+                        _ => k.skip()?,
+                    }
+                    Some(())
+                })?,
+                _ => k.skip()?,
+            }
+            Some(())
+        });
+        match ty.as_deref() {
+            Some("session_meta") => {}
+            // Cut before its type: a session_meta by its keys.
+            None if meta_keys && id.is_some() => {}
+            _ => continue,
+        }
+        let parent = parent.filter(|p| !p.is_empty());
+        return Some((id.filter(|i| !i.is_empty()), parent));
+    }
+    None
+}
+
+/// `rollout-<time>-<thread id>.jsonl` → the thread id (a UUID).
+fn thread_id_of_name(p: &Path) -> Option<String> {
+    let stem = p
+        .file_name()?
+        .to_str()?
+        .strip_prefix("rollout-")?
+        .strip_suffix(".jsonl")?;
+    let id = stem.get(stem.len().checked_sub(36)?..)?;
+    let uuid = id.len() == 36
+        && id.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    uuid.then(|| id.to_ascii_lowercase())
+}
+
+impl LineParser for Parser {
+    fn line(&mut self, line: &[u8], loc: LineLoc, sink: &mut Sink) {
+        engine::one(&mut self.main, line, loc, sink);
+    }
+
+    fn lines(&mut self, batch: &[(&[u8], LineLoc)], sink: &mut Sink) {
+        engine::batch(&mut self.main, batch, sink);
+    }
+
+    fn holds_itself(&self) -> bool {
+        true
+    }
+
+    fn settle(&mut self, sink: &mut Sink) {
+        let Some(ti) = self.main.ti else { return };
+        if let Some(n) = &mut self.nest {
+            n.read(&self.main, ti, sink);
+            let t = &mut sink.traces[ti];
+            n.attach(&self.main, t);
+            for sub in &mut n.subs {
+                sub.thread.settle_container(t);
+            }
+        }
+        self.main.settle_run(&mut sink.traces[ti]);
     }
 }
 
@@ -2188,13 +2947,31 @@ fn decode(ev: &Event, raw: &[&[u8]]) -> Payload {
         };
         let pty = str_of(p, "type").unwrap_or("");
         match ev.kind {
-            EventKind::Run => {
-                if ty == "session_meta"
-                    && let Some(x) = non_empty_instructions(p)
-                {
+            EventKind::Run if ty == "session_meta" => {
+                if let Some(x) = non_empty_instructions(p) {
                     out.input = Some(x.clone());
                 }
+                // A sub-agent's thread: who it is and whose.
+                let m = session_meta(p);
+                let agent: serde_json::Map<String, Value> = m
+                    .attributes
+                    .into_iter()
+                    .filter(|(k, _)| {
+                        matches!(
+                            k.as_str(),
+                            "parent_thread_id" | "agent_nickname" | "agent_role" | "agent_path"
+                        )
+                    })
+                    .collect();
+                if !agent.is_empty() {
+                    let mut agent = agent;
+                    if let Some(id) = m.thread {
+                        agent.insert("thread_id".into(), Value::String(id));
+                    }
+                    out.set_extra("sub_agent", Value::Object(agent));
+                }
             }
+            EventKind::Run => {}
             EventKind::Step => match (ty, pty) {
                 ("turn_context", _) => {
                     let keep: serde_json::Map<String, Value> =
@@ -2219,7 +2996,14 @@ fn decode(ev: &Event, raw: &[&[u8]]) -> Payload {
                 _ => {}
             },
             EventKind::LlmCall => {
-                if (ty, pty) == ("event_msg", "token_count")
+                if ty == "token_usage_record" {
+                    // Codex's own counts of the response (inclusive, as it writes them).
+                    for k in ["usage", "response_id", "turn_token_usage"] {
+                        if let Some(x) = field(p, k) {
+                            out.set_extra(k, x.clone());
+                        }
+                    }
+                } else if (ty, pty) == ("event_msg", "token_count")
                     && let Some(info) = field(p, "info")
                 {
                     // The call's usage: the count's last usage, else what the index took
@@ -2249,7 +3033,7 @@ fn decode(ev: &Event, raw: &[&[u8]]) -> Payload {
                 }
             }
             EventKind::ToolCall => call_payload(&mut out, ty, pty, p, &mut answered),
-            _ if i == 0 => record_payload(&mut out, ty, pty, p),
+            _ if i == 0 => record_payload(&mut out, ty, pty, p, &v),
             _ => {}
         }
     }
@@ -2279,6 +3063,10 @@ fn call_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value, answered: &mu
     };
     match ty {
         "response_item" if CALL_ITEMS.contains(&pty) => {
+            // The tool's group (`multi_agent_v1`: a sub-agent tool); the name is the tool's.
+            if let Some(ns) = field(p, "namespace") {
+                out.set_extra("namespace", ns.clone());
+            }
             let input = match pty {
                 "function_call" | "tool_search_call" => p.get("arguments").map(decode_embedded),
                 "custom_tool_call" => p.get("input").map(decode_embedded),
@@ -2298,6 +3086,17 @@ fn call_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value, answered: &mu
             let output = item_output(pty, p);
             let failed = output.as_ref().is_some_and(output_failed);
             answer(out, output, failed);
+        }
+        // A completed item: how the call ended (exit code, duration, the threads it started).
+        "event_msg" if pty == "item_completed" => {
+            let item = p.get("item").cloned().unwrap_or(Value::Null);
+            let output = item
+                .get("aggregated_output")
+                .or_else(|| item.get("result"))
+                .or_else(|| item.get("agents_states"))
+                .cloned();
+            out.set_extra(pty, item.clone());
+            answer(out, output, item_failed(&item));
         }
         "event_msg" => {
             out.set_extra(pty, p.clone());
@@ -2322,8 +3121,14 @@ fn call_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value, answered: &mu
     }
 }
 
-/// The payload of an event that is one record: a message, reasoning, an error, ...
-fn record_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value) {
+/// The payload of an event that is one record (`v`, of type `ty` and payload `p`): a message,
+/// reasoning, an error, ...
+fn record_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value, v: &Value) {
+    // A record of a type this reader does not know, or one that is only shown for its text.
+    if TEXT_TYPES.contains(&ty) || matches!(what_of(ty, p, v), What::Drift { .. }) {
+        *out = super::drift_payload(v, &ENVELOPE_FIELDS);
+        return;
+    }
     let text = |s: String| Some(Value::String(s));
     let phase = |out: &mut Payload| {
         if let Some(x) = field(p, "phase") {
@@ -2331,7 +3136,31 @@ fn record_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value) {
         }
     };
     match (ty, pty) {
-        ("compacted", _) => out.input = field(p, "message").cloned(),
+        ("compacted", _) => {
+            // Where the context was cut: the summary that replaced it, and the window it
+            // starts (the replacement history itself is the model's context, often large).
+            out.input = field(p, "message").cloned();
+            let mut m: serde_json::Map<String, Value> = [
+                "window_number",
+                "window_id",
+                "previous_window_id",
+                "first_window_id",
+                "compaction_response_id",
+            ]
+            .iter()
+            .filter_map(|k| field(p, k).map(|x| (k.to_string(), x.clone())))
+            .collect();
+            if let Some(h) = p.get("replacement_history").and_then(Value::as_array) {
+                m.insert("replacement_history_items".into(), Value::from(h.len()));
+            }
+            if !m.is_empty() {
+                out.set_extra("compaction", Value::Object(m));
+            }
+        }
+        ("event_msg", "item_completed") => {
+            let item = p.get("item");
+            out.input = item.and_then(|i| field(i, "text")).or(item).cloned();
+        }
         ("inter_agent_communication", _) => out.input = field(p, "content").cloned().or_else(|| Some(p.clone())),
         ("response_item", "message") => {
             out.input = text(content_text(p.get("content")));
@@ -2382,8 +3211,8 @@ fn record_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value) {
 mod tests {
     use super::*;
     use crate::formats::testing::outline as tree;
+    use PathBuf;
     use std::io::Write;
-    use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
         crate::formats::testing::fixture("codex", name)
@@ -2552,15 +3381,13 @@ mod tests {
         let lines: Vec<_> = t.diagnostics.iter().map(|d| (d.line, d.severity)).collect();
         assert_eq!(
             lines,
-            vec![
-                (Some(3), Severity::Error),
-                (Some(4), Severity::Warning),
-                (Some(6), Severity::Warning)
-            ],
+            vec![(Some(3), Severity::Error), (Some(6), Severity::Warning)],
             "{:?}",
             t.diagnostics
         );
         assert_eq!(t.counts().tool_calls, 1);
+        // Lines 4 and 7 are of a type no Codex wrote: drift, counted, no diagnostic.
+        assert_eq!(t.skipped.iter().collect::<Vec<_>>(), [("mystery_record", 2)]);
     }
 
     #[test]
@@ -2833,9 +3660,15 @@ mod tests {
     fn fixture_lines_take_the_fast_path() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files: Vec<PathBuf> = Vec::new();
-        for dir in ["tests/fixtures/codex", "sample-traces/codex"] {
+        for dir in [
+            "tests/fixtures/codex",
+            "tests/fixtures/codex/nested",
+            "sample-traces/codex",
+        ] {
             for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
-                files.push(e.path());
+                if e.path().is_file() {
+                    files.push(e.path());
+                }
             }
         }
         let (mut hot_lines, mut fast) = (0, 0);
@@ -2861,7 +3694,7 @@ mod tests {
 
     /// A load where every line is read by serde_json (the oracle of the skimmer).
     fn load_by_serde(path: &Path) -> Result<Loaded, LoadError> {
-        let mut p = Parser::default();
+        let mut p = Parser::new(None);
         let mut sink = Sink::new(path);
         let bytes = std::fs::read(path).unwrap();
         let mut off = 0u64;
@@ -2876,7 +3709,7 @@ mod tests {
                 continue;
             }
             let rec = serde_json::from_slice::<Value>(l).ok().map(|v| read_value(&v));
-            p.apply_rec(rec.as_ref(), l, loc, &mut sink);
+            p.main.apply_rec(rec.as_ref(), l, loc, &mut sink);
         }
         p.flush(&mut sink);
         sink.finish("Codex rollout records")
@@ -3185,5 +4018,379 @@ mod tests {
         assert_eq!(e.output, Some(Value::String("boom".into())));
         assert_eq!(e.error.unwrap().message, "boom");
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+    }
+
+    /// A record in Codex's envelope of a type no Codex writes (top level, or inside
+    /// `response_item` / `event_msg`), with text or without.
+    fn unknown_record(rng: &mut crate::formats::testing::Rng, near: &Value) -> Value {
+        let ty = rng.type_name();
+        let mut payload = serde_json::Map::new();
+        if let Some(text) = rng.maybe_text() {
+            let key = ["message", "text", "content", "summary"][rng.below(4)];
+            payload.insert(key.into(), Value::String(text));
+        }
+        payload.insert("zz".into(), rng.value());
+        let (outer, payload) = match rng.below(3) {
+            0 => (ty, payload),
+            k => {
+                payload.insert("type".into(), Value::String(ty));
+                (["response_item", "event_msg"][k - 1].to_string(), payload)
+            }
+        };
+        let mut m = serde_json::Map::new();
+        if let Some(ts) = near.get("timestamp") {
+            m.insert("timestamp".into(), ts.clone());
+        }
+        m.insert("type".into(), Value::String(outer));
+        m.insert("payload".into(), Value::Object(payload));
+        Value::Object(m)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+        /// The drift rule (formats/mod.rs) on our fixtures and the corpus' rollouts: unknown
+        /// record types, unknown payload types and unknown fields change no count and add no
+        /// diagnostic (the nested pair is read as a directory: the sub-agent stays nested).
+        #[test]
+        fn drift_is_skipped_quietly(seed in proptest::prelude::any::<u64>()) {
+            let sources = crate::formats::testing::drift_sources(
+                "codex",
+                &[
+                    "tests/fixtures/codex/rollout-turns.jsonl",
+                    "tests/fixtures/codex/rollout-usage.jsonl",
+                    "tests/fixtures/codex/rollout-newer-types.jsonl",
+                    "tests/fixtures/codex/rollout-compacted.jsonl",
+                    "tests/fixtures/codex/nested",
+                ],
+            );
+            crate::formats::testing::drift_check(&sources, seed, &|f, rng| {
+                crate::formats::testing::drift_jsonl(f, rng, &unknown_record)
+            });
+        }
+    }
+
+    #[test]
+    fn unknown_types_are_counted_and_shown_when_they_carry_text() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("rollout-drift.jsonl");
+        let lines = [
+            r#"{"timestamp":"2026-05-01T10:00:00Z","type":"session_meta","payload":{"id":"s","cwd":"/a"}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:01Z","type":"brand_new_record","payload":{"message":"a note"}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:02Z","type":"brand_new_record","payload":{"n":1}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:03Z","type":"event_msg","payload":{"type":"brand_new_event","call_id":"c9"}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:04Z","type":"response_item","payload":{"type":"brand_new_item","text":"said"}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:05Z","type":"world_state","payload":{"full":true,"state":{}}}"#,
+            r#"{"timestamp":"2026-05-01T10:00:06Z","type":"event_msg","payload":{"type":"item_started","item":{"type":"Reasoning"}}}"#,
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let t = &Codex.load(&path).unwrap().traces[0];
+        assert!(t.diagnostics.is_empty(), "drift is no problem: {:?}", t.diagnostics);
+        let skipped: Vec<(&str, u64)> = t.skipped.iter().collect();
+        assert_eq!(
+            skipped,
+            [("brand_new_record", 2), ("brand_new_event", 1), ("brand_new_item", 1)],
+            "known quiet records are not drift"
+        );
+        assert_eq!(t.counts().tool_calls, 0, "an unknown event is no call, call_id or not");
+        assert_eq!(
+            tree(t),
+            ["run session", "  other brand_new_record", "  other brand_new_item"],
+            "only records with text are shown"
+        );
+        let note = t.events.iter().position(|e| e.kind == EventKind::Other).unwrap();
+        let p = super::super::payload(t, t.event(note as u32));
+        assert_eq!(p.input, Some(Value::String("a note".into())));
+        assert_eq!(
+            p.extra,
+            vec![(
+                "record".to_string(),
+                serde_json::json!({"payload": {"message": "a note"}})
+            )]
+        );
+    }
+
+    /// A response's usage: input, cache read, output, reasoning, total.
+    type Tokens5 = (Option<u64>, Option<u64>, Option<u64>, Option<u64>, Option<u64>);
+
+    /// Each response's usage.
+    fn llm_usage(t: &Trace) -> Vec<Tokens5> {
+        t.events
+            .iter()
+            .filter(|e| e.kind == EventKind::LlmCall)
+            .map(|e| {
+                let u = e.usage.get().unwrap_or_default();
+                (u.input, u.cache_read, u.output, u.reasoning, u.total)
+            })
+            .collect()
+    }
+
+    /// The rollout without the lines that contain `drop`.
+    fn without(path: &Path, drop: &str, dir: &Path) -> PathBuf {
+        let text = std::fs::read_to_string(path).unwrap();
+        let kept: Vec<&str> = text.lines().filter(|l| !l.contains(drop)).collect();
+        let p = dir.join(path.file_name().unwrap());
+        std::fs::write(&p, kept.join("\n") + "\n").unwrap();
+        p
+    }
+
+    #[test]
+    fn usage_records_and_token_counts_agree_and_count_each_response_once() {
+        let d = tempfile::tempdir().unwrap();
+        let mut sources = vec![fixture("rollout-compacted.jsonl")];
+        let nested = fixture("nested");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&nested).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        sources.extend(files);
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/codex-rollout/generated-0.171.0");
+        if let Ok(rd) = std::fs::read_dir(&corpus) {
+            sources.extend(rd.map(|e| e.unwrap().path()));
+        }
+        for src in sources {
+            let both = Codex.load(&src).unwrap();
+            let t = &both.traces[0];
+            assert!(t.diagnostics.is_empty(), "{}: {:?}", src.display(), t.diagnostics);
+            // As before the records existed: from the counts alone.
+            let counts = d.path().join("counts");
+            let records = d.path().join("records");
+            std::fs::create_dir_all(&counts).unwrap();
+            std::fs::create_dir_all(&records).unwrap();
+            let by_counts = Codex.load(&without(&src, "\"token_usage_record\"", &counts)).unwrap();
+            let by_records = Codex.load(&without(&src, "\"token_count\"", &records)).unwrap();
+            let u = llm_usage(t);
+            assert!(!u.is_empty());
+            assert_eq!(
+                u,
+                llm_usage(&by_counts.traces[0]),
+                "{}: records change nothing",
+                src.display()
+            );
+            assert_eq!(u, llm_usage(&by_records.traces[0]), "{}: records alone", src.display());
+            assert_eq!(t.counts().tokens, by_counts.traces[0].counts().tokens);
+        }
+        // The compaction's own request is a call of its own (the context it read is cut).
+        let t = &Codex.load(&fixture("rollout-compacted.jsonl")).unwrap().traces[0];
+        assert_eq!(t.counts().llm_calls, 3);
+        assert_eq!(t.counts().tokens, 388_600, "the thread's last total");
+    }
+
+    #[test]
+    fn a_count_before_its_record_is_counted_once() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("rollout-order.jsonl");
+        let u = r#"{"input_tokens":100,"cached_input_tokens":40,"output_tokens":10,"reasoning_output_tokens":0,"total_tokens":110}"#;
+        let lines = [
+            r#"{"timestamp":"2026-05-01T10:00:00Z","type":"session_meta","payload":{"id":"s"}}"#.to_string(),
+            r#"{"timestamp":"2026-05-01T10:00:01Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}}"#.to_string(),
+            format!(r#"{{"timestamp":"2026-05-01T10:00:02Z","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{u},"last_token_usage":{u}}}}}}}"#),
+            r#"{"timestamp":"2026-05-01T10:00:03Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"more"}]}}"#.to_string(),
+            format!(r#"{{"timestamp":"2026-05-01T10:00:04Z","type":"token_usage_record","payload":{{"response_id":"r1","usage":{u},"thread_token_usage":{u}}}}}"#),
+        ];
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let t = &Codex.load(&path).unwrap().traces[0];
+        assert_eq!(t.counts().tokens, 110, "{:?}", llm_usage(t));
+        // The record closed nothing new: the second message's call has no usage of its own.
+        assert_eq!(llm_usage(t).iter().filter(|u| u.4.is_some()).count(), 1);
+    }
+
+    #[test]
+    fn namespaced_calls_keep_their_tool_name_and_show_their_namespace() {
+        let path = fixture("nested/rollout-2026-11-20T10-00-00-0196f3a0-1c2d-7e10-9a11-5b0c7d2e4f01.jsonl");
+        let t = &Codex.load(&path).unwrap().traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let names: Vec<&str> = (0..t.len() as u32)
+            .filter(|&i| t.event(i).kind == EventKind::ToolCall)
+            .map(|i| t.name(i))
+            .collect();
+        assert_eq!(names, ["spawn_agent", "exec_command", "wait_agent", "close_agent"]);
+        let spawn = super::super::payload(t, t.event(t.find("call_spawn").unwrap()));
+        assert_eq!(
+            spawn.extra[0],
+            ("namespace".to_string(), Value::String("multi_agent_v1".into()))
+        );
+        assert_eq!(
+            spawn.input.unwrap()["message"],
+            "Run the parser tests and report the failures"
+        );
+        // The command's item says it failed (exit code 101) before its output does.
+        let exec = t.find("call_exec").unwrap();
+        assert_eq!(t.event(exec).status, Status::Error);
+        // Alone, the parent's own four calls; the sub-agent's thread is only named.
+        assert_eq!(t.counts().tool_calls, 4);
+        assert_eq!(t.counts().tokens, 9_650);
+        assert_eq!(t.meta.model.as_deref(), Some("gpt-5.1-codex"));
+    }
+
+    #[test]
+    fn a_sub_agent_rollout_nests_under_its_spawn_call_when_both_are_listed() {
+        let dir = fixture("nested");
+        let d = crate::source::discover(std::slice::from_ref(&dir), None);
+        assert_eq!(
+            d.runs.len(),
+            1,
+            "the sub-agent is listed once, inside its parent: {:?}",
+            d.runs
+        );
+        let run = &d.runs[0];
+        assert_eq!(run.nested.as_ref().map(|n| n.len()), Some(1));
+        let l = run.load().unwrap();
+        assert_eq!(l.traces.len(), 1);
+        let t = &l.traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let c = t.counts();
+        assert_eq!((c.tool_calls, c.llm_calls, c.tokens), (5, 6, 9_650 + 3_320));
+        let spawn = t.find("call_spawn").unwrap();
+        let agent = t.children(spawn)[0];
+        assert_eq!((t.event(agent).kind, t.name(agent)), (EventKind::Run, "agent Hopper"));
+        assert_eq!(t.event(agent).status, Status::Ok);
+        let sub_call = t.find("call_sub_exec").unwrap();
+        assert_eq!(t.depth(sub_call), t.depth(agent) + 3, "container → turn → llm → call");
+        assert_eq!(t.event(sub_call).origin.file, t.event(agent).origin.file);
+        let p = super::super::payload(t, t.event(agent));
+        let sub = &p.extra.iter().find(|(k, _)| k == "sub_agent").unwrap().1;
+        assert_eq!(sub["agent_nickname"], "Hopper");
+        assert_eq!(sub["parent_thread_id"], "0196f3a0-1c2d-7e10-9a11-5b0c7d2e4f01");
+        assert_eq!(
+            t.meta.name.as_deref(),
+            Some("Find out why the loader tests fail; let a sub-agent run the parser tests meanwhile.")
+        );
+        // The sub-agent's rollout alone is a run of its own, and says whose it is.
+        let sub_path = fixture("nested/rollout-2026-11-20T10-00-01-0196f3a0-2e4f-7a20-8b22-6c1d8e3f5a02.jsonl");
+        let alone = crate::source::discover(std::slice::from_ref(&sub_path), None);
+        assert!(alone.runs[0].nested.is_none());
+        let s = &alone.runs[0].load().unwrap().traces[0];
+        assert_eq!(s.counts().tool_calls, 1);
+        let attr = |k: &str| s.meta.attributes.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
+        assert_eq!(attr("agent_nickname"), Some(Value::String("Hopper".into())));
+        assert_eq!(
+            attr("parent_thread_id"),
+            Some(Value::String("0196f3a0-1c2d-7e10-9a11-5b0c7d2e4f01".into()))
+        );
+        // Both named: one run again.
+        let parent = fixture("nested/rollout-2026-11-20T10-00-00-0196f3a0-1c2d-7e10-9a11-5b0c7d2e4f01.jsonl");
+        let both = crate::source::discover(&[parent.clone(), sub_path.clone()], None);
+        assert_eq!(both.runs.len(), 1);
+        assert_eq!(both.runs[0].path, parent);
+        assert_eq!(both.runs[0].load().unwrap().traces[0].counts().tool_calls, 5);
+    }
+
+    #[test]
+    fn a_sub_agent_rollout_that_appears_while_following_joins_its_spawn_call() {
+        let d = tempfile::tempdir().unwrap();
+        let name = |f: &str| fixture(&format!("nested/{f}"));
+        let parent = "rollout-2026-11-20T10-00-00-0196f3a0-1c2d-7e10-9a11-5b0c7d2e4f01.jsonl";
+        let sub = "rollout-2026-11-20T10-00-01-0196f3a0-2e4f-7a20-8b22-6c1d8e3f5a02.jsonl";
+        std::fs::copy(name(parent), d.path().join(parent)).unwrap();
+        // Listed before the sub-agent's rollout exists: read as a run that nests (none yet).
+        let found = crate::source::discover(&[d.path().to_path_buf()], None);
+        assert_eq!(found.runs[0].nested.as_deref().map(<[PathBuf]>::len), Some(0));
+        let mut f = found.runs[0].follow().unwrap();
+        f.poll().unwrap();
+        assert_eq!(f.sink.traces[0].counts().tool_calls, 4);
+        let src = std::fs::read_to_string(name(sub)).unwrap();
+        let (head, rest) = src.split_at(
+            src.find("\"function_call_output\"")
+                .map(|i| src[..i].rfind('\n').unwrap() + 1)
+                .unwrap(),
+        );
+        std::fs::write(d.path().join(sub), head).unwrap();
+        f.poll().unwrap();
+        let t = &f.sink.traces[0];
+        let agent = t.children(t.find("call_spawn").unwrap())[0];
+        assert_eq!(t.name(agent), "agent Hopper");
+        assert_eq!(
+            t.event(t.find("call_sub_exec").unwrap()).status,
+            Status::Error,
+            "its item said so"
+        );
+        assert_eq!(t.event(agent).status, Status::Pending, "running");
+        let mut w = std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.path().join(sub))
+            .unwrap();
+        w.write_all(rest.as_bytes()).unwrap();
+        drop(w);
+        f.poll().unwrap();
+        let t = &f.sink.traces[0];
+        assert_eq!(t.counts().tool_calls, 5);
+        assert_eq!(t.event(agent).status, Status::Ok);
+        let full = crate::source::discover(&[fixture("nested")], None).runs[0]
+            .load()
+            .unwrap();
+        assert_eq!(tree(t), tree(&full.traces[0]), "a followed pair reads as a full load");
+    }
+
+    #[test]
+    fn the_lineage_of_a_rollout_is_read_from_its_head() {
+        let l = |f: &str| lineage(&fixture(f));
+        let sub = l("nested/rollout-2026-11-20T10-00-01-0196f3a0-2e4f-7a20-8b22-6c1d8e3f5a02.jsonl").unwrap();
+        assert_eq!(sub.id, "0196f3a0-2e4f-7a20-8b22-6c1d8e3f5a02");
+        assert_eq!(sub.parent.as_deref(), Some("0196f3a0-1c2d-7e10-9a11-5b0c7d2e4f01"));
+        let parent = l("nested/rollout-2026-11-20T10-00-00-0196f3a0-1c2d-7e10-9a11-5b0c7d2e4f01.jsonl").unwrap();
+        assert_eq!(parent.parent, None);
+        assert!(l("rollout-legacy.jsonl").is_none(), "before threads");
+        // The parent id only in `source`, a record of an unknown type first, the line cut in
+        // the instructions: still read.
+        let head = br#"{"type":"zz_new","payload":{"k":1}}
+{"timestamp":"t","type":"session_meta","payload":{"id":"c1","cwd":"/a","originator":"x","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p1","depth":1}}},"base_instructions":{"text":"You are"#;
+        assert_eq!(head_lineage(head), Some((Some("c1".into()), Some("p1".into()))));
+        // Keys that name the parent past the first read: read on.
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("rollout-long-head.jsonl");
+        let long = format!(
+            r#"{{"timestamp":"t","type":"session_meta","payload":{{"id":"c2","cwd":"/{}","source":{{"subagent":{{"thread_spawn":{{"parent_thread_id":"p2"}}}}}},"base_instructions":{{"text":"{}"}}}}}}"#,
+            "a".repeat(3000),
+            "b".repeat(20_000)
+        );
+        std::fs::write(&p, long + "\n").unwrap();
+        assert_eq!(lineage(&p).and_then(|l| l.parent).as_deref(), Some("p2"));
+        assert_eq!(
+            head_lineage(br#"{"timestamp":"t","type":"response_item","payload":{"type":"message"}}"#),
+            None
+        );
+        assert_eq!(
+            thread_id_of_name(Path::new(
+                "/x/rollout-2026-11-28T12-27-04-01a2221f-9259-7142-9254-9149d4b69be9.jsonl"
+            ))
+            .as_deref(),
+            Some("01a2221f-9259-7142-9254-9149d4b69be9")
+        );
+        assert_eq!(thread_id_of_name(Path::new("rollout-x.jsonl")), None);
+    }
+
+    #[test]
+    fn a_compaction_is_a_state_event_that_shows_where_the_context_was_cut() {
+        let t = &Codex.load(&fixture("rollout-compacted.jsonl")).unwrap().traces[0];
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let c = t
+            .events
+            .iter()
+            .position(|e| e.kind == EventKind::State && t.strings.get(e.name) == "compacted")
+            .unwrap() as u32;
+        let p = super::super::payload(t, t.event(c));
+        assert_eq!(
+            p.input,
+            Some(Value::String(
+                "Summary: the user wants the loader to stream; src/loader.rs:12 defines load.".into()
+            ))
+        );
+        let m = &p.extra.iter().find(|(k, _)| k == "compaction").unwrap().1;
+        assert_eq!(m["window_number"], 2);
+        assert_eq!(m["replacement_history_items"], 2);
+        assert_eq!(m["compaction_response_id"], "resp_compact");
+        // The compaction's request: an LLM call before it, with its usage from its record.
+        let llms: Vec<u32> = (0..t.len() as u32)
+            .filter(|&i| t.event(i).kind == EventKind::LlmCall)
+            .collect();
+        let compaction_call = super::super::payload(t, t.event(llms[1]));
+        let get = |k: &str| {
+            compaction_call
+                .extra
+                .iter()
+                .find(|(x, _)| x == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(get("response_id"), Some(Value::String("resp_compact".into())));
+        assert_eq!(get("usage").unwrap()["output_tokens"], 2400);
+        assert!(t.event(llms[1]).start.get() < t.event(c).start.get());
     }
 }

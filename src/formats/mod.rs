@@ -199,6 +199,38 @@ pub trait Format: Sync {
     fn follow(&self, _path: &Path) -> Option<jsonl::Follow> {
         None
     }
+    /// Whether a source of this format may be a part of another run ([`Format::lineage`]).
+    fn nests(&self) -> bool {
+        false
+    }
+    /// Where a source belongs when it is a part of another run (a Codex sub-agent's rollout
+    /// is part of its parent's): read cheaply (names, the head of the file), for formats that
+    /// [nest](Format::nests). Discovery reads the sources a listing finds together: a source
+    /// whose parent is among them is read into that run ([`Format::load_nested`]) and not
+    /// listed on its own. None (the default): a run of its own, always.
+    fn lineage(&self, _path: &Path) -> Option<Lineage> {
+        None
+    }
+    /// [`Format::load`] of a run listed with the sources that are part of it (`Some`, maybe
+    /// none yet: a format that nests them may also look for ones that appear while the run is
+    /// followed); `None`: the source alone, as `load` reads it. The default: `load`.
+    fn load_nested(&self, path: &Path, _nested: Option<&[PathBuf]>) -> Result<Loaded, LoadError> {
+        self.load(path)
+    }
+    /// [`Format::follow`] of a run with the sources that are part of it (as in
+    /// [`Format::load_nested`]). The default: `follow`.
+    fn follow_nested(&self, path: &Path, _nested: Option<&[PathBuf]>) -> Option<jsonl::Follow> {
+        self.follow(path)
+    }
+}
+
+/// Whose run a source is part of ([`Format::lineage`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lineage {
+    /// The source's own key (a Codex thread id).
+    pub id: String,
+    /// The key of the run it is part of, when it is a part (a sub-agent's thread).
+    pub parent: Option<String>,
 }
 
 /// The result of loading one source.

@@ -180,6 +180,7 @@ pub fn print(
                     path: p.clone(),
                     format: &otlp::Otlp,
                     root: Arc::from(spool.dir()),
+                    nested: None,
                 };
                 cap.live.push((tailer.follow_file(run, otlp::follow_lines(&p)), p));
             }

@@ -81,6 +81,47 @@ pub fn format_of(path: &Path) -> Option<&'static dyn Format> {
     (stamp_file(path)? == e.own).then(|| formats::by_id(&e.format))?
 }
 
+/// A source's lineage ([`Format::lineage`]: a Codex rollout's head says whose thread it
+/// is) from the cache when the file is as it was then, else read (and then kept for next
+/// time, with the source's summaries or on its own for a source listed inside another).
+pub fn lineage(run: &super::RunRef) -> Option<formats::Lineage> {
+    let read = || run.format.lineage(&run.path);
+    let Some(c) = get() else { return read() };
+    let abs = std::path::absolute(&run.path).ok();
+    let Some(key) = abs.as_deref().and_then(Path::to_str) else {
+        return read();
+    };
+    let Some((own, newest)) = std::fs::metadata(&run.path)
+        .ok()
+        .map(|m| (stamp_meta(&m), newest_ns(&m)))
+    else {
+        return read();
+    };
+    if let Some(e) = c.old.get(key)
+        && e.own == own
+        && e.format == run.format.id()
+        && let Some(h) = &e.head
+    {
+        return h.lineage();
+    }
+    let l = read();
+    if newest < now_ns() - SETTLED_SECS as i128 * 1_000_000_000 {
+        c.keep(
+            key,
+            Entry {
+                format: run.format.id().to_string(),
+                own,
+                // No summaries: never taken for them.
+                all: 0,
+                used: now_secs(),
+                summaries: Vec::new(),
+                head: Some(Head::of(l.as_ref())),
+            },
+        );
+    }
+    l
+}
+
 /// The run's summaries from the cache, else from `compute` (and then kept for next time).
 pub fn summaries(
     run: &super::RunRef,
@@ -89,17 +130,21 @@ pub fn summaries(
     let Some(c) = get() else { return compute() };
     // Keyed by the absolute path: the same run listed from elsewhere is the same entry.
     let abs = std::path::absolute(&run.path).ok();
-    let (Some(inputs), Some(key)) = (
+    let (Some(mut inputs), Some(key)) = (
         run.format.summary_inputs(&run.path),
         abs.as_deref().and_then(Path::to_str),
     ) else {
         return compute();
     };
+    // The sources read into the run are its inputs too (and make another entry than the
+    // source alone: the names of the inputs are in the stamp).
+    inputs.extend(run.nested.iter().flat_map(|n| n.iter().cloned()));
     let Some(stamp) = stamp_inputs(&inputs) else {
         return compute();
     };
     if let Some(e) = c.old.get(key)
         && e.all == stamp.hash
+        && e.all != 0
         && e.format == run.format.id()
         && let Some(list) = e
             .summaries
@@ -133,6 +178,7 @@ pub fn summaries(
                     all: stamp.hash,
                     used: now_secs(),
                     summaries,
+                    head: None,
                 },
             );
         }
@@ -177,8 +223,22 @@ impl Cache {
         }
     }
 
-    fn keep(&self, key: &str, e: Entry) {
+    /// Keep `e` for `key`. What the entry it replaces knew of the same file and the other does
+    /// not (its lineage, its summaries) stays.
+    fn keep(&self, key: &str, mut e: Entry) {
         let mut k = self.new.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(was) = k.entries.get(key).or_else(|| self.old.get(key))
+            && was.own == e.own
+            && was.format == e.format
+        {
+            if e.head.is_none() {
+                e.head = was.head.clone();
+            }
+            if e.all == 0 && was.all != 0 {
+                e.all = was.all;
+                e.summaries = was.summaries.clone();
+            }
+        }
         k.entries.insert(key.to_string(), e);
         k.dirty = true;
     }
@@ -317,10 +377,24 @@ fn write_meta(h: &mut FxHasher, m: &std::fs::Metadata) {
 
 /// One file's stamp (`None`: it cannot be read).
 fn stamp_file(path: &Path) -> Option<u64> {
-    let m = std::fs::metadata(path).ok()?;
+    Some(stamp_meta(&std::fs::metadata(path).ok()?))
+}
+
+fn stamp_meta(m: &std::fs::Metadata) -> u64 {
     let mut h = FxHasher::default();
-    write_meta(&mut h, &m);
-    Some(h.finish())
+    write_meta(&mut h, m);
+    h.finish()
+}
+
+/// The later of a file's modification and change times, nanoseconds since the epoch.
+fn newest_ns(m: &std::fs::Metadata) -> i128 {
+    let t = mtime_ns(m);
+    #[cfg(unix)]
+    let t = {
+        use std::os::unix::fs::MetadataExt;
+        t.max(m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128)
+    };
+    t
 }
 
 struct Stamp {
@@ -356,12 +430,7 @@ fn stamp_into(p: &Path, depth: usize, h: &mut FxHasher, newest: &mut Option<i128
         Err(_) => return None,
     };
     write_meta(h, &m);
-    let t = mtime_ns(&m);
-    #[cfg(unix)]
-    let t = {
-        use std::os::unix::fs::MetadataExt;
-        t.max(m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128)
-    };
+    let t = newest_ns(&m);
     *newest = Some(newest.map_or(t, |n: i128| n.max(t)));
     if m.is_dir() {
         if depth >= DIR_DEPTH {
@@ -416,6 +485,32 @@ struct Entry {
     /// When it was last used, seconds since the epoch (the oldest go first when full).
     used: u64,
     summaries: Vec<Cached>,
+    /// What its head said of its lineage, when read ([`lineage`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    head: Option<Head>,
+}
+
+/// A source's lineage as cached: `id` None when its format read none.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct Head {
+    id: Option<String>,
+    parent: Option<String>,
+}
+
+impl Head {
+    fn of(l: Option<&formats::Lineage>) -> Head {
+        Head {
+            id: l.map(|l| l.id.clone()),
+            parent: l.and_then(|l| l.parent.clone()),
+        }
+    }
+
+    fn lineage(&self) -> Option<formats::Lineage> {
+        Some(formats::Lineage {
+            id: self.id.clone()?,
+            parent: self.parent.clone(),
+        })
+    }
 }
 
 /// A [`Summary`] as stored: every field of it (the destructuring in `of` makes a new field a
@@ -568,6 +663,7 @@ mod tests {
             path: s.path.clone(),
             format: formats::by_id(s.format).unwrap(),
             root: std::sync::Arc::from(Path::new(".")),
+            nested: None,
         };
         let back = Cached::of(&s, &run.path).unwrap().to_summary(&run).unwrap();
         assert_eq!(format!("{s:?}"), format!("{back:?}"));
@@ -582,6 +678,7 @@ mod tests {
             all: 2,
             used: 3,
             summaries: vec![Cached::of(&summary(), Path::new("sample-traces")).unwrap()],
+            head: None,
         };
         let row = serde_json::to_string(&Row { path: "/a", entry: &e }).unwrap();
         let text = format!("{{\"tracetui_summary_cache\":\"g1\"}}\n{row}\n{{\"path\":\"/b\"\nnot json\n");
@@ -590,6 +687,48 @@ mod tests {
         assert_eq!(got["/a"].all, 2);
         assert!(parse(text.as_bytes(), "g2").is_empty());
         assert!(parse(b"", "g1").is_empty());
+    }
+
+    #[test]
+    fn a_lineage_and_the_summaries_of_one_file_are_kept_together() {
+        let d = tempfile::tempdir().unwrap();
+        let c = Cache::open(d.path().join(FILE), "g1".into());
+        let entry = |all: u64, head: Option<Head>| Entry {
+            format: "codex".into(),
+            own: 7,
+            all,
+            used: 1,
+            summaries: Vec::new(),
+            head,
+        };
+        let head = || {
+            Some(Head::of(Some(&formats::Lineage {
+                id: "c".into(),
+                parent: Some("p".into()),
+            })))
+        };
+        c.keep("/r", entry(0, head()));
+        c.keep("/r", entry(9, None));
+        c.flush();
+        let back = Cache::open(d.path().join(FILE), "g1".into());
+        let e = &back.old["/r"];
+        assert_eq!(e.all, 9, "the summaries kept");
+        assert_eq!(
+            e.head.as_ref().and_then(Head::lineage).and_then(|l| l.parent),
+            Some("p".into())
+        );
+        // Read again for the file changed: the old lineage is not carried over.
+        back.keep(
+            "/r",
+            Entry {
+                own: 8,
+                ..entry(9, None)
+            },
+        );
+        back.flush();
+        assert!(Cache::open(d.path().join(FILE), "g1".into()).old["/r"].head.is_none());
+        // A source that is no part of any (its format read none) is kept as such.
+        assert!(Head::of(None).lineage().is_none());
     }
 
     #[test]

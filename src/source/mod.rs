@@ -18,6 +18,10 @@ pub struct RunRef {
     pub format: &'static dyn Format,
     /// The path it was found under: a PATH given to tracetui, or one of the standard places.
     pub root: Arc<Path>,
+    /// For a format that nests runs ([`crate::formats::Format::lineage`]): the sources found
+    /// with it that are part of it (a Codex run's sub-agent rollouts), read into it. `None`:
+    /// the source alone (a file named on its own).
+    pub nested: Option<Arc<[PathBuf]>>,
 }
 
 impl std::fmt::Debug for RunRef {
@@ -27,12 +31,32 @@ impl std::fmt::Debug for RunRef {
 }
 
 impl RunRef {
+    /// A source found on its own (nothing nested in it).
+    pub fn new(path: PathBuf, format: &'static dyn Format, root: Arc<Path>) -> RunRef {
+        RunRef {
+            path,
+            format,
+            root,
+            nested: None,
+        }
+    }
     pub fn load(&self) -> Result<Loaded, LoadError> {
-        self.format.load(&self.path)
+        match &self.nested {
+            None => self.format.load(&self.path),
+            Some(n) => self.format.load_nested(&self.path, Some(n)),
+        }
     }
     /// [`RunRef::load`], followed by `watcher` ([`crate::formats::Format::load_watched`]).
     pub fn load_watched(&self, watcher: &mut dyn crate::formats::Watcher) -> Result<Loaded, LoadError> {
-        self.format.load_watched(&self.path, watcher)
+        match &self.nested {
+            None => self.format.load_watched(&self.path, watcher),
+            Some(_) => self.load(),
+        }
+    }
+    /// The source followed as it grows ([`crate::formats::Format::follow`]), with what is
+    /// nested in it.
+    pub fn follow(&self) -> Option<crate::formats::jsonl::Follow> {
+        self.format.follow_nested(&self.path, self.nested.as_deref())
     }
     /// The run `id` (or at `index`) of this source alone, where the format can read it
     /// without the others ([`crate::formats::Format::load_run`]).
@@ -43,7 +67,10 @@ impl RunRef {
     /// session from its first and last lines ([`summary`]), else the format's own.
     pub fn summarize(&self) -> Result<Vec<Summary>, LoadError> {
         cache::summaries(self, || {
-            summary::from_ends(self).unwrap_or_else(|| self.format.summarize(&self.path))
+            summary::from_ends(self).unwrap_or_else(|| match &self.nested {
+                None => self.format.summarize(&self.path),
+                Some(_) => Ok(self.load()?.traces.iter().map(Summary::of).collect()),
+            })
         })
     }
     /// Its project ([`places::project`]): the agent's project directory where the layout has
@@ -134,6 +161,7 @@ pub fn discover(paths: &[PathBuf], forced: Option<&'static dyn Format>) -> Disco
     for p in paths {
         discover_one(p, forced, None, &mut d);
     }
+    nest(&mut d.runs);
     d
 }
 
@@ -145,7 +173,74 @@ pub fn discover_places(places: &[places::Resolved], forced: Option<&'static dyn 
         d.errors
             .retain(|e| !matches!(e, LoadError::NotATrace { path, .. } if path == &p.path));
     }
+    nest(&mut d.runs);
     d
+}
+
+/// Runs that are part of another run found with them ([`Format::lineage`]: a Codex
+/// sub-agent's rollout and its parent's) are read into that run ([`RunRef::nested`]) and not
+/// listed on their own; a part whose run is not among them stays a run. Runs of a format that
+/// nests, found by a directory scan, read the parts that appear later too (`nested` is
+/// `Some`); a file named on its own is read alone unless a part of it was named too.
+fn nest(runs: &mut Vec<RunRef>) {
+    if !runs.iter().any(|r| r.format.nests()) {
+        return;
+    }
+    // Read from the head of each (Codex: 8 KB of each rollout), or from the cache.
+    let lin: Vec<Option<formats::Lineage>> = runs
+        .par_iter()
+        .map(|r| if r.format.nests() { cache::lineage(r) } else { None })
+        .collect();
+    if lin.iter().all(Option::is_none) {
+        return;
+    }
+    let mut by_id: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, l) in lin.iter().enumerate() {
+        if let Some(l) = l {
+            by_id.entry(l.id.as_str()).or_insert(i);
+        }
+    }
+    // The run a part goes into: its oldest ancestor among them (a sub-agent's sub-agent goes
+    // into the top run too); none in a loop of parents.
+    let top = |i: usize| -> usize {
+        let mut seen = vec![i];
+        let mut cur = i;
+        while let Some(p) = lin[cur]
+            .as_ref()
+            .and_then(|l| l.parent.as_deref())
+            .and_then(|p| by_id.get(p).copied())
+            .filter(|&p| runs[p].format.id() == runs[i].format.id())
+        {
+            if seen.contains(&p) || seen.len() > 64 {
+                return i;
+            }
+            seen.push(p);
+            cur = p;
+        }
+        cur
+    };
+    let mut parts: Vec<Vec<PathBuf>> = vec![Vec::new(); runs.len()];
+    let mut keep = vec![true; runs.len()];
+    for i in 0..runs.len() {
+        let t = top(i);
+        if t != i {
+            parts[t].push(runs[i].path.clone());
+            keep[i] = false;
+        }
+    }
+    for (i, r) in runs.iter_mut().enumerate() {
+        let found_by_scan = *r.root != *r.path;
+        if lin[i].is_some() && keep[i] && (found_by_scan || !parts[i].is_empty()) {
+            let mut p = std::mem::take(&mut parts[i]);
+            p.sort();
+            r.nested = Some(Arc::from(p));
+        }
+    }
+    let mut i = 0;
+    runs.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
 }
 
 /// Standard input (`-`): formats read by position (deferred payloads, the raw view), which a
@@ -241,28 +336,16 @@ fn discover_one(
     };
     if !meta.is_dir() {
         match forced {
-            Some(f) => d.runs.push(RunRef {
-                path: path.to_path_buf(),
-                format: f,
-                root,
-            }),
+            Some(f) => d.runs.push(RunRef::new(path.to_path_buf(), f, root)),
             None => match cache::format_of(path).map_or_else(|| formats::detect(path), Ok) {
-                Ok(f) => d.runs.push(RunRef {
-                    path: path.to_path_buf(),
-                    format: f,
-                    root,
-                }),
+                Ok(f) => d.runs.push(RunRef::new(path.to_path_buf(), f, root)),
                 Err(e) => d.errors.push(e),
             },
         }
         return;
     }
     if let Some(f) = run_dir_format(path, forced) {
-        d.runs.push(RunRef {
-            path: path.to_path_buf(),
-            format: f,
-            root,
-        });
+        d.runs.push(RunRef::new(path.to_path_buf(), f, root));
         return;
     }
     let before = d.runs.len();
@@ -281,18 +364,10 @@ fn discover_one(
     let detected: Vec<Result<RunRef, LoadError>> = files
         .par_iter()
         .map(|p| match forced {
-            Some(f) => Ok(RunRef {
-                path: p.clone(),
-                format: f,
-                root: root.clone(),
-            }),
+            Some(f) => Ok(RunRef::new(p.clone(), f, root.clone())),
             None => cache::format_of(p)
                 .map_or_else(|| formats::detect(p), Ok)
-                .map(|f| RunRef {
-                    path: p.clone(),
-                    format: f,
-                    root: root.clone(),
-                }),
+                .map(|f| RunRef::new(p.clone(), f, root.clone())),
         })
         .collect();
     for r in detected {
@@ -369,11 +444,7 @@ impl Scan {
                     continue; // dangling link or a link to a directory/FIFO
                 }
                 match self.known.filter(|_| self.forced.is_none() && name.ends_with(".jsonl")) {
-                    Some(format) => d.runs.push(RunRef {
-                        path,
-                        format,
-                        root: self.root.clone(),
-                    }),
+                    Some(format) => d.runs.push(RunRef::new(path, format, self.root.clone())),
                     None => self.files.push(path),
                 }
             }
@@ -383,11 +454,7 @@ impl Scan {
         let found: Vec<Option<&'static dyn Format>> = subdirs.par_iter().map(|p| run_dir_format(p, forced)).collect();
         for (p, f) in subdirs.into_iter().zip(found) {
             match f {
-                Some(format) => d.runs.push(RunRef {
-                    path: p,
-                    format,
-                    root: self.root.clone(),
-                }),
+                Some(format) => d.runs.push(RunRef::new(p, format, self.root.clone())),
                 None if self.budget == 0 => d.skipped.over_limit += 1,
                 // A known layout (`.codex/sessions`, `.claude/projects`, …) is searched to its
                 // own depth wherever it is found.
@@ -491,11 +558,7 @@ mod tests {
         let meta = std::fs::read(src.join("run.json")).unwrap();
         std::fs::write(run.join("run.json"), &meta[..meta.len() / 2]).unwrap();
         std::fs::copy(src.join("events.jsonl"), run.join("events.jsonl")).unwrap();
-        let r = RunRef {
-            path: run.clone(),
-            format: formats::by_id("agentdbg").unwrap(),
-            root: Arc::from(d.path()),
-        };
+        let r = RunRef::new(run.clone(), formats::by_id("agentdbg").unwrap(), Arc::from(d.path()));
         assert!(
             r.summarize().is_err(),
             "cut metadata: {:?}",
@@ -515,11 +578,11 @@ mod tests {
         assert_eq!(listed[0].name.as_deref(), Some("refund-agent"));
         // An old source that fails is not waited for.
         let t0 = std::time::Instant::now();
-        let bad = RunRef {
-            path: d.path().join("missing.jsonl"),
-            format: formats::by_id("claude-code").unwrap(),
-            root: Arc::from(d.path()),
-        };
+        let bad = RunRef::new(
+            d.path().join("missing.jsonl"),
+            formats::by_id("claude-code").unwrap(),
+            Arc::from(d.path()),
+        );
         assert!(summarize_all(&[bad])[0].1.is_err());
         assert!(t0.elapsed() < FRESH);
     }

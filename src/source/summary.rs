@@ -28,6 +28,7 @@ pub fn from_ends(run: &RunRef) -> Option<Result<Vec<Summary>, LoadError>> {
     if !meta.is_file() || meta.len() <= FULL_UP_TO {
         return None;
     }
+    // The head alone (the runs nested in it are not read: their counts are unknown too).
     let mut f = run.format.follow(&run.path)?;
     if let Err(e) = f.poll_some(END) {
         return Some(Err(e));
@@ -112,6 +113,7 @@ mod tests {
             path: p.clone(),
             format: crate::formats::by_id("claude-code").unwrap(),
             root: std::sync::Arc::from(d.path()),
+            nested: None,
         };
         let s = from_ends(&run).unwrap().unwrap();
         assert_eq!(s.len(), 1);
@@ -132,6 +134,7 @@ mod tests {
             path: "sample-traces/claude-code/7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl".into(),
             format: crate::formats::by_id("claude-code").unwrap(),
             root: std::sync::Arc::from(std::path::Path::new("sample-traces")),
+            nested: None,
         };
         assert!(from_ends(&small).is_none());
         assert!(small.summarize().unwrap()[0].tool_calls.is_some());
@@ -141,6 +144,7 @@ mod tests {
             path: p,
             format: crate::formats::by_id("openai-chat").unwrap(),
             root: std::sync::Arc::from(d.path()),
+            nested: None,
         };
         assert!(from_ends(&other).is_none(), "only formats of one run per file");
     }

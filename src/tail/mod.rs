@@ -130,7 +130,7 @@ impl Tailer {
             if self.sources.iter().any(|s| s.run.path == run.path) {
                 continue;
             }
-            let state = match run.format.follow(&run.path) {
+            let state = match run.follow() {
                 Some(f) => State::Lines(Box::new(f)),
                 None => State::Whole {
                     traces: Vec::new(),

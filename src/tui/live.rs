@@ -10,7 +10,7 @@ use crate::formats::{Format, Summary};
 use crate::model::Trace;
 use crate::source::{self, RunRef};
 use crate::tail::watch::{Wake, Watch};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -186,7 +186,7 @@ impl Loader {
     }
 
     fn run(&mut self) {
-        match self.job.run.format.follow(&self.job.run.path) {
+        match self.job.run.follow() {
             Some(f) => self.lines(f),
             None => self.whole(),
         }
@@ -588,7 +588,7 @@ pub fn spawn_watcher(
                 skipped: Default::default(),
                 tx,
                 sh,
-                known: HashSet::new(),
+                known: HashMap::new(),
                 running: HashMap::new(),
             };
             let single = w.paths.len() == 1;
@@ -615,7 +615,8 @@ struct Watcher {
     skipped: source::Skipped,
     tx: Sender<Action>,
     sh: Shared,
-    known: HashSet<PathBuf>,
+    /// Listed sources, as last found (what is read into each may grow: a sub-agent's rollout).
+    known: HashMap<PathBuf, RunRef>,
     /// Sources with a running run, and when they were last summarized.
     running: HashMap<PathBuf, (RunRef, Option<Instant>)>,
 }
@@ -685,9 +686,21 @@ impl Watcher {
                 let _ = self.tx.send(Action::RunsProblem(e.to_string()));
             }
         }
-        let new: Vec<RunRef> = d.runs.into_iter().filter(|r| !self.known.contains(&r.path)).collect();
+        let mut new: Vec<RunRef> = Vec::new();
+        for r in d.runs {
+            match self.known.get_mut(&r.path) {
+                None => new.push(r),
+                // A listed run that now reads more sources (a sub-agent's rollout appeared
+                // beside it): summarized again, with them.
+                Some(k) if k.nested.as_deref() != r.nested.as_deref() => {
+                    *k = r.clone();
+                    self.running.insert(r.path.clone(), (r, None));
+                }
+                Some(_) => {}
+            }
+        }
         if single && new.len() == 1 && self.known.is_empty() {
-            self.known.insert(new[0].path.clone());
+            self.known.insert(new[0].path.clone(), new[0].clone());
             let _ = self.tx.send(Action::RunsFound(vec![provisional(&new[0])]));
             return true;
         }
@@ -702,7 +715,7 @@ impl Watcher {
                 part.into_par_iter().map(|r| (r.clone(), entries(&r))).collect();
             let mut all = Vec::new();
             for (r, res) in found {
-                self.known.insert(r.path.clone());
+                self.known.insert(r.path.clone(), r.clone());
                 match res {
                     Ok(list) => {
                         if list
@@ -751,7 +764,7 @@ impl Watcher {
                 for p in paths {
                     // By the path's ancestors: a scan of every known run for every event was
                     // most of the explorer's start on a directory of 2,000 runs.
-                    match p.ancestors().find_map(|a| self.known.get(a)) {
+                    match p.ancestors().find_map(|a| self.known.get_key_value(a).map(|(k, _)| k)) {
                         None => rescan = true,
                         Some(k) => {
                             let k = k.clone();
@@ -778,6 +791,9 @@ impl Watcher {
     }
 
     fn run_ref(&self, path: &Path) -> Option<RunRef> {
+        if let Some(r) = self.known.get(path) {
+            return Some(r.clone());
+        }
         let d = source::discover(&[path.to_path_buf()], self.forced);
         d.runs.into_iter().find(|r| r.path == path)
     }

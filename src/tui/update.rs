@@ -247,6 +247,10 @@ fn merge_entries(s: &mut State, list: Vec<RunEntry>) -> bool {
             // A rescan lists metadata again: a run loaded since keeps its loaded counts
             // unless its status moved on.
             Some(&i) => {
+                // What is read into the run may have grown (a sub-agent's rollout appeared).
+                if s.runs.entries[i].run.nested.as_deref() != e.run.nested.as_deref() {
+                    s.runs.entries[i].run = e.run.clone();
+                }
                 let old = &s.runs.entries[i].summary;
                 if !(e.summary.provisional() && !old.provisional() && e.summary.status == old.status) {
                     s.runs.entries[i].summary = e.summary
