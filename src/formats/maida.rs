@@ -220,6 +220,29 @@ struct SpanEnv<'a> {
     status_code: Option<Cow<'a, str>>,
 }
 
+/// The fields of a span: a record with none of them (absent or null) is no span.
+const SPAN_FIELDS: [&str; 10] = [
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "start_time",
+    "end_time",
+    "duration_ms",
+    "attributes",
+    "events",
+    "status_code",
+];
+
+/// Whether a line has none of [`SPAN_FIELDS`] (read only for a line whose skim found no ids
+/// and no name: rare).
+fn no_span_fields(line: &[u8]) -> bool {
+    match serde_json::from_slice::<Map<String, Value>>(line) {
+        Ok(o) => SPAN_FIELDS.iter().all(|k| o.get(*k).is_none_or(Value::is_null)),
+        Err(_) => false,
+    }
+}
+
 #[derive(Deserialize)]
 struct SpanEvent<'a> {
     #[serde(borrow, default)]
@@ -903,7 +926,7 @@ impl Parser {
                 &slow
             }
         };
-        if span.trace_id.is_empty() && span.span_id.is_empty() && span.name.is_empty() && span.start.is_none() {
+        if span.trace_id.is_empty() && span.span_id.is_empty() && span.name.is_empty() && no_span_fields(line) {
             // No span at all: a record of a kind a newer Maida writes (drift, formats/mod.rs).
             self.unknown(line, loc, sink);
             return;
@@ -1859,7 +1882,10 @@ mod tests {
             text("name")?,
             text("status_code")?,
         );
-        let _ = trace_id;
+        let _ = (trace_id, span_id, name);
+        if SPAN_FIELDS.iter().all(|k| o.get(*k).is_none_or(Value::is_null)) {
+            return None; // no span: a record of another kind (drift), skipped
+        }
         let empty = Map::new();
         let attrs = o.get("attributes").and_then(Value::as_object).unwrap_or(&empty);
         let s = |a: &Map<String, Value>, k: &str| {
