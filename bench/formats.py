@@ -3,6 +3,7 @@
 
 Usage (from the repository root, after `cargo build --release`):
     python3 bench/formats.py [--only agentdbg,maida] [--events 1000000] [--repeat 5] [--no-lnav] [--explorer]
+                             [--baseline PATH-TO-AN-EARLIER-tracetui]
 
 Each format has a deterministic generator `bench/gen/<format>.py OUT --events N` that writes
 files that mimic the format's real ones and prints one JSON line: {"load": PATH to give
@@ -113,6 +114,7 @@ def main():
     ap.add_argument("--no-lnav", action="store_true")
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--explorer", action="store_true", help="also time the explorer's load (on a pseudo-terminal)")
+    ap.add_argument("--baseline", help="another tracetui binary (an earlier build): its check takes turns with this one's")
     a = ap.parse_args()
     tt = os.environ.get("TRACETUI") or os.path.join(ROOT, "target", "release", "tracetui")
     if not os.path.exists(tt):
@@ -144,6 +146,8 @@ def main():
                                        g["files"][0]]))
         if a.explorer:
             cmds.append(("explorer", [tt, "--format", g["format"], g["load"]]))
+        if a.baseline:
+            cmds.append(("baseline", [a.baseline, "check", "--format", g["format"], g["load"]]))
         # A file tracetui refuses (OpenHands V0 and SWE-agent documents over 512 MiB) has no
         # load to time: say so and go on (the explorer would show the refusal and never end).
         probe = subprocess.run(cmds[2][1], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -166,6 +170,11 @@ def main():
               + f" {','.join(map(str, c['codes']))} |"
               + (f" {ex['first_screen'] * 1e3:.0f} ms | {ex['median']:.3f} s | {ex['x_check']:.2f} |"
                  if ex else ""), flush=True)
+        if a.baseline:
+            b = m["baseline"]
+            print(f"|   baseline {fmt} | | | | {b['median']:.3f} s | {b['median'] / m['floor']['median']:.1f} | "
+                  f"{b['rss']:.0f} MB | {b['cpu']:.2f} s | this build / baseline: {c['median'] / b['median']:.2f} (CPU "
+                  f"{c['cpu'] / max(b['cpu'], 1e-9):.2f}) | | | | |", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(figures, f, indent=1)
