@@ -1821,17 +1821,20 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 let name = b.tool_name();
                 let id = b.id.as_deref().filter(|x| !x.is_empty());
-                // A record written twice (Claude-shaped recorders such as iFlow write each
-                // assistant record twice): one call, answered once.
-                if id.is_some_and(|id| s.tool(t, id).is_some()) {
+                // The id's first event, looked up once: a call of it means the record was
+                // written twice (Claude-shaped recorders such as iFlow write each assistant
+                // record twice): one call, answered once.
+                let before = id.and_then(|id| s.tools_other.get(id).copied().or_else(|| t.find(id)));
+                if before.is_some_and(|e| t.event(e).kind == EventKind::ToolCall) {
                     continue;
                 }
                 let i = child(EventKind::ToolCall, name, id, Status::Pending, PayloadRef::Deferred, t);
                 s.pending += 1;
                 match id {
                     Some(id) => {
-                        // The last call of an id is the one its result answers.
-                        if t.find(id) != Some(i) {
+                        // Another event holds the id in the trace's index: this call is found
+                        // through `tools_other`.
+                        if before.is_some() {
                             s.tools_other.insert(id.to_string(), i);
                         }
                     }
