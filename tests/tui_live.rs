@@ -99,6 +99,7 @@ impl Harness {
                 // these tests compare no runs and copy nothing
                 Effect::Copy(_)
                 | Effect::Page(_)
+                | Effect::PageFile(_)
                 | Effect::Edit(_)
                 | Effect::Diff { .. }
                 | Effect::Stats(_)
