@@ -572,3 +572,31 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+
+    /// `grep`'s matcher (as the `grep_match` fuzz target): any pattern, literal or regex,
+    /// compiles or is refused, and matching never panics; a literal found in text that needs
+    /// no JSON escaping leaves its prefilter piece in the bytes.
+    #[test]
+    fn grep_patterns_compile_or_are_refused_and_match_without_panic(
+        pat in "[a-zA-Z0-9 .*+?|()\\[\\]{}^$\\\\kKsSé_-]{1,40}",
+        text in "[a-zA-Z0-9 .*+?|()\\[\\]{}^$kKsSé_-]{0,80}",
+        ic in any::<bool>(),
+        regex in any::<bool>(),
+    ) {
+        if let Ok(p) = tracetui::search::grep::Pattern::new(&pat, ic, regex) {
+            let found = p.find(&text);
+            prop_assert_eq!(found.is_some(), p.is_match(&text));
+            if let Some((a, b)) = found {
+                prop_assert!(a <= b && b <= text.len());
+                if !regex && text.is_ascii() {
+                    if let Some(pre) = p.prefilter() {
+                        prop_assert!(pre.is_match(text.as_bytes()), "prefilter missed {:?} in {:?}", pat, text);
+                    }
+                }
+            }
+        }
+    }
+}
