@@ -316,6 +316,11 @@ fn a_pattern_of_thousands_of_groups_stays_small() {
     }
     let out = c.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("line two"), "{stdout}");
 }
