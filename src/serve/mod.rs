@@ -163,7 +163,10 @@ pub fn print(
     announce(&servers, &spool, err);
     let _ = err.flush();
     let mut tailer = Tailer::files(spool.dir());
-    let mut printer = Printer::new(fmt);
+    // A received run ends when its root span does, which is final (spans are sent as they
+    // end, the root last): said at once, not after a quiet time as for a file (and the
+    // printer runs only when a batch comes).
+    let mut printer = Printer::with_quiet(fmt, Duration::ZERO);
     let mut cap = Cap::new(o.max_spans);
     while !stop.load(Ordering::Relaxed) {
         let first = match rx.recv_timeout(Duration::from_millis(100)) {

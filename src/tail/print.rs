@@ -5,7 +5,7 @@
 //! A run's status says `ok` whenever nothing in it is pending (a Claude Code session between
 //! two tool calls), so an end is said only once the run has stayed ended, with no write to
 //! its files, for [`END_QUIET`] (at once for a run that ended before it was read); and once
-//! per end: again only after new events came and it ended again.
+//! per end: again only after it was seen going on (running) and ended again.
 
 use super::{Change, Tailer};
 use crate::cli::Output;
@@ -22,8 +22,8 @@ pub const END_QUIET: Duration = Duration::from_secs(3);
 struct Seen {
     count: usize,
     ids: HashSet<String>,
-    /// The run's end was printed (or it had ended before tail started), and no event came
-    /// since.
+    /// The run's end was printed (or it had ended before tail started), and it was not seen
+    /// running since.
     ended: bool,
     /// Calls printed while pending, whose outcome is still to be said: (index, id).
     pending: Vec<(u32, Box<str>)>,
@@ -97,7 +97,6 @@ impl Printer {
             let mut waiting: Option<HashMap<u32, &str>> = None;
             // Outcomes first: a call that ended in this change was printed before it.
             n += outcomes(self.fmt, trace, seen, out)?;
-            let before = seen.count;
             for i in from..trace.len() {
                 let e = trace.event(i as u32);
                 let id = trace.str(e.source_id);
@@ -127,10 +126,6 @@ impl Printer {
             } else {
                 trace.len()
             };
-            if seen.count > before && !c.reloaded {
-                // Events after an end: the run went on, and its next end is said.
-                seen.ended = false;
-            }
         }
         n += self.ends(t, out)?;
         Ok(n)
@@ -144,7 +139,12 @@ impl Printer {
                 continue;
             };
             let ended = matches!(trace.meta.status, RunStatus::Ok | RunStatus::Error);
-            if !ended || seen.ended || !quiet_for(trace, self.quiet) {
+            if !ended {
+                // The run goes on (a call pending again): its next end is said.
+                seen.ended = false;
+                continue;
+            }
+            if seen.ended || !quiet_for(trace, self.quiet) {
                 continue;
             }
             end_line(self.fmt, trace, out)?;
