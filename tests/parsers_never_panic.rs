@@ -591,10 +591,8 @@ proptest! {
             prop_assert_eq!(found.is_some(), p.is_match(&text));
             if let Some((a, b)) = found {
                 prop_assert!(a <= b && b <= text.len());
-                if !regex && text.is_ascii() {
-                    if let Some(pre) = p.prefilter() {
-                        prop_assert!(pre.is_match(text.as_bytes()), "prefilter missed {:?} in {:?}", pat, text);
-                    }
+                if !regex && text.is_ascii() && let Some(pre) = p.prefilter() {
+                    prop_assert!(pre.is_match(text.as_bytes()), "prefilter missed {:?} in {:?}", pat, text);
                 }
             }
         }
