@@ -399,13 +399,24 @@ pub fn cells(v: &CompareView) -> Vec<Vec<(Role, String)>> {
 pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     let Some(v) = &s.compare else { return };
     let done = v.done();
-    let head = format!(
-        " baseline {} · {done}/{} compared · sorted {} ",
-        v.baseline_name,
-        v.rows.len(),
-        v.sort.label()
-    );
-    buf.set_stringn(area.x, area.y, &head, area.width as usize, th.style(Role::Dim));
+    // The baseline's name gives way (cut with …) to the count and the sort.
+    {
+        use super::render::fields::{self, Field};
+        let mut head = vec![
+            Field::text(format!("baseline {}", v.baseline_name), Role::Dim).elastic(20),
+            Field::text(
+                format!(
+                    "{}/{} compared",
+                    crate::model::thousands(done as u64),
+                    crate::model::thousands(v.rows.len() as u64)
+                ),
+                Role::Dim,
+            ),
+            Field::text(format!("sorted {}", v.sort.label()), Role::Dim).drop_at(1),
+        ];
+        let w = area.width.saturating_sub(2);
+        fields::draw(buf, area.x + 1, area.y, &mut head, (" · ", Role::Dim), th, w);
+    }
     let boxed = Rect {
         y: area.y + 1,
         height: area.height.saturating_sub(1),
@@ -477,9 +488,10 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
                 style = style.patch(th.style(Role::Selection));
             }
             let w = if c + 1 == ncol { (right - x) as usize } else { widths[c] };
-            let text = crate::report::cut(t, w);
-            let end = buf.set_stringn(x, y, &text, (right - x) as usize, style).0;
-            x = (end).max(x + w as u16).min(right).saturating_add(2);
+            // Cut by display width (a CJK letter is two cells), so that the columns line up.
+            let text = super::render::fit(t, w);
+            buf.set_stringn(x, y, &text, (right - x) as usize, style);
+            x = (x + w as u16).min(right).saturating_add(2);
         }
     };
     if inner.height == 0 {

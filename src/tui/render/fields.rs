@@ -57,6 +57,10 @@ impl Field {
         }
         out
     }
+    /// The spans of the first form (to build another field's form from).
+    pub fn spans_owned(self) -> Spans {
+        self.forms.into_iter().next().map(|f| f.1).unwrap_or_default()
+    }
     /// A shorter form, taken from `rank` on.
     pub fn or(mut self, rank: u8, spans: Spans) -> Field {
         self.forms.push((rank, spans));
@@ -164,14 +168,10 @@ pub fn fit_text(fields: &mut [Field], sep: &str, width: usize) -> String {
         .join(sep)
 }
 
-/// The forms of a count, for [`Field::number`].
-pub fn count(n: u64) -> Vec<String> {
-    num::count_forms(n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use num::count_forms as count;
 
     fn line(fields: &mut [Field], w: usize) -> String {
         fit_fields(fields, 3, w);

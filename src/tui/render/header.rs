@@ -18,7 +18,7 @@ pub fn lines(r: &RunView, t: &Trace) -> [Vec<Field>; 2] {
     let fact = |k: &str, v: String| -> Spans { vec![(format!("{k} "), Role::Dim), (v, Role::Text)] };
     let mut first = vec![
         Field::text(st, role),
-        Field::new(vec![(name, Role::Title)]).elastic(12),
+        Field::new(vec![(name, Role::Title)]).elastic(24),
         Field::new(fact("format", m.format.to_string())).drop_at(4),
     ];
     if let Some(model) = &r.model {
@@ -40,66 +40,76 @@ pub fn lines(r: &RunView, t: &Trace) -> [Vec<Field>; 2] {
 
     let c = &r.counts;
     let plural = |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
-    let n = |v: usize| num::count_forms(v as u64);
     let error_role = if c.errors > 0 { Role::Error } else { Role::Text };
+    // Ranks: the lower goes first. The by-model costs go (1), the token kinds go (2, 3; the
+    // detail pane lists them), the labels shorten (4), then the totals take units (5: `4.3M
+    // tokens`, `$13.26`), the counts (6), and last `tok` and whole dollars (7).
     let mut second = vec![
-        Field::number(&n(c.events), Role::Text, plural(c.events, "event", "events"), 6),
-        Field::number(
-            &n(c.tool_calls),
-            Role::Text,
+        count_field(c.events, plural(c.events, "event", "events"), None, Role::Text),
+        count_field(
+            c.tool_calls,
             plural(c.tool_calls, "tool call", "tool calls"),
-            6,
-        )
-        .or(7, count_spans(c.tool_calls, "tools")),
-        Field::number(
-            &n(c.llm_calls),
+            Some(plural(c.tool_calls, "tool", "tools")),
             Role::Text,
+        ),
+        count_field(
+            c.llm_calls,
             plural(c.llm_calls, "LLM call", "LLM calls"),
-            6,
-        )
-        .or(7, count_spans(c.llm_calls, "LLM")),
-        Field::number(&n(c.errors), error_role, plural(c.errors, "error", "errors"), 6),
+            Some("LLM"),
+            Role::Text,
+        ),
+        count_field(c.errors, plural(c.errors, "error", "errors"), Some("err"), error_role),
     ];
-    let tokens = if c.tokens > 0 {
-        fields::count(c.tokens as u64)
+    if c.tokens > 0 {
+        let forms = num::count_forms(c.tokens as u64);
+        let mut f = Field::new(spans(&forms[0], "tokens", Role::Text));
+        for x in &forms[1..] {
+            f = f.or(5, spans(x, "tokens", Role::Text));
+        }
+        second.push(f.or(7, spans(forms.last().unwrap_or(&forms[0]), "tok", Role::Text)));
     } else {
-        vec!["-".into()]
-    };
-    second.push(Field::number(&tokens, Role::Text, "tokens", 5).or(7, short_spans(&tokens, "tok")));
+        second.push(Field::new(spans("-", "tokens", Role::Text)));
+    }
     let tt = &r.cost.total;
     if tt.total_tokens > 0 || tt.micros > 0 || tt.unknown > 0 {
         let k = &tt.tokens;
-        second.push(Field::labelled("in", &n(k.input as usize), 2).drop_at(4));
+        let kind = |label: &str, n: u64, rank: u8| Field::labelled(label, &[thousands(n as usize)], 0).drop_at(rank);
+        second.push(kind("in", k.input, 3));
         if k.cache_read + k.cache_write > 0 {
-            let cache = |r: &str, w: &str| -> Spans {
-                vec![
+            second.push(
+                Field::new(vec![
                     ("cache r ".into(), Role::Dim),
-                    (r.to_string(), Role::Text),
+                    (thousands(k.cache_read as usize), Role::Text),
                     (" w ".into(), Role::Dim),
-                    (w.to_string(), Role::Text),
-                ]
-            };
-            let (rf, wf) = (num::count_forms(k.cache_read), num::count_forms(k.cache_write));
-            let mut f = Field::new(cache(&rf[0], &wf[0]));
-            f = f.or(2, cache(rf.last().unwrap_or(&rf[0]), wf.last().unwrap_or(&wf[0])));
-            second.push(f.drop_at(3));
+                    (thousands(k.cache_write as usize), Role::Text),
+                ])
+                .drop_at(2),
+            );
         }
-        second.push(Field::labelled("out", &num::count_forms(k.output), 2).drop_at(4));
+        second.push(kind("out", k.output, 3));
         if k.reasoning > 0 {
-            second.push(Field::labelled("reasoning", &num::count_forms(k.reasoning), 2).drop_at(3));
+            second.push(kind("reasoning", k.reasoning, 2));
         }
-        second.push(Field::labelled("cost", &num::cost_forms(tt), 5));
+        // The cost: exact, then to the cent (5), then whole dollars (7); never cut.
+        let forms = num::cost_forms(tt);
+        let mut f = Field::labelled("cost", &forms[..1], 0);
+        for (i, x) in forms.iter().enumerate().skip(1) {
+            f = f.or(
+                if i == 1 { 5 } else { 7 },
+                Field::labelled("cost", &[x.clone()], 0).spans_owned(),
+            );
+        }
+        second.push(f);
         if r.cost.by_model.len() > 1 {
             let parts: Vec<String> = r
                 .cost
                 .by_model
                 .iter()
                 .map(|(m, mt)| {
-                    let forms = num::cost_forms(mt);
                     format!(
                         "{} {}",
                         crate::sanitize::line(if m.is_empty() { "?" } else { m }),
-                        num::fit(&forms, 8)
+                        num::cost_forms(mt)[0]
                     )
                 })
                 .collect();
@@ -124,19 +134,26 @@ fn thousands(n: usize) -> String {
     crate::model::thousands(n as u64)
 }
 
-fn count_spans(n: usize, label: &str) -> Spans {
-    let f = num::count_forms(n as u64);
-    vec![
-        (f.last().cloned().unwrap_or_default(), Role::Text),
-        (format!(" {label}"), Role::Dim),
-    ]
+/// A number then its dim label.
+fn spans(n: &str, label: &str, role: Role) -> Spans {
+    vec![(n.to_string(), role), (format!(" {label}"), Role::Dim)]
 }
 
-fn short_spans(forms: &[String], label: &str) -> Spans {
-    vec![
-        (forms.last().cloned().unwrap_or_default(), Role::Text),
-        (format!(" {label}"), Role::Dim),
-    ]
+/// A count with its label: the short label from rank 4, the number's shorter forms from 6.
+fn count_field(n: usize, label: &str, short: Option<&str>, role: Role) -> Field {
+    let forms = num::count_forms(n as u64);
+    let mut f = Field::new(spans(&forms[0], label, role));
+    let label = match short {
+        Some(s) => {
+            f = f.or(4, spans(&forms[0], s, role));
+            s
+        }
+        None => label,
+    };
+    for x in &forms[1..] {
+        f = f.or(6, spans(x, label, role));
+    }
+    f
 }
 
 pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) {

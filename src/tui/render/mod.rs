@@ -7,7 +7,7 @@ mod export;
 pub(crate) mod fields;
 pub(crate) mod header;
 pub(crate) mod help;
-pub(crate) mod num;
+pub mod num;
 pub(crate) mod runs;
 mod stats;
 mod tree;
@@ -166,7 +166,7 @@ fn fit_left(s: &str, width: usize) -> String {
 }
 
 /// Cut to a display width with an ellipsis.
-pub(super) fn fit(s: &str, width: usize) -> String {
+pub(crate) fn fit(s: &str, width: usize) -> String {
     if s.width() <= width {
         return s.to_string();
     }

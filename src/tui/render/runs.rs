@@ -196,7 +196,7 @@ const STATUS_W: u16 = 10;
 const NAME_MIN: u16 = 18;
 /// The ID column is shown only when the names keep this much room besides it.
 const NAME_ROOMY: u16 = 36;
-const ID_MIN: u16 = 12;
+const ID_MIN: u16 = 8;
 const ID_MAX: u16 = 36;
 
 /// A run's optional cells, each as its forms, longest first (a text has one; sanitized).
@@ -324,22 +324,29 @@ fn columns(s: &State, inner: u16) -> Columns {
         }
     }
     // The id, after every column that matters more, when the names keep their room.
+    // It is as wide as the widest id (up to ID_MAX, a uuid) and shown only whole.
     let spare = inner.saturating_sub(fixed(&shown, &level) + 1 + NAME_ROOMY);
-    if spare > ID_MIN && !gave_up {
+    if spare > id_w && !gave_up {
         shown[ID] = true;
-        level[ID] = 0;
     }
     let mut width = [0u16; NCOLS];
     for (i, w) in width.iter_mut().enumerate() {
-        *w = if i == ID {
-            id_w.min(spare.saturating_sub(1))
-        } else {
-            width_of(i, &level)
-        };
+        *w = width_of(i, &level);
     }
     let name_w =
         inner.saturating_sub(STATUS_W + (0..NCOLS).filter(|&i| shown[i]).map(|i| width[i] + 1).sum::<u16>() + 1);
     Columns { shown, width, name_w }
+}
+
+/// `t` and spaces to `w` display cells (CJK letters are two), right-aligned for a number;
+/// then the space between columns.
+fn pad(t: &str, w: usize, right: bool) -> String {
+    let fill = " ".repeat(w.saturating_sub(t.width()));
+    if right {
+        format!("{fill}{t} ")
+    } else {
+        format!("{t}{fill} ")
+    }
 }
 
 pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
@@ -506,7 +513,7 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
             buf,
             x,
             y,
-            &format!("{name:<w$}", w = name_w as usize),
+            &pad(&name, name_w as usize, false),
             base.patch(th.style(Role::Text)),
             name_w,
         );
@@ -515,7 +522,7 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
                 buf,
                 x,
                 y,
-                &format!("{:<w$}", fit(b, bw as usize), w = bw as usize),
+                &pad(&fit(b, bw as usize), bw as usize, false),
                 base.patch(th.style(Role::Warning)),
                 bw,
             );
@@ -529,13 +536,11 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
                 // A project's end says most (`…-src-tracetui`).
                 PROJECT => crate::report::ls::cut_front(&cells[i][0], w),
                 _ if COLS[i].number => num::fit(&cells[i], w).to_string(),
+                // An id is whole or not at all (a cut one would not resume anything).
+                ID if cells[i][0].width() > w => String::new(),
                 _ => fit(&cells[i][0], w),
             };
-            let t = if COLS[i].number {
-                format!("{t:>w$} ")
-            } else {
-                format!("{t:<w$} ")
-            };
+            let t = pad(&t, w, COLS[i].number);
             let role = if prov && COUNT_COLS.contains(&i) {
                 Role::Dim
             } else if i == ERR && sm.errors.is_some_and(|n| n > 0) {

@@ -160,7 +160,7 @@ fn bar_text(eighths: u64) -> String {
 /// A boxed chart of one bar a line: the label (cut with `…`), the bar, and the value whole at
 /// the right (in a shorter form when the box is narrow, never cut). `more` says how many rows
 /// did not fit.
-fn bars(buf: &mut Buffer, area: Rect, title: &str, rows: &[BarRow], th: &Theme) {
+fn bars(buf: &mut Buffer, area: Rect, title: &str, rows: &[BarRow], whole_labels: bool, th: &Theme) {
     let b = block(
         Line::from(format!(" {} ", fit(title, area.width.saturating_sub(4) as usize))),
         false,
@@ -189,7 +189,10 @@ fn bars(buf: &mut Buffer, area: Rect, title: &str, rows: &[BarRow], th: &Theme) 
     } else {
         (rows, 0)
     };
-    // The values' form: the longest that leaves a label of 6 and a bar of 3.
+    // The values' form: the longest that leaves a label of 10 (or whole, for dates) and a
+    // bar of 4.
+    let label_max = rows.iter().map(|r| r.label.width()).max().unwrap_or(0);
+    let label_min = if whole_labels { label_max } else { label_max.min(10) };
     let levels = rows.iter().map(|r| r.forms.len()).max().unwrap_or(1);
     let value_w = |level: usize| -> usize {
         rows.iter()
@@ -197,10 +200,11 @@ fn bars(buf: &mut Buffer, area: Rect, title: &str, rows: &[BarRow], th: &Theme) 
             .max()
             .unwrap_or(0)
     };
-    let level = (0..levels).find(|&l| value_w(l) + 6 + 3 + 2 <= w).unwrap_or(levels - 1);
+    let level = (0..levels)
+        .find(|&l| value_w(l) + label_min + 4 + 2 <= w)
+        .unwrap_or(levels - 1);
     let vw = value_w(level);
-    let label_max = rows.iter().map(|r| r.label.width()).max().unwrap_or(0);
-    let lw = label_max.min(((w.saturating_sub(vw + 2)) * 2 / 5).max(6));
+    let lw = label_max.min(((w.saturating_sub(vw + 2)) * 2 / 5).max(label_min));
     let bw = w.saturating_sub(lw + vw + 2);
     let max = rows.iter().map(|r| r.value).max().unwrap_or(0).max(1);
     for (i, r) in rows.iter().enumerate() {
@@ -245,9 +249,17 @@ fn cost_rows(days: &[(String, Total)], height: usize) -> (&'static str, Vec<BarR
                 _ => out.push((k, t.micros)),
             }
         }
+        // One year: its days and weeks as `MM-DD` (a month stays `YYYY-MM`).
+        let mut years = days.iter().filter_map(|d| d.0.get(..4));
+        let first = years.next();
+        let one_year = years.all(|y| Some(y) == first);
         out.into_iter()
             .map(|(label, value)| BarRow {
-                label,
+                label: if one_year && label.len() == 10 {
+                    label[5..].to_string()
+                } else {
+                    label
+                },
                 value,
                 forms: num::dollar_forms(value),
             })
@@ -356,13 +368,21 @@ pub fn render(buf: &mut Buffer, area: Rect, _s: &State, v: &StatsView, th: &Them
             })
             .collect();
         tools.sort_by_key(|r| std::cmp::Reverse(r.value));
-        bars(buf, Rect::new(inner.x, y, w, ch), cost_title, &days, th);
-        bars(buf, Rect::new(inner.x + w, y, w, ch), "tokens by model", &models, th);
+        bars(buf, Rect::new(inner.x, y, w, ch), cost_title, &days, true, th);
+        bars(
+            buf,
+            Rect::new(inner.x + w, y, w, ch),
+            "tokens by model",
+            &models,
+            false,
+            th,
+        );
         bars(
             buf,
             Rect::new(inner.x + 2 * w, y, inner.width - 2 * w, ch),
             "tool latency p95",
             &tools,
+            false,
             th,
         );
         y += ch + 1;
@@ -380,5 +400,74 @@ pub fn render(buf: &mut Buffer, area: Rect, _s: &State, v: &StatsView, th: &Them
             false,
             TOOL_STEPS,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(d: &str, micros: u64) -> (String, Total) {
+        (
+            d.to_string(),
+            Total {
+                micros,
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn cost_covers_the_whole_range_by_day_week_or_month() {
+        let days: Vec<(String, Total)> = (1..=20)
+            .map(|i| day(&format!("2026-01-{i:02}"), i * 1_000_000))
+            .chain([day("2026-03-02", 5_000_000)])
+            .collect();
+        let (title, rows) = cost_rows(&days, 30);
+        assert_eq!(title, "cost per day (UTC)");
+        assert_eq!(rows.len(), 21);
+        assert_eq!(rows[0].label, "01-01");
+        // 21 days on 8 lines: weeks from Monday (2025-12-29 holds Jan 1-4).
+        let (title, rows) = cost_rows(&days, 8);
+        assert!(title.starts_with("cost per week"));
+        let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["2025-12-29", "2026-01-05", "2026-01-12", "2026-01-19", "2026-03-02"]
+        );
+        assert_eq!(rows[0].value, 10_000_000);
+        // Every dollar is counted whatever the grouping.
+        let all: u64 = days.iter().map(|d| d.1.micros).sum();
+        assert_eq!(rows.iter().map(|r| r.value).sum::<u64>(), all);
+        let (title, rows) = cost_rows(&days, 3);
+        assert_eq!(title, "cost per month (UTC)");
+        assert_eq!(
+            rows.iter().map(|r| r.label.as_str()).collect::<Vec<_>>(),
+            ["2026-01", "2026-03"]
+        );
+    }
+
+    #[test]
+    fn a_table_drops_and_shortens_never_cuts() {
+        let rows = vec![
+            vec!["MODEL".to_string(), "RUNS".into(), "TOKENS".into(), "COST".into()],
+            vec![
+                "claude-opus-4-5".to_string(),
+                "2".into(),
+                "50062931".into(),
+                "$25.6014".into(),
+            ],
+        ];
+        let steps = [Step::Drop(1), Step::Shorten, Step::Shorten];
+        let (shown, level, w) = fit_table(&rows, 80, &steps);
+        assert_eq!((shown, level), (vec![true; 4], 0));
+        assert_eq!(w[2], 10);
+        // 15 + 2+10 + 2+8 = 37 without RUNS
+        let (shown, level, _) = fit_table(&rows, 37, &steps);
+        assert_eq!((shown, level), (vec![true, false, true, true], 0));
+        let (_, level, w) = fit_table(&rows, 25, &steps);
+        assert_eq!(level, 1);
+        assert_eq!(num::cell_forms("50062931")[level], "50.1M");
+        assert!(w[0] >= 8);
     }
 }
