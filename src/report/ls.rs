@@ -184,7 +184,7 @@ mod tests {
     #[test]
     fn cells_are_cut_and_padded_by_display_width() {
         // Two cells a letter: 4 letters fill 8 cells, the 5th would make 10.
-        assert_eq!(pad(&cut_width("ログ解析ツール", 9), 9), "ログ解析… ");
+        assert_eq!(pad(&cut_width("ログ解析ツール", 10), 10), "ログ解析… ");
         assert_eq!(pad(&cut_width("ログ", 9), 9).width(), 9);
         assert_eq!(cut_front("ログ解析ツール", 7), "…ツール");
         assert_eq!(cut_front("-src-tracetui", 8), "…racetui");

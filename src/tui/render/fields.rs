@@ -5,7 +5,7 @@
 //! form is left to take, whole fields are dropped from the right. One field may be elastic (a
 //! name): it takes the room left and is cut with `…`.
 
-use super::{fit, num, put};
+use super::{fit, put};
 use crate::tui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use unicode_width::UnicodeWidthStr;
@@ -171,7 +171,7 @@ pub fn fit_text(fields: &mut [Field], sep: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use num::count_forms as count;
+    use crate::tui::render::num::count_forms as count;
 
     fn line(fields: &mut [Field], w: usize) -> String {
         fit_fields(fields, 3, w);

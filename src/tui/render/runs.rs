@@ -122,10 +122,12 @@ fn totals(r: &crate::tui::state::RunsState) -> Vec<Field> {
     if provisional == r.shown() {
         return Vec::new(); // nothing loaded: nothing to add up
     }
-    let mut out = vec![
-        Field::number(&num::count_forms(tokens), Role::Title, "tok", 4),
-        Field::number(&num::cost_forms(&t), Role::Title, "", 4),
-    ];
+    let mut out = Vec::new();
+    // Runs with no LLM usage at all (`0 tok · -`) have nothing to add up.
+    if tokens > 0 || t.micros > 0 || t.unknown > 0 {
+        out.push(Field::number(&num::count_forms(tokens), Role::Title, "tok", 4));
+        out.push(Field::number(&num::cost_forms(&t), Role::Title, "", 4));
+    }
     if provisional > 0 {
         let n = thousands(provisional as u64);
         out.push(
@@ -141,7 +143,7 @@ fn totals(r: &crate::tui::state::RunsState) -> Vec<Field> {
 fn title(r: &crate::tui::state::RunsState, width: usize) -> String {
     let mut parts = vec![
         Field::labelled("runs", &num::count_forms(r.shown() as u64), 6),
-        Field::text(sort_label(r), Role::Title).drop_at(5),
+        Field::text(sort_label(r), Role::Title).drop_at(2),
     ];
     if r.all_places {
         parts.push(Field::text("every agent's place", Role::Title).drop_at(1));
@@ -150,7 +152,7 @@ fn title(r: &crate::tui::state::RunsState, width: usize) -> String {
         parts.push(Field::text("grouped", Role::Title).drop_at(1));
     }
     if !r.filter.is_empty() {
-        parts.push(Field::text(format!("filter {}", crate::sanitize::line(&r.filter)), Role::Title).drop_at(3));
+        parts.push(Field::text(format!("filter {}", crate::sanitize::line(&r.filter)), Role::Title).drop_at(5));
     }
     if r.payload.active() {
         // The payload search's progress, then how many runs it found.
@@ -194,8 +196,9 @@ fn title(r: &crate::tui::state::RunsState, width: usize) -> String {
 
 const STATUS_W: u16 = 10;
 const NAME_MIN: u16 = 18;
-/// The ID column is shown only when the names keep this much room besides it.
-const NAME_ROOMY: u16 = 36;
+/// The ID column is shown only when the names keep their whole width besides it, up to
+/// this much.
+const NAME_ROOMY: u16 = 60;
 const ID_MIN: u16 = 8;
 const ID_MAX: u16 = 36;
 
@@ -246,7 +249,8 @@ pub struct Columns {
 }
 
 /// Fit the columns to `inner` cells: everything at full length when it fits next to a name
-/// of NAME_MIN, else [`STEPS`] in order; the ID column only when the names keep NAME_ROOMY.
+/// of NAME_MIN, else [`STEPS`] in order; the ID column only when
+/// the names keep their width (up to NAME_ROOMY).
 fn columns(s: &State, inner: u16) -> Columns {
     let r = &s.runs;
     let rows: Vec<usize> = r.order.iter().copied().filter(|&i| i & HEADER == 0).collect();
@@ -325,7 +329,17 @@ fn columns(s: &State, inner: u16) -> Columns {
     }
     // The id, after every column that matters more, when the names keep their room.
     // It is as wide as the widest id (up to ID_MAX, a uuid) and shown only whole.
-    let spare = inner.saturating_sub(fixed(&shown, &level) + 1 + NAME_ROOMY);
+    let names = rows
+        .iter()
+        .map(|&ei| {
+            let sm = &r.entries[ei].summary;
+            let badges: usize = sm.badges.iter().map(|b| b.width() + 3).sum();
+            (r.label(ei).width() + 2 + badges) as u16
+        })
+        .max()
+        .unwrap_or(0)
+        .min(NAME_ROOMY);
+    let spare = inner.saturating_sub(fixed(&shown, &level) + 1 + names.max(NAME_MIN));
     if spare > id_w && !gave_up {
         shown[ID] = true;
     }

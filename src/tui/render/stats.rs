@@ -250,7 +250,7 @@ fn cost_rows(days: &[(String, Total)], height: usize) -> (&'static str, Vec<BarR
             }
         }
         // One year: its days and weeks as `MM-DD` (a month stays `YYYY-MM`).
-        let mut years = days.iter().filter_map(|d| d.0.get(..4));
+        let mut years = out.iter().filter(|(l, _)| l.len() == 10).map(|(l, _)| &l[..4]);
         let first = years.next();
         let one_year = years.all(|y| Some(y) == first);
         out.into_iter()
@@ -462,8 +462,8 @@ mod tests {
         let (shown, level, w) = fit_table(&rows, 80, &steps);
         assert_eq!((shown, level), (vec![true; 4], 0));
         assert_eq!(w[2], 10);
-        // 15 + 2+10 + 2+8 = 37 without RUNS
-        let (shown, level, _) = fit_table(&rows, 37, &steps);
+        // The name keeps 8: 8 + 2+4 + 2+10 + 2+8 = 36 with RUNS, 30 without.
+        let (shown, level, _) = fit_table(&rows, 33, &steps);
         assert_eq!((shown, level), (vec![true, false, true, true], 0));
         let (_, level, w) = fit_table(&rows, 25, &steps);
         assert_eq!(level, 1);
