@@ -198,7 +198,7 @@ const STATUS_W: u16 = 10;
 const NAME_MIN: u16 = 18;
 /// The ID column is shown only when the names keep their whole width besides it, up to
 /// this much.
-const NAME_ROOMY: u16 = 60;
+const NAME_ROOMY: u16 = 56;
 const ID_MIN: u16 = 8;
 const ID_MAX: u16 = 36;
 
