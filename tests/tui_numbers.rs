@@ -200,7 +200,7 @@ fn run_header_numbers_are_whole() {
         let c = &r.counts;
         let mut numbers = vec![
             ("events".to_string(), num::count_forms(c.events as u64)),
-            ("tokens".to_string(), num::count_forms(c.tokens as u64)),
+            ("tokens".to_string(), num::count_forms(c.tokens)),
             ("cost".to_string(), num::cost_forms(&r.cost.total)),
         ];
         if w >= 120 {

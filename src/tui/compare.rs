@@ -450,13 +450,14 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     let first = (1 + v.column).min(ncol - 1);
     let mut cols = vec![0];
     let mut used = widths[0];
-    for c in first..ncol {
-        if c + 1 == ncol || cols.len() == 1 || used + 2 + widths[c] <= inner_w {
-            if c + 1 == ncol && used + 2 + 4 > inner_w && cols.len() > 1 {
+    for (c, &cw) in widths.iter().enumerate().skip(first) {
+        let last = c + 1 == ncol;
+        if last || cols.len() == 1 || used + 2 + cw <= inner_w {
+            if last && used + 2 + 4 > inner_w && cols.len() > 1 {
                 break;
             }
             cols.push(c);
-            used += 2 + widths[c];
+            used += 2 + cw;
         } else {
             break;
         }

@@ -61,7 +61,7 @@ pub fn lines(r: &RunView, t: &Trace) -> [Vec<Field>; 2] {
         count_field(c.errors, plural(c.errors, "error", "errors"), Some("err"), error_role),
     ];
     if c.tokens > 0 {
-        let forms = num::count_forms(c.tokens as u64);
+        let forms = num::count_forms(c.tokens);
         let mut f = Field::new(spans(&forms[0], "tokens", Role::Text));
         for x in &forms[1..] {
             f = f.or(5, spans(x, "tokens", Role::Text));
@@ -96,7 +96,7 @@ pub fn lines(r: &RunView, t: &Trace) -> [Vec<Field>; 2] {
         for (i, x) in forms.iter().enumerate().skip(1) {
             f = f.or(
                 if i == 1 { 5 } else { 7 },
-                Field::labelled("cost", &[x.clone()], 0).spans_owned(),
+                Field::labelled("cost", std::slice::from_ref(x), 0).spans_owned(),
             );
         }
         second.push(f);
