@@ -113,16 +113,19 @@ fn compared(size: (u16, u16)) -> State {
 }
 
 /// Where `form` stands on the screen as a whole number: not inside a longer one (no digit,
-/// `,` or `.` digit on either side).
+/// or `,` `.` and a digit, on either side) and not cut (no `…` after it, nor `.…`).
 fn whole_at(screen: &str, form: &str) -> bool {
+    let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
     screen.lines().any(|line| {
         line.match_indices(form).any(|(i, _)| {
-            let before = line[..i].chars().next_back();
+            let mut before = line[..i].chars().rev();
+            let (b1, b2) = (before.next(), before.next());
             let mut after = line[i + form.len()..].chars();
             let (a1, a2) = (after.next(), after.next());
-            let digitish = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
-            let joins = |c: Option<char>, next: Option<char>| matches!(c, Some(',' | '.')) && digitish(next);
-            !digitish(before) && !before.is_some_and(|c| c == ',' || c == '.') && !digitish(a1) && !joins(a1, a2)
+            let joined_before = digit(b1) || (matches!(b1, Some(',' | '.')) && digit(b2));
+            let joined_after = digit(a1) || (matches!(a1, Some(',' | '.')) && (digit(a2) || a2 == Some('…')));
+            let cut = a1 == Some('…');
+            !joined_before && !joined_after && !cut
         })
     })
 }
@@ -170,7 +173,6 @@ fn runs_list_numbers_are_whole() {
     for (w, h) in SIZES {
         let s = listed((w, h));
         let text = screen(&s, w, h);
-        insta::assert_snapshot!(format!("runs_{w}x{h}"), text);
         assert_eq!(
             missing(&text, &run_numbers(&s)),
             Vec::<String>::new(),
@@ -185,6 +187,7 @@ fn runs_list_numbers_are_whole() {
                 "{w}x{h}: a cut id\n{text}"
             );
         }
+        insta::assert_snapshot!(format!("runs_{w}x{h}"), text);
     }
 }
 
@@ -194,7 +197,6 @@ fn run_header_numbers_are_whole() {
         let mut s = listed((w, h));
         common::open_selected(&mut s);
         let text = screen(&s, w, h);
-        insta::assert_snapshot!(format!("header_{w}x{h}"), text);
         let r = s.run.as_ref().expect("an open run");
         let header: String = text.lines().skip(1).take(4).collect::<Vec<_>>().join("\n");
         let c = &r.counts;
@@ -208,6 +210,7 @@ fn run_header_numbers_are_whole() {
             numbers.push(("output".into(), num::count_forms(r.cost.total.tokens.output)));
         }
         assert_eq!(missing(&header, &numbers), Vec::<String>::new(), "{w}x{h}\n{text}");
+        insta::assert_snapshot!(format!("header_{w}x{h}"), text);
     }
 }
 
@@ -216,7 +219,6 @@ fn stats_numbers_are_whole() {
     for (w, h) in SIZES {
         let s = stats((w, h));
         let text = screen(&s, w, h);
-        insta::assert_snapshot!(format!("stats_{w}x{h}"), text);
         let v = s.stats.as_ref().unwrap();
         assert!(!v.loading());
         let st = &v.stats;
@@ -244,6 +246,7 @@ fn stats_numbers_are_whole() {
         for line in text.lines().filter(|l| l.starts_with('│')) {
             assert!(line.ends_with('│'), "{w}x{h}: {line:?}");
         }
+        insta::assert_snapshot!(format!("stats_{w}x{h}"), text);
     }
 }
 
@@ -268,5 +271,74 @@ fn compare_table_scrolls_to_the_first_divergence() {
             s.compare.as_ref().unwrap().column,
             tracetui::diff::compare::COLUMNS.len() - 1
         );
+    }
+}
+
+/// The help overlay fits the screen, scrolls with the usual keys to its last line and back,
+/// and on a wide screen cuts none of its lines.
+#[test]
+fn help_fits_and_scrolls_with_the_usual_keys() {
+    let mut s = listed((80, 24));
+    common::open_selected(&mut s);
+    press(&mut s, &["?"]);
+    let first = screen(&s, 80, 24);
+    // `help · 1–20 of 46 · …`: the box is within the screen and says how far it has come.
+    let range = |t: &str| -> (usize, usize, usize) {
+        let l = t.lines().find(|l| l.contains("help · ")).expect("the help title");
+        let r = l.split("help · ").nth(1).unwrap();
+        let nums: Vec<usize> = r
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|x| !x.is_empty())
+            .take(3)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        (nums[0], nums[1], nums[2])
+    };
+    let (a, b, n) = range(&first);
+    assert_eq!(a, 1);
+    assert!(b < n, "{first}");
+    for key in ["G", "end"] {
+        press(&mut s, &[key]);
+        assert_eq!(range(&screen(&s, 80, 24)).1, n, "{key}");
+        press(&mut s, &["g"]);
+    }
+    press(&mut s, &["pagedown"]);
+    let (a2, _, _) = range(&screen(&s, 80, 24));
+    assert!(a2 > 2, "a page moves more than a line: {a2}");
+    press(&mut s, &["pageup", "down", "j"]);
+    assert_eq!(range(&screen(&s, 80, 24)).0, 3);
+    press(&mut s, &["up", "k", "home"]);
+    assert_eq!(range(&screen(&s, 80, 24)).0, 1);
+    // Past the end is the end: one `k` after many `j` moves up at once.
+    press(&mut s, &["j"; 200]);
+    press(&mut s, &["k"]);
+    assert_eq!(range(&screen(&s, 80, 24)).1, n - 1);
+
+    // 200 columns: every help line is on screen whole.
+    let mut s = listed((200, 50));
+    common::open_selected(&mut s);
+    press(&mut s, &["?"]);
+    press(&mut s, &["G"]);
+    let text = screen(&s, 200, 50);
+    for want in [
+        "goes back: closes the prompt, clears the filter, leaves the run",
+        "copy it raw: control characters included, unsafe to paste",
+    ] {
+        assert!(text.contains(want), "{want:?} cut\n{text}");
+    }
+}
+
+/// A message stands apart from the breadcrumb (`› Bashcopied path` ran together).
+#[test]
+fn a_message_stands_apart_from_the_breadcrumb() {
+    for (w, h) in SIZES {
+        let mut s = listed((w, h));
+        common::open_selected(&mut s);
+        press(&mut s, &["j", "j", "j", "y"]);
+        let top = screen(&s, w, h).lines().next().unwrap().to_string();
+        let at = top
+            .find("copied")
+            .unwrap_or_else(|| panic!("{w}: no message in {top:?}"));
+        assert!(top[..at].ends_with("  "), "{w}: {top:?}");
     }
 }
