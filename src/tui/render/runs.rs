@@ -195,7 +195,8 @@ fn title(r: &crate::tui::state::RunsState, width: usize) -> String {
 }
 
 const STATUS_W: u16 = 10;
-const NAME_MIN: u16 = 18;
+/// The names keep this much before the optional columns go (a name of 18 was too often cut).
+const NAME_MIN: u16 = 26;
 /// The ID column is shown only when the names keep their whole width besides it, up to
 /// this much.
 const NAME_ROOMY: u16 = 56;
@@ -318,7 +319,7 @@ fn columns(s: &State, inner: u16) -> Columns {
     };
     let mut gave_up = false;
     for step in &STEPS {
-        if inner >= fixed(&shown, &level) + NAME_MIN {
+        if inner >= fixed(&shown, &level) + 1 + NAME_MIN {
             break;
         }
         gave_up = true;
