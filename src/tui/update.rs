@@ -680,8 +680,14 @@ fn command(s: &mut State, c: Command) {
                 s.help = None;
                 s.problems_open = false;
             }
-            Command::Down => s.help = s.help.map(|o| o + 1),
-            Command::Up => s.help = s.help.map(|o| o.saturating_sub(1)),
+            c if is_move(c) => {
+                // The usual keys: j/k, arrows, pages, g/G; never past the last line.
+                let a = area(s);
+                let max = crate::tui::render::help::max_offset(s, a);
+                let page = crate::tui::render::help::page(s, a);
+                let o = s.help.unwrap_or(0).min(max);
+                s.help = Some(move_sel(o, max + 1, c, page));
+            }
             _ => {}
         }
         return;
@@ -1316,7 +1322,7 @@ fn copy_text(s: &mut State, text: String, what: &str, note: &str) {
 
 fn click(s: &mut State, x: u16, y: u16) {
     if s.help.is_some() {
-        if !layout::contains(layout::help(area(s)), x, y) {
+        if !layout::contains(crate::tui::render::help::area(s, area(s)), x, y) {
             s.help = None;
         }
         return;
@@ -1390,8 +1396,9 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
         }
     };
     if let Some(o) = s.help {
+        let max = crate::tui::render::help::max_offset(s, area(s));
         s.help = Some(if down {
-            o + WHEEL_STEP
+            (o + WHEEL_STEP).min(max)
         } else {
             o.saturating_sub(WHEEL_STEP)
         });
