@@ -877,7 +877,14 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Tracked 
 }
 
 /// The answer to a connection over the cap (HTTP/1; a gRPC client is closed on, and retries).
-const FULL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 57\r\n\r\ntracetui: too many connections open, retry in a moment.\n";
+fn full() -> Vec<u8> {
+    let body = "tracetui: too many connections open, retry in a moment.\n";
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
 
 /// Accept connections until `stop`, each served until it ends, idles out or is closed.
 async fn accept_loop(
@@ -927,7 +934,7 @@ async fn accept_loop(
                 tokio::spawn(async move {
                     use tokio::io::AsyncWriteExt;
                     let mut s = stream;
-                    let _ = tokio::time::timeout(Duration::from_secs(2), s.write_all(FULL)).await;
+                    let _ = tokio::time::timeout(Duration::from_secs(2), s.write_all(&full())).await;
                 });
             }
             continue;
@@ -1312,6 +1319,9 @@ mod tests {
         // Every one busy: refused.
         assert!(conns.admit().is_none());
         assert_eq!(conns.busy(), 2);
+        let answer = String::from_utf8(full()).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 503 ") && head.ends_with(&format!("Content-Length: {}", body.len())));
         assert_eq!(max_connections(Some(1024)), 464);
         assert_eq!(max_connections(Some(100)), 8);
         assert_eq!(max_connections(Some(1 << 20)), MAX_CONNECTIONS);
