@@ -350,7 +350,15 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
         && let Some(e) = r.entry.and_then(|i| s.runs.entries.get_mut(i))
     {
         let sm = &mut e.summary;
-        sm.status = read(&r.trace).meta.status;
+        let t = read(&r.trace);
+        sm.status = t.meta.status;
+        // The name and cost too: a live run's first span is often a child (OTLP exports
+        // spans as they end), and its row kept that child's name and cost after the root came.
+        if t.meta.name.is_some() {
+            sm.name = t.meta.name.clone();
+        }
+        drop(t);
+        sm.cost = Some(r.cost.total.clone());
         sm.events = Some(r.counts.events);
         sm.tool_calls = Some(r.counts.tool_calls);
         sm.llm_calls = Some(r.counts.llm_calls);
