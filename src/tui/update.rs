@@ -123,6 +123,16 @@ pub fn update(s: &mut State, a: Action) {
                 open_entry(s, i);
             }
         }
+        Action::RunsIndexed { found, progress } => {
+            let was = s.runs.indexing.is_some();
+            s.runs.indexing = (!progress.finished()).then_some(progress);
+            if !found.is_empty() {
+                update(s, Action::RunsFound(found));
+            } else if was && s.runs.indexing.is_none() {
+                // The sort is whole now (its label says so).
+                refresh_runs(s);
+            }
+        }
         Action::RunsSkipped(k) => s.runs.skipped = k,
         Action::RunsProblem(p) => s.runs.problems.push((None, p)),
         Action::RunProblem(path, p) => {

@@ -48,13 +48,21 @@ const COUNT_COLS: [usize; 4] = [4, 5, 6, 7];
 /// The sort as the title says it (`newest first`, `oldest first` when reversed, ...).
 pub fn sort_label(r: &crate::tui::state::RunsState) -> String {
     use crate::tui::state::RunSort;
-    match (r.sort, r.reversed) {
+    let label = match (r.sort, r.reversed) {
         (_, false) => r.sort.label().to_string(),
         (RunSort::Start, true) => "oldest first".into(),
         (RunSort::Name, true) => "by name, Z to A".into(),
         (RunSort::Duration, true) => "shortest first".into(),
         (RunSort::Tokens, true) => "fewest tokens first".into(),
         (RunSort::Cost, true) => "cheapest first".into(),
+    };
+    // Runs not indexed yet have no value to sort on: the sort says so.
+    match r.partial_sort() {
+        Some(n) => format!(
+            "{label} (partial: {} not indexed yet, last)",
+            crate::model::thousands(n as u64)
+        ),
+        None => label,
     }
 }
 
@@ -77,8 +85,18 @@ fn totals(r: &crate::tui::state::RunsState) -> String {
     if provisional == r.shown() {
         return String::new(); // nothing loaded: nothing to add up
     }
-    let mut out = format!("· {} tok · {} ", tokens, crate::report::stats::cost_cell(&t));
-    if provisional > 0 {
+    // While runs are being indexed the sums are lower bounds.
+    let at_least = if provisional > 0 && r.indexing.is_some() {
+        "≥"
+    } else {
+        ""
+    };
+    let mut out = format!(
+        "· {at_least}{} tok · {at_least}{} ",
+        tokens,
+        crate::report::stats::cost_cell(&t)
+    );
+    if provisional > 0 && r.indexing.is_none() {
         out.push_str(&format!("({provisional} not loaded: $) "));
     }
     out
@@ -91,6 +109,9 @@ const NAME_MIN: u16 = 18;
 pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     let r = &s.runs;
     let mut title = format!(" runs {} · {} ", r.shown(), sort_label(r));
+    if let Some(t) = r.index_text() {
+        title.push_str(&format!("· {t} "));
+    }
     if r.all_places {
         title.push_str("· every agent's place ");
     }
