@@ -2369,6 +2369,7 @@ fn summary_of(path: &Path, log: &Log, h: &SampleHead) -> Summary {
         problems: None,
         badges: Vec::new(),
         cost: None,
+        resume: None,
     }
 }
 

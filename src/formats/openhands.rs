@@ -1947,6 +1947,7 @@ fn summarize_v1(dir: &Path) -> Result<Option<Summary>, LoadError> {
         problems: None,
         badges: Vec::new(),
         cost: None,
+        resume: None,
     }))
 }
 

@@ -634,6 +634,8 @@ struct Cached {
     badges: Vec<String>,
     /// calls, input, cache read, cache write, output, reasoning, total tokens, micros, unknown.
     cost: Option<[u64; 9]>,
+    #[serde(default)]
+    resume: Option<String>,
 }
 
 impl Cached {
@@ -656,6 +658,7 @@ impl Cached {
             problems,
             badges,
             cost,
+            resume,
         } = s;
         Some(Cached {
             id: id.clone(),
@@ -685,6 +688,7 @@ impl Cached {
                     c.unknown,
                 ]
             }),
+            resume: resume.clone(),
         })
     }
 
@@ -724,6 +728,7 @@ impl Cached {
                 micros: c[7],
                 unknown: c[8],
             }),
+            resume: self.resume.clone(),
         })
     }
 }
