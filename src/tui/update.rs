@@ -510,6 +510,12 @@ pub fn refresh_runs(s: &mut State) {
         };
         order.sort_by_key(|&i| !known(i));
     }
+    // While runs are indexed, one not indexed yet has no exact tokens or cost: it is listed
+    // after those that have (never ranked below a known value), and the title says the sort
+    // is partial ([`crate::tui::render::runs::sort_label`]).
+    if s.runs.indexing.is_some() && matches!(s.runs.sort, RunSort::Tokens | RunSort::Cost) {
+        order.sort_by_key(|&i| en[i].summary.provisional());
+    }
     s.runs.groups.clear();
     if s.runs.grouped {
         // Stable: each group keeps the order just made. Groups in the order they were found.
