@@ -1246,3 +1246,87 @@ fn the_last_update_of_a_load_shows_the_root_s_totals_from_the_full_count() {
     assert_eq!(shown.text(), fresh.text());
     assert!(shown.text().contains("gpt-4o"), "{}", shown.text());
 }
+
+/// While runs are indexed, a sort by cost lists the runs not indexed yet after the others (a
+/// run without an exact cost is never ranked below a known one) and its label says the sort is
+/// partial; the totals are lower bounds (`≥`). Once the indexer reports them, the sort is whole.
+#[test]
+fn a_cost_sort_is_partial_while_runs_are_indexed_then_whole() {
+    use crate::source::index::Progress;
+    let mut s = runs_state();
+    let provisional = |s: &State| -> Vec<bool> {
+        s.runs
+            .order
+            .iter()
+            .filter(|&&i| i & HEADER == 0)
+            .map(|&i| s.runs.entries[i].summary.provisional())
+            .collect()
+    };
+    let waiting = provisional(&s).iter().filter(|p| **p).count();
+    assert!(waiting > 0 && waiting < s.runs.shown(), "{:?}", provisional(&s));
+    let total = s.runs.entries.len();
+    update(
+        &mut s,
+        Action::RunsIndexed {
+            found: Vec::new(),
+            progress: Progress {
+                done: 0,
+                total: waiting,
+                bytes_done: 0,
+                bytes_total: 1,
+            },
+        },
+    );
+    press(&mut s, &["s", "s", "s", "s"]);
+    assert_eq!(s.runs.sort, RunSort::Cost);
+    let p = provisional(&s);
+    assert!(p.windows(2).all(|w| w[0] <= w[1]), "not indexed last: {p:?}");
+    let label = super::render::runs::sort_label(&s.runs);
+    assert!(label.contains("partial") && label.contains(&waiting.to_string()), "{label}");
+    assert!(s.runs.index_text().unwrap().starts_with("indexing 0/"));
+    // Reversed (cheapest first): still last.
+    press(&mut s, &["r"]);
+    let p = provisional(&s);
+    assert!(p.windows(2).all(|w| w[0] <= w[1]), "not indexed last: {p:?}");
+    press(&mut s, &["r"]);
+
+    // The indexer reports every run exact, and that it is done.
+    let mut found = Vec::new();
+    for e in s.runs.entries.clone() {
+        if e.summary.provisional() {
+            let exact = e.run.exact().unwrap();
+            found.push(crate::tui::state::RunEntry {
+                summary: exact[e.index].clone(),
+                ..e
+            });
+        }
+    }
+    update(
+        &mut s,
+        Action::RunsIndexed {
+            found,
+            progress: Progress {
+                done: waiting,
+                total: waiting,
+                bytes_done: 1,
+                bytes_total: 1,
+            },
+        },
+    );
+    assert_eq!(s.runs.entries.len(), total, "updated in place");
+    assert!(provisional(&s).iter().all(|p| !p));
+    assert!(s.runs.indexing.is_none() && s.runs.index_text().is_none());
+    assert!(!super::render::runs::sort_label(&s.runs).contains("partial"));
+    let costs: Vec<i64> = s
+        .runs
+        .order
+        .iter()
+        .filter(|&&i| i & HEADER == 0)
+        .map(|&i| {
+            let c = s.runs.entries[i].summary.cost.as_ref();
+            // Unknown (no priced call) sorts last, as -1.
+            c.filter(|c| c.micros > 0 || c.unknown == 0).map_or(-1, |c| c.micros as i64)
+        })
+        .collect();
+    assert!(costs.windows(2).all(|w| w[0] >= w[1]), "costliest first: {costs:?}");
+}
