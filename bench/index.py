@@ -90,8 +90,16 @@ def explorer(binary, home, cache, n, keys):
         "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "TRACETUI_CACHE_DIR"))
     cmd = f"env -u CLAUDE_CONFIG_DIR -u XDG_CACHE_HOME {envs} {binary}"
     t0 = time.perf_counter()
-    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "b",
-                    "-x", "200", "-y", "50", cmd], check=True)
+    for _ in range(20):
+        # The server of the round before may still be going away.
+        r = subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "b",
+                            "-x", "200", "-y", "50", cmd], capture_output=True)
+        if r.returncode == 0:
+            break
+        time.sleep(0.2)
+        t0 = time.perf_counter()
+    else:
+        raise SystemExit(f"tmux would not start: {r.stderr.decode()}")
     samples = []
     try:
         done = exact(n)

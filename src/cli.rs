@@ -68,8 +68,8 @@ pub enum Command {
     /// only metadata). Without DIR: every run in the standard places.
     Ls {
         dir: Option<PathBuf>,
-        /// Print at once from cheap metadata (a finished run's run.json, a large session's
-        /// ends): counts, tokens and cost marked `~` (`"provisional": true`) where they are
+        /// Print at once from what the summary cache holds, else cheap metadata (a finished
+        /// run's run.json, a large session's ends): counts, tokens and cost marked `~` (`"provisional": true`) where they are
         /// not the loaded ones. Without it every run's loaded numbers are printed: runs not in
         /// the summary cache are loaded first (progress on stderr when it is a terminal).
         #[arg(long)]

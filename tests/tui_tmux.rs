@@ -880,7 +880,11 @@ fn row_shows(row: &str, (tools, llm, err, tokens): (u64, u64, u64, u64)) -> bool
         .filter(|c| !c.is_empty())
         .map(|c| c.replace(',', ""))
         .collect();
-    let tok = if tokens == 0 { "-".to_string() } else { tokens.to_string() };
+    let tok = if tokens == 0 {
+        "-".to_string()
+    } else {
+        tokens.to_string()
+    };
     let want = [tools.to_string(), llm.to_string(), err.to_string(), tok];
     cells.windows(4).any(|w| w == want)
 }
@@ -952,7 +956,8 @@ fn a_cost_sort_puts_the_long_costly_sessions_first_once_indexed() {
     let d = tempfile::tempdir().unwrap();
     let proj = d.path().join("home/.claude/projects/-home-ada-weather-app");
     std::fs::create_dir_all(&proj).unwrap();
-    let sample = std::fs::read_to_string(root.join(format!("sample-traces/claude-code/{SAMPLE_SESSION}.jsonl"))).unwrap();
+    let sample =
+        std::fs::read_to_string(root.join(format!("sample-traces/claude-code/{SAMPLE_SESSION}.jsonl"))).unwrap();
     for k in 0..3 {
         let id = format!("0000000{k}-5b7e-4c1d-9e2f-0a1b2c3d4e5f");
         let body = long_session(&sample, &id, &format!("Long costly session {k}"), 70 + 10 * k);
@@ -989,7 +994,10 @@ fn a_cost_sort_puts_the_long_costly_sessions_first_once_indexed() {
     // The longest (most copies, costliest) first.
     for (i, k) in [2, 1, 0].iter().enumerate() {
         assert!(rows[i].contains(&format!("Long costly session {k}")), "{s}");
-        assert!(rows[i].contains('$') && !rows[i].trim_end_matches('│').trim_end().ends_with('-'), "{s}");
+        assert!(
+            rows[i].contains('$') && !rows[i].trim_end_matches('│').trim_end().ends_with('-'),
+            "{s}"
+        );
     }
     assert!(!s.contains('≥'), "the total is whole: {s}");
     t.keys(&["q"]);

@@ -618,6 +618,7 @@ pub fn spawn_watcher(
                 running: HashMap::new(),
                 written: HashMap::new(),
                 indexer: None,
+                said_errors: false,
             };
             let single = w.paths.len() == 1;
             let _ = w.discover(single);
@@ -656,6 +657,8 @@ struct Watcher {
     written: HashMap<PathBuf, Written>,
     /// Makes provisional summaries exact; started when the first one is listed.
     indexer: Option<source::index::Indexer>,
+    /// What the first scan could not read was said (later scans meet runs half-created).
+    said_errors: bool,
 }
 
 struct Known {
@@ -753,7 +756,9 @@ impl Watcher {
         }
         // Later scans meet runs half-created (a directory before its files, a file before
         // its first line): they are retried, not reported.
-        if first {
+        // Once: an empty directory is "first" at every scan until a run appears in it.
+        if !self.said_errors {
+            self.said_errors = true;
             for e in &d.errors {
                 let _ = self.tx.send(Action::RunsProblem(e.to_string()));
             }

@@ -1282,7 +1282,10 @@ fn a_cost_sort_is_partial_while_runs_are_indexed_then_whole() {
     let p = provisional(&s);
     assert!(p.windows(2).all(|w| w[0] <= w[1]), "not indexed last: {p:?}");
     let label = super::render::runs::sort_label(&s.runs);
-    assert!(label.contains("partial") && label.contains(&waiting.to_string()), "{label}");
+    assert!(
+        label.contains("partial") && label.contains(&waiting.to_string()),
+        "{label}"
+    );
     assert!(s.runs.index_text().unwrap().starts_with("indexing 0/"));
     // Reversed (cheapest first): still last.
     press(&mut s, &["r"]);
@@ -1325,7 +1328,8 @@ fn a_cost_sort_is_partial_while_runs_are_indexed_then_whole() {
         .map(|&i| {
             let c = s.runs.entries[i].summary.cost.as_ref();
             // Unknown (no priced call) sorts last, as -1.
-            c.filter(|c| c.micros > 0 || c.unknown == 0).map_or(-1, |c| c.micros as i64)
+            c.filter(|c| c.micros > 0 || c.unknown == 0)
+                .map_or(-1, |c| c.micros as i64)
         })
         .collect();
     assert!(costs.windows(2).all(|w| w[0] >= w[1]), "costliest first: {costs:?}");
