@@ -187,7 +187,7 @@ impl Indexer {
             q.items.push(it);
         }
         // Stable: of two runs that started together, the one listed first goes first.
-        q.items.sort_by(|a, b| a.start.cmp(&b.start));
+        q.items.sort_by_key(|a| a.start);
         q.changed = true;
         drop(q);
         self.inner.work.notify_all();

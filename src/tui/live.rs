@@ -661,6 +661,9 @@ struct Watcher {
     said_errors: bool,
 }
 
+/// A source as listed: its stamp before it was read, and its summaries.
+type Listed = (RunRef, Option<u64>, Result<Vec<Summary>, String>);
+
 struct Known {
     run: RunRef,
     stamp: Option<u64>,
@@ -792,7 +795,7 @@ impl Watcher {
         while new.peek().is_some() {
             let part: Vec<RunRef> = new.by_ref().take(LIST_PART).collect();
             // Stamped before they are read: a write while they are read is a change.
-            let found: Vec<(RunRef, Option<u64>, Result<Vec<Summary>, String>)> = part
+            let found: Vec<Listed> = part
                 .into_par_iter()
                 .map(|r| {
                     let stamp = source::cache::source_stamp(&r);
