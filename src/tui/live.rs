@@ -619,6 +619,7 @@ pub fn spawn_watcher(
                 written: HashMap::new(),
                 indexer: None,
                 said_errors: false,
+                indexed_running: None,
             };
             let single = w.paths.len() == 1;
             let _ = w.discover(single);
@@ -659,6 +660,8 @@ struct Watcher {
     indexer: Option<source::index::Indexer>,
     /// What the first scan could not read was said (later scans meet runs half-created).
     said_errors: bool,
+    /// The running runs the indexer made exact, to be watched for turning stale.
+    indexed_running: Option<std::sync::mpsc::Receiver<(PathBuf, Vec<RunEntry>)>>,
 }
 
 /// A source as listed: its stamp before it was read, and its summaries.
@@ -842,6 +845,7 @@ impl Watcher {
             return;
         }
         let tx = self.tx.clone();
+        let (itx, irx) = std::sync::mpsc::channel();
         let ix = self.indexer.get_or_insert_with(|| {
             source::index::Indexer::start(
                 0,
@@ -850,7 +854,17 @@ impl Watcher {
                     let mut found = Vec::new();
                     for x in batch {
                         match x.result {
-                            Ok(list) => found.extend(entries_of(&x.run, list)),
+                            Ok(list) => {
+                                let list = entries_of(&x.run, list);
+                                // A running run is watched for turning stale (`check_stale`).
+                                if list
+                                    .iter()
+                                    .any(|e| e.summary.status == crate::model::RunStatus::Running)
+                                {
+                                    let _ = itx.send((x.run.path.clone(), list.clone()));
+                                }
+                                found.extend(list);
+                            }
                             Err(e) => {
                                 if tx.send(Action::RunProblem(x.run.path.clone(), e.to_string())).is_err() {
                                     return false;
@@ -862,6 +876,9 @@ impl Watcher {
                 }),
             )
         });
+        if self.indexed_running.is_none() {
+            self.indexed_running = Some(irx);
+        }
         ix.push(runs);
     }
 
@@ -1098,6 +1115,16 @@ impl Watcher {
     /// Running runs that turned stale (or live again) since they were sent: sent again, with
     /// how long they have been quiet. False when the UI is gone.
     fn check_stale(&mut self) -> bool {
+        // Running runs the indexer found (a source written since is followed here instead).
+        let indexed: Vec<(PathBuf, Vec<RunEntry>)> = self
+            .indexed_running
+            .as_ref()
+            .map_or_else(Vec::new, |rx| rx.try_iter().collect());
+        for (p, list) in indexed {
+            if !self.written.contains_key(&p) {
+                self.note_running(&p, &list);
+            }
+        }
         let mut again = Vec::new();
         for (p, (list, was_stale)) in self.running.iter_mut() {
             let mut now_stale = false;

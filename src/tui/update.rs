@@ -263,7 +263,10 @@ fn merge_entries(s: &mut State, list: Vec<RunEntry>) -> bool {
                 }
                 let old = &s.runs.entries[i].summary;
                 if !(e.summary.provisional() && !old.provisional() && e.summary.status == old.status) {
-                    s.runs.entries[i].summary = e.summary
+                    s.runs.entries[i].summary = e.summary;
+                    // How long it has been quiet goes with its status (a run indexed as
+                    // running an hour after its last write is stale, not live).
+                    s.runs.entries[i].quiet = e.quiet;
                 }
             }
             None => {
