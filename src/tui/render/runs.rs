@@ -91,11 +91,10 @@ fn totals(r: &crate::tui::state::RunsState) -> String {
     } else {
         ""
     };
-    let mut out = format!(
-        "· {at_least}{} tok · {at_least}{} ",
-        tokens,
-        crate::report::stats::cost_cell(&t)
-    );
+    let cost = crate::report::stats::cost_cell(&t);
+    // A cost with unpriced calls says `≥` already.
+    let cost_at_least = if cost.starts_with('≥') { "" } else { at_least };
+    let mut out = format!("· {at_least}{tokens} tok · {cost_at_least}{cost} ");
     if provisional > 0 && r.indexing.is_none() {
         out.push_str(&format!("({provisional} not loaded: $) "));
     }
