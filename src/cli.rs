@@ -68,9 +68,14 @@ pub enum Command {
     /// only metadata). Without DIR: every run in the standard places.
     Ls {
         dir: Option<PathBuf>,
-        /// Load every run (slower): counts, tokens and cost from the events, where the list
-        /// otherwise shows a finished run's metadata (marked `~`, `"provisional": true`).
+        /// Print at once from what the summary cache holds, else cheap metadata (a finished
+        /// run's run.json, a large session's ends): counts, tokens and cost marked `~` (`"provisional": true`) where they are
+        /// not the loaded ones. Without it every run's loaded numbers are printed: runs not in
+        /// the summary cache are loaded first (progress on stderr when it is a terminal).
         #[arg(long)]
+        fast: bool,
+        /// What `ls` does without `--fast` (kept for scripts that say it).
+        #[arg(long, hide = true, conflicts_with = "fast")]
         load: bool,
         #[command(flatten)]
         fmt: FormatArgs,

@@ -137,13 +137,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             code
         }
-        Some(Command::Ls { dir, load, fmt }) => {
+        Some(Command::Ls {
+            dir,
+            fast,
+            load: _,
+            fmt,
+        }) => {
             let (o, forced) = formats(&fmt)?;
             let d = discover_or_places(dir.as_slice(), forced);
             if nothing_in_places(dir.as_slice(), &d) {
                 return Ok(2);
             }
-            let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o, load)?;
+            let numbers = if fast {
+                report::ls::Numbers::Fast
+            } else {
+                report::ls::Numbers::Exact
+            };
+            let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o, numbers)?;
             source::cache::flush();
             // Runs that could not be listed are unreadable input, also beside others that were.
             if failed > 0 { 2 } else { 0 }

@@ -173,12 +173,33 @@ fn ls_lists_runs_newest_first() {
     };
     assert!(pos("research-assistant") < pos("invoice-mailer"));
     assert!(pos("invoice-mailer") < pos("refund-agent"));
+
+    // A run whose run.json says running: running while it is written, stale once nothing has
+    // written it for 10 minutes (one rule for the text, the JSON and the explorer).
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("agentdbg-research-running");
+    std::fs::create_dir(&run).unwrap();
+    for e in std::fs::read_dir("sample-traces/runs/agentdbg-research-running").unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), run.join(e.file_name())).unwrap();
+    }
+    let d = dir.path().to_str().unwrap();
+    let s = String::from_utf8(stdout_of(&["ls", d], 0)).unwrap();
     assert!(s.contains("running  research-assistant"), "{s}");
-    let out = stdout_of(&["ls", "--format", "json", "sample-traces/runs"], 0);
-    let v = json_lines(&out);
-    let running = v.iter().find(|r| r["name"] == "research-assistant").unwrap();
-    assert_eq!(running["status"], "running");
-    assert_eq!(running["tool_calls"], 1, "counted from events while run.json says 0");
+    let v = json_lines(&stdout_of(&["ls", "--format", "json", d], 0));
+    assert_eq!(v[0]["status"], "running");
+    assert_eq!(v[0]["tool_calls"], 1, "counted from events while run.json says 0");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for e in std::fs::read_dir(&run).unwrap() {
+        let f = std::fs::File::options().write(true).open(e.unwrap().path()).unwrap();
+        f.set_modified(old).unwrap();
+    }
+    // The directory too: a file made in it is a write.
+    std::fs::File::open(&run).unwrap().set_modified(old).unwrap();
+    let s = String::from_utf8(stdout_of(&["ls", d], 0)).unwrap();
+    assert!(s.contains("stale    research-assistant"), "{s}");
+    let v = json_lines(&stdout_of(&["ls", "--format", "json", d], 0));
+    assert_eq!(v[0]["status"], "stale");
 }
 
 #[test]

@@ -895,3 +895,164 @@ fn spans_received_by_serve_appear_under_follow() {
     t.assert_restored();
     assert!(save.read_dir().unwrap().count() > 0, "the session was saved");
 }
+
+const SAMPLE_SESSION: &str = "7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f";
+
+/// The explorer with no PATH on a fake HOME (only its places), its summary cache private.
+fn launch_on_home(t: &Tmux, d: &Path) {
+    let home = d.join("home");
+    let bin = env!("CARGO_BIN_EXE_tracetui");
+    t.type_text(&format!(
+        "cd {} && env -u CLAUDE_CONFIG_DIR -u CODEX_HOME -u GEMINI_CLI_HOME -u COPILOT_HOME HOME={h} XDG_DATA_HOME={h}/share XDG_CONFIG_HOME={h}/config TRACETUI_CACHE_DIR={c} {bin}",
+        d.display(),
+        h = home.display(),
+        c = d.join("cache").display(),
+    ));
+    t.keys(&["Enter"]);
+}
+
+/// `ls --format json` of one source: (tool calls, LLM calls, errors, tokens) of its run.
+fn ls_counts(path: &Path, cache: &Path) -> (u64, u64, u64, u64) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tracetui"))
+        .args(["ls", "--format", "json"])
+        .arg(path)
+        .env("TRACETUI_CACHE_DIR", cache)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let v: serde_json::Value = serde_json::from_str(text.lines().next().expect("one run")).unwrap();
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    (n("tool_calls"), n("llm_calls"), n("errors"), n("tokens"))
+}
+
+/// Whether a screen row shows these counts side by side, as the runs list's columns do
+/// (tokens `-` when there are none; digits grouped or not).
+fn row_shows(row: &str, (tools, llm, err, tokens): (u64, u64, u64, u64)) -> bool {
+    let cells: Vec<String> = row
+        .split(|c: char| c.is_whitespace() || c == '│')
+        .filter(|c| !c.is_empty())
+        .map(|c| c.replace(',', ""))
+        .collect();
+    let tok = if tokens == 0 {
+        "-".to_string()
+    } else {
+        tokens.to_string()
+    };
+    let want = [tools.to_string(), llm.to_string(), err.to_string(), tok];
+    cells.windows(4).any(|w| w == want)
+}
+
+/// Issue 36: a Claude Code session written line by line while the explorer is open (on the
+/// standard places) appears, and its row follows each write with the counts `ls` reads from
+/// the same bytes.
+#[test]
+fn a_session_appended_line_by_line_follows_each_write_in_the_open_list() {
+    need_tmux!();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = tempfile::tempdir().unwrap();
+    let proj = d.path().join("home/.claude/projects/-home-ada-weather-app");
+    std::fs::create_dir_all(&proj).unwrap();
+    let id = "abcdef01-5b7e-4c1d-9e2f-0a1b2c3d4e5f";
+    let body = std::fs::read_to_string(root.join(format!("sample-traces/claude-code/{SAMPLE_SESSION}.jsonl")))
+        .unwrap()
+        .replace(SAMPLE_SESSION, id);
+    let t = Tmux::start();
+    launch_on_home(&t, d.path());
+    t.wait_for("the empty list", |s| s.contains("runs 0"));
+    let path = proj.join(format!("{id}.jsonl"));
+    let check_cache = d.path().join("check-cache");
+    let mut f = std::fs::File::create(&path).unwrap();
+    for (n, line) in body.lines().enumerate() {
+        use std::io::Write;
+        writeln!(f, "{line}").unwrap();
+        f.flush().unwrap();
+        // The first line is the session's summary alone: nothing to count yet.
+        if n == 0 {
+            continue;
+        }
+        let want = ls_counts(&path, &check_cache);
+        t.wait_for(&format!("the counts {want:?} after line {}", n + 1), |s| {
+            s.contains("runs 1 ") && s.lines().any(|l| l.contains("Fix the flaky") && row_shows(l, want))
+        });
+    }
+    // The whole session: 5 tool calls, 6 LLM calls, 1 error, 7808 tokens (as `ls` of the
+    // sample says).
+    assert_eq!(ls_counts(&path, &check_cache), (5, 6, 1, 7808));
+    t.keys(&["q"]);
+    t.assert_restored();
+}
+
+/// A Claude Code session of `copies` times the sample's turns (with their own ids): over
+/// 512 KiB from about 60 copies, so that its cheap summary has no tokens or cost.
+fn long_session(sample: &str, id: &str, name: &str, copies: usize) -> String {
+    let mut out = format!("{{\"type\": \"summary\", \"summary\": \"{name}\", \"leafUuid\": \"u099\"}}\n");
+    for k in 0..copies {
+        for line in sample.lines().skip(1) {
+            let l = line
+                .replace(SAMPLE_SESSION, id)
+                .replace("\"u0", &format!("\"u{k}x"))
+                .replace("msg_w", &format!("msg_{k}w"))
+                .replace("toolu_w", &format!("toolu_{k}w"));
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Issue 36: the costliest sessions are the long ones (summarized from their ends, no cost
+/// until loaded). Once indexing ends, a sort by cost puts them first.
+#[test]
+fn a_cost_sort_puts_the_long_costly_sessions_first_once_indexed() {
+    need_tmux!();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = tempfile::tempdir().unwrap();
+    let proj = d.path().join("home/.claude/projects/-home-ada-weather-app");
+    std::fs::create_dir_all(&proj).unwrap();
+    let sample =
+        std::fs::read_to_string(root.join(format!("sample-traces/claude-code/{SAMPLE_SESSION}.jsonl"))).unwrap();
+    for k in 0..3 {
+        let id = format!("0000000{k}-5b7e-4c1d-9e2f-0a1b2c3d4e5f");
+        let body = long_session(&sample, &id, &format!("Long costly session {k}"), 70 + 10 * k);
+        assert!(body.len() > 512 * 1024);
+        std::fs::write(proj.join(format!("{id}.jsonl")), body).unwrap();
+    }
+    for k in 0..6 {
+        let id = format!("1000000{k}-5b7e-4c1d-9e2f-0a1b2c3d4e5f");
+        std::fs::write(proj.join(format!("{id}.jsonl")), sample.replace(SAMPLE_SESSION, &id)).unwrap();
+    }
+    // Settled (the summary cache keeps only what was not written in the last seconds).
+    let old = std::time::SystemTime::now() - Duration::from_secs(60);
+    for e in std::fs::read_dir(&proj).unwrap() {
+        std::fs::File::options()
+            .write(true)
+            .open(e.unwrap().path())
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let t = Tmux::start();
+    launch_on_home(&t, d.path());
+    t.wait_for("the list", |s| s.contains("runs 9 "));
+    // Newest first → by name → longest first → most tokens first → costliest first.
+    t.keys(&["s", "s", "s", "s"]);
+    let s = t.wait_for("indexing done under a cost sort", |s| {
+        s.contains("costliest first") && !s.contains("indexing") && !s.contains("partial")
+    });
+    let rows: Vec<&str> = s
+        .lines()
+        .filter(|l| l.contains("Long costly session") || l.contains("Fix the flaky"))
+        .collect();
+    assert_eq!(rows.len(), 9, "{s}");
+    // The longest (most copies, costliest) first.
+    for (i, k) in [2, 1, 0].iter().enumerate() {
+        assert!(rows[i].contains(&format!("Long costly session {k}")), "{s}");
+        assert!(
+            rows[i].contains('$') && !rows[i].trim_end_matches('│').trim_end().ends_with('-'),
+            "{s}"
+        );
+    }
+    assert!(!s.contains('≥'), "the total is whole: {s}");
+    t.keys(&["q"]);
+    t.assert_restored();
+}

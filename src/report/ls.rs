@@ -1,9 +1,10 @@
-//! `tracetui ls`: one row per run, from cheap metadata.
+//! `tracetui ls`: one row per run, with its loaded numbers (`--fast`: from cheap metadata).
 
 use crate::cli::Output;
+use crate::formats::LoadError;
 use crate::formats::Summary;
 use crate::report::{dur_or_dash, num_or_dash, ts_or_dash};
-use crate::source::Discovery;
+use crate::source::{Discovery, RunRef};
 use std::io::Write;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
@@ -17,6 +18,17 @@ pub fn sort(rows: &mut [Summary]) {
     });
 }
 
+/// How `ls` gets its numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numbers {
+    /// Every run's loaded counts, tokens and cost: the summary cache's exact entries, and the
+    /// runs not in it indexed ([`crate::source::index`]) before anything is printed.
+    Exact,
+    /// `--fast`: the cheap summaries (a finished run's metadata, a large session's ends),
+    /// marked `~` where they are not the loaded values.
+    Fast,
+}
+
 /// Returns the number of sources that could not be listed. `places` are the standard
 /// places (a run in one of them takes its project from the place's layout).
 pub fn run(
@@ -24,21 +36,14 @@ pub fn run(
     places: &[crate::source::places::Resolved],
     out: &mut dyn Write,
     fmt: Output,
-    load: bool,
+    numbers: Numbers,
 ) -> std::io::Result<usize> {
     let mut rows = Vec::new();
     let mut failed = 0;
-    // `--load`: every run loaded, so that its counts, tokens and cost are the loaded ones.
-    let summaries = if load {
-        crate::source::load_each(&d.runs, |r, res| {
-            (
-                r.clone(),
-                res.map(|l| l.traces.iter().map(Summary::of).collect::<Vec<_>>()),
-            )
-        })
-    } else {
-        crate::source::summarize_all(&d.runs)
-    };
+    let mut summaries = crate::source::summarize_all(&d.runs);
+    if numbers == Numbers::Exact {
+        index(&mut summaries);
+    }
     for (r, res) in summaries {
         match res {
             Ok(s) => {
@@ -75,6 +80,9 @@ pub fn run(
                     v["path_lossy"] = serde_json::Value::Bool(true);
                 }
                 v["project"] = serde_json::Value::String(project.clone());
+                // The one rule of running / stale / ended (a running run nothing has written
+                // for long is stale), as the explorer says it.
+                v["status"] = crate::source::liveness::now(r.status, &r.path).as_str().into();
                 // Counts from run.json/metadata, not from the events (which may say otherwise).
                 v["provisional"] = serde_json::Value::Bool(r.provisional());
                 if let Some(c) = &r.cost {
@@ -102,7 +110,7 @@ pub fn run(
                 // cells), so that the columns after them line up.
                 let mut line = format!(
                     "{:<8} {} {:<12} {} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8} {:>9}  {}",
-                    r.status.as_str(),
+                    crate::source::liveness::now(r.status, &r.path).as_str(),
                     pad(&cut_width(&crate::sanitize::line(&name), 28), 28),
                     r.format,
                     // The end of a long project says most (`…-src-tracetui`).
@@ -128,6 +136,57 @@ pub fn run(
         }
     }
     Ok(failed)
+}
+
+/// Replace the provisional summaries among `summaries` by exact ones: each such source is
+/// indexed (newest first, on every core; its summaries written to the summary cache). While
+/// it runs, its progress is written to stderr when stderr is a terminal (and erased after).
+fn index(summaries: &mut [(RunRef, Result<Vec<Summary>, LoadError>)]) {
+    use crate::source::index::{Indexer, Progress, needs_index};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    let todo: Vec<(RunRef, Option<i64>)> = summaries
+        .iter()
+        .filter_map(|(r, res)| {
+            let list = res.as_ref().ok().filter(|l| needs_index(l))?;
+            Some((r.clone(), list.iter().filter_map(|s| s.start).max()))
+        })
+        .collect();
+    if todo.is_empty() {
+        return;
+    }
+    type Got = HashMap<std::path::PathBuf, Result<Vec<Summary>, LoadError>>;
+    let got: Arc<Mutex<Got>> = Arc::default();
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let g = got.clone();
+    let ix = Indexer::start(
+        0,
+        std::time::Duration::from_millis(200),
+        Box::new(move |batch, p: Progress| {
+            let mut g = g.lock().unwrap_or_else(|e| e.into_inner());
+            for x in batch {
+                g.insert(x.run.path, x.result);
+            }
+            if tty {
+                // `\r` and erase to the end of the line: one line, rewritten.
+                let mut e = std::io::stderr().lock();
+                let _ = write!(e, "\r{}\x1b[K", p.text());
+                let _ = e.flush();
+            }
+            true
+        }),
+    );
+    ix.push(todo);
+    ix.finish();
+    if tty {
+        let _ = write!(std::io::stderr(), "\r\x1b[K");
+    }
+    let mut got = std::mem::take(&mut *got.lock().unwrap_or_else(|e| e.into_inner()));
+    for (r, res) in summaries.iter_mut() {
+        if let Some(exact) = got.remove(&r.path) {
+            *res = exact;
+        }
+    }
 }
 
 /// A count as `ls` writes it: `~3` when it is a provisional (metadata) value.

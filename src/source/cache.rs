@@ -97,7 +97,7 @@ pub fn lineage(run: &super::RunRef) -> Option<formats::Lineage> {
     else {
         return read();
     };
-    if let Some(e) = c.old.get(key)
+    if let Some(e) = c.get(key)
         && e.own == own
         && e.format == run.format.id()
         && let Some(h) = &e.head
@@ -114,6 +114,7 @@ pub fn lineage(run: &super::RunRef) -> Option<formats::Lineage> {
                 // No summaries: never taken for them.
                 all: 0,
                 used: now_secs(),
+                exact: false,
                 summaries: Vec::new(),
                 head: Some(Head::of(l.as_ref())),
             },
@@ -123,29 +124,113 @@ pub fn lineage(run: &super::RunRef) -> Option<formats::Lineage> {
 }
 
 /// The run's summaries from the cache, else from `compute` (and then kept for next time).
+/// Formats that name their inputs ([`Format::summary_inputs`]) only: the cheap summaries of
+/// the others cost less than looking them up. An exact entry (see [`exact`]) serves any
+/// format.
 pub fn summaries(
     run: &super::RunRef,
+    compute: impl FnOnce() -> Result<Vec<Summary>, LoadError>,
+) -> Result<Vec<Summary>, LoadError> {
+    if run.format.summary_inputs(&run.path).is_none() {
+        if let Some(list) = lookup(run, true) {
+            return Ok(list);
+        }
+        return compute();
+    }
+    cached(run, false, compute)
+}
+
+/// The run's exact summaries (from its full load: [`Summary::provisional`] is false) from the
+/// cache, else from `compute`, which loads the run (and then kept for next time, for every
+/// format: a load is what the cache saves).
+pub fn exact(
+    run: &super::RunRef,
+    compute: impl FnOnce() -> Result<Vec<Summary>, LoadError>,
+) -> Result<Vec<Summary>, LoadError> {
+    cached(run, true, compute)
+}
+
+/// The cached exact summaries of the run when its files are as they were (no computing).
+pub fn exact_cached(run: &super::RunRef) -> Option<Vec<Summary>> {
+    lookup(run, true)
+}
+
+/// What a run's summaries are read from: its format's inputs, else the source itself (a
+/// directory with what is in it; a database file with its SQLite journal and WAL beside it,
+/// where its last writes are until they are checkpointed), and the sources read into it.
+fn inputs_of(run: &super::RunRef) -> Vec<PathBuf> {
+    let mut inputs = run.format.summary_inputs(&run.path).unwrap_or_else(|| {
+        let mut v = vec![run.path.clone()];
+        if !run.path.is_dir() {
+            for ext in ["-wal", "-journal"] {
+                let mut p = run.path.clone().into_os_string();
+                p.push(ext);
+                v.push(PathBuf::from(p));
+            }
+        }
+        v
+    });
+    // The sources read into the run are its inputs too (and make another entry than the
+    // source alone: the names of the inputs are in the stamp).
+    inputs.extend(run.nested.iter().flat_map(|n| n.iter().cloned()));
+    inputs
+}
+
+/// The stamp of every file the run is read from (`None`: it cannot be taken, e.g. a directory
+/// too large): it changes whenever any of them is written.
+pub fn source_stamp(run: &super::RunRef) -> Option<u64> {
+    stamp_inputs(&inputs_of(run)).map(|s| s.hash)
+}
+
+/// The paths a run is read from ([`source_stamp`]), for watching them.
+pub fn source_inputs(run: &super::RunRef) -> Vec<PathBuf> {
+    inputs_of(run)
+}
+
+/// The entry of `run` when its inputs are as they were (and it is exact, when `exact`).
+fn lookup(run: &super::RunRef, exact: bool) -> Option<Vec<Summary>> {
+    let c = get()?;
+    let abs = std::path::absolute(&run.path).ok()?;
+    let key = abs.to_str()?;
+    let e = c.get(key)?;
+    if e.all == 0 || e.format != run.format.id() || (exact && !e.exact) {
+        return None;
+    }
+    let stamp = stamp_inputs(&inputs_of(run))?;
+    if e.all != stamp.hash {
+        return None;
+    }
+    let list = e
+        .summaries
+        .iter()
+        .map(|s| s.to_summary(run))
+        .collect::<Option<Vec<_>>>()?;
+    if now_secs().saturating_sub(e.used) > TOUCH_SECS {
+        c.keep(key, Entry { used: now_secs(), ..e });
+    }
+    Some(list)
+}
+
+fn cached(
+    run: &super::RunRef,
+    exact: bool,
     compute: impl FnOnce() -> Result<Vec<Summary>, LoadError>,
 ) -> Result<Vec<Summary>, LoadError> {
     let Some(c) = get() else { return compute() };
     // Keyed by the absolute path: the same run listed from elsewhere is the same entry.
     let abs = std::path::absolute(&run.path).ok();
-    let (Some(mut inputs), Some(key)) = (
-        run.format.summary_inputs(&run.path),
-        abs.as_deref().and_then(Path::to_str),
-    ) else {
+    let Some(key) = abs.as_deref().and_then(Path::to_str) else {
         return compute();
     };
-    // The sources read into the run are its inputs too (and make another entry than the
-    // source alone: the names of the inputs are in the stamp).
-    inputs.extend(run.nested.iter().flat_map(|n| n.iter().cloned()));
+    let inputs = inputs_of(run);
     let Some(stamp) = stamp_inputs(&inputs) else {
         return compute();
     };
-    if let Some(e) = c.old.get(key)
+    if let Some(e) = c.get(key)
         && e.all == stamp.hash
         && e.all != 0
         && e.format == run.format.id()
+        && (e.exact || !exact)
         && let Some(list) = e
             .summaries
             .iter()
@@ -153,13 +238,7 @@ pub fn summaries(
             .collect::<Option<Vec<_>>>()
     {
         if now_secs().saturating_sub(e.used) > TOUCH_SECS {
-            c.keep(
-                key,
-                Entry {
-                    used: now_secs(),
-                    ..e.clone()
-                },
-            );
+            c.keep(key, Entry { used: now_secs(), ..e });
         }
         return Ok(list);
     }
@@ -167,7 +246,11 @@ pub fn summaries(
     let settled = stamp
         .newest
         .is_some_and(|t| t < now_ns() - SETTLED_SECS as i128 * 1_000_000_000);
-    if settled && let Some(own) = stamp_file(&run.path) {
+    // The files may have changed while they were read: kept only if they are as stamped.
+    if settled
+        && let Some(own) = stamp_file(&run.path)
+        && stamp_inputs(&inputs).is_some_and(|s| s.hash == stamp.hash)
+    {
         let cached: Option<Vec<Cached>> = list.iter().map(|s| Cached::of(s, &run.path)).collect();
         if let Some(summaries) = cached {
             c.keep(
@@ -177,6 +260,8 @@ pub fn summaries(
                     own,
                     all: stamp.hash,
                     used: now_secs(),
+                    // A cheap summary may be exact too (a small session is read whole).
+                    exact: exact || (!list.is_empty() && list.iter().all(|s| !s.provisional())),
                     summaries,
                     head: None,
                 },
@@ -201,6 +286,9 @@ struct Cache {
     old: HashMap<String, Entry>,
     /// Added or used since, to be written.
     new: Mutex<Kept>,
+    /// Held while the file is written: two writes at once (the indexer's and a listing's)
+    /// could rename an older state over a newer one.
+    writing: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -219,7 +307,14 @@ impl Cache {
             generation,
             old,
             new: Mutex::new(Kept::default()),
+            writing: Mutex::new(()),
         }
+    }
+
+    /// The entry of `key`: kept in this process, else as read at start.
+    fn get(&self, key: &str) -> Option<Entry> {
+        let k = self.new.lock().unwrap_or_else(|e| e.into_inner());
+        k.entries.get(key).or_else(|| self.old.get(key)).cloned()
     }
 
     /// Keep `e` for `key`. What the entry it replaces knew of the same file and the other does
@@ -235,6 +330,7 @@ impl Cache {
             }
             if e.all == 0 && was.all != 0 {
                 e.all = was.all;
+                e.exact = was.exact;
                 e.summaries = was.summaries.clone();
             }
         }
@@ -243,6 +339,7 @@ impl Cache {
     }
 
     fn flush(&self) {
+        let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         // Take what to write under the lock, write without it.
         let added: Vec<(String, Entry)> = {
             let mut k = self.new.lock().unwrap_or_else(|e| e.into_inner());
@@ -509,6 +606,9 @@ struct Entry {
     all: u64,
     /// When it was last used, seconds since the epoch (the oldest go first when full).
     used: u64,
+    /// The summaries are the run's loaded ones (not its metadata nor its ends).
+    #[serde(default)]
+    exact: bool,
     summaries: Vec<Cached>,
     /// What its head said of its lineage, when read ([`lineage`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -707,6 +807,7 @@ mod tests {
             own: 1,
             all: 2,
             used: 3,
+            exact: true,
             summaries: vec![Cached::of(&summary(), Path::new("sample-traces")).unwrap()],
             head: None,
         };
@@ -728,6 +829,7 @@ mod tests {
             own: 7,
             all,
             used: 1,
+            exact: false,
             summaries: Vec::new(),
             head,
         };
@@ -778,6 +880,7 @@ mod tests {
                 own: 1,
                 all: 0,
                 used: 1,
+                exact: false,
                 summaries: Vec::new(),
                 head: None,
             },

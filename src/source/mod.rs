@@ -3,6 +3,8 @@
 //! only when it is opened.
 
 pub mod cache;
+pub mod index;
+pub mod liveness;
 pub mod places;
 pub mod summary;
 
@@ -71,6 +73,17 @@ impl RunRef {
                 None => self.format.summarize(&self.path),
                 Some(_) => Ok(self.load()?.traces.iter().map(Summary::of).collect()),
             })
+        })
+    }
+    /// Exact summaries: the loaded runs' ([`Summary::of`]), from the cache when the source is
+    /// as it was when they were made, else by a full load (then cached). What the runs list
+    /// and `ls` show once a source is indexed ([`index`]).
+    pub fn exact(&self) -> Result<Vec<Summary>, LoadError> {
+        cache::exact(self, || {
+            let loaded = self.load()?;
+            let list = loaded.traces.iter().map(Summary::of).collect();
+            index::drop_in_background(loaded);
+            Ok(list)
         })
     }
     /// Its project ([`places::project`]): the agent's project directory where the layout has

@@ -47,13 +47,21 @@ impl Watch {
     /// Watch `root` (recursively). `poll_only` skips notify entirely (`--poll MS`); without it
     /// the poll interval still runs as a safety net.
     pub fn new(root: &Path, poll: Duration, poll_only: bool) -> Watch {
-        if poll_only || !root.exists() {
-            return Watch {
-                rx: None,
-                _watcher: None,
-                poll,
-                idle: std::cell::Cell::new(poll),
-            };
+        Watch::new_many(std::slice::from_ref(&root.to_path_buf()), poll, poll_only)
+    }
+
+    /// Watch every root that exists (a directory recursively, a file through its directory).
+    /// Notify is used only when it can watch every one of them: otherwise polling covers all.
+    pub fn new_many(roots: &[PathBuf], poll: Duration, poll_only: bool) -> Watch {
+        let polling = Watch {
+            rx: None,
+            _watcher: None,
+            poll,
+            idle: std::cell::Cell::new(poll),
+        };
+        let existing: Vec<&PathBuf> = roots.iter().filter(|r| r.exists()).collect();
+        if poll_only || existing.is_empty() {
+            return polling;
         }
         let (tx, rx) = channel();
         let handler = move |res: notify::Result<notify::Event>| {
@@ -63,34 +71,28 @@ impl Watch {
                 let _ = tx.send(e.paths);
             }
         };
-        let deb = notify::recommended_watcher(handler).ok().and_then(|mut d| {
-            let mode = if root.is_dir() {
-                RecursiveMode::Recursive
-            } else {
-                RecursiveMode::NonRecursive
-            };
-            // Watch the directory of a single file: writers replace files by rename.
-            let target = if root.is_dir() {
-                root.to_path_buf()
-            } else {
-                root.parent()?.to_path_buf()
-            };
-            d.watch(&target, mode).ok()?;
-            Some(d)
-        });
-        match deb {
-            Some(d) => Watch {
-                rx: Some(rx),
-                _watcher: Some(d),
-                poll,
-                idle: std::cell::Cell::new(poll),
-            },
-            None => Watch {
-                rx: None,
-                _watcher: None,
-                poll,
-                idle: std::cell::Cell::new(poll),
-            },
+        let Ok(mut d) = notify::recommended_watcher(handler) else {
+            return polling;
+        };
+        for root in existing {
+            if watch_root(&mut d, root).is_none() {
+                return polling;
+            }
+        }
+        Watch {
+            rx: Some(rx),
+            _watcher: Some(d),
+            poll,
+            idle: std::cell::Cell::new(poll),
+        }
+    }
+
+    /// Watch one more root (one that appeared since). False when notify cannot (the caller
+    /// polls for it).
+    pub fn add(&mut self, root: &Path) -> bool {
+        match self._watcher.as_mut() {
+            Some(d) => watch_root(d, root).is_some(),
+            None => false,
         }
     }
 
@@ -100,11 +102,18 @@ impl Watch {
 
     /// Wait for the next change, or for the poll interval to pass.
     pub fn next(&self) -> Wake {
+        self.next_within(None)
+    }
+
+    /// [`Watch::next`], waiting no longer than `most` when given (the caller has something
+    /// to do by then).
+    pub fn next_within(&self, most: Option<Duration>) -> Wake {
+        let cap = |d: Duration| most.map_or(d, |m| d.min(m));
         let Some(rx) = &self.rx else {
-            std::thread::sleep(self.poll);
+            std::thread::sleep(cap(self.poll));
             return Wake::Tick;
         };
-        match rx.recv_timeout(self.idle.get()) {
+        match rx.recv_timeout(cap(self.idle.get())) {
             Ok(first) => {
                 self.idle.set(self.poll);
                 // Debounce: what else arrives within the window is one wake-up (a writer's
@@ -124,14 +133,27 @@ impl Watch {
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
-                self.idle.set((self.idle.get() * 2).min(IDLE_MAX.max(self.poll)));
+                // Only a full wait without news backs off (a short one was the caller's).
+                if most.is_none_or(|m| m >= self.idle.get()) {
+                    self.idle.set((self.idle.get() * 2).min(IDLE_MAX.max(self.poll)));
+                }
                 Wake::Tick
             }
             Err(RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(self.poll);
+                std::thread::sleep(cap(self.poll));
                 Wake::Tick
             }
         }
+    }
+}
+
+/// Watch a directory recursively; a file through its directory (writers replace files by
+/// rename), not recursively.
+fn watch_root(d: &mut RecommendedWatcher, root: &Path) -> Option<()> {
+    if root.is_dir() {
+        d.watch(root, RecursiveMode::Recursive).ok()
+    } else {
+        d.watch(root.parent()?, RecursiveMode::NonRecursive).ok()
     }
 }
 

@@ -218,6 +218,12 @@ pub enum Action {
     Tick,
     /// Background discovery found runs.
     RunsFound(Vec<RunEntry>),
+    /// The indexer made these runs' summaries exact ([`crate::source::index`]), and how far
+    /// it is.
+    RunsIndexed {
+        found: Vec<RunEntry>,
+        progress: crate::source::index::Progress,
+    },
     RunsProblem(String),
     /// One run could not be listed (yet): said until it is.
     RunProblem(std::path::PathBuf, String),

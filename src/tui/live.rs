@@ -234,7 +234,7 @@ impl Loader {
         RunEntry {
             run: self.job.run.clone(),
             index,
-            quiet: super::state::quiet_for(&self.job.run.path, summary.status),
+            quiet: source::liveness::quiet_for(&self.job.run.path, summary.status),
             summary,
         }
     }
@@ -559,19 +559,25 @@ fn file_stamp(p: &Path) -> Option<(u64, Option<SystemTime>)> {
     std::fs::metadata(p).ok().map(|m| (m.len(), m.modified().ok()))
 }
 
-/// Entries for the runs list, one per trace summary of each source.
+/// Entries for the runs list, one per trace summary of each source (cheap summaries: a large
+/// session's from its ends, a finished run directory's from its metadata; the indexer makes
+/// them exact).
 pub fn entries(run: &RunRef) -> Result<Vec<RunEntry>, String> {
     let list = run.summarize().map_err(|e| e.to_string())?;
-    Ok(list
-        .into_iter()
+    Ok(entries_of(run, list))
+}
+
+/// Entries for the runs list of a source's summaries.
+fn entries_of(run: &RunRef, list: Vec<Summary>) -> Vec<RunEntry> {
+    list.into_iter()
         .enumerate()
         .map(|(index, summary)| RunEntry {
             run: run.clone(),
             index,
-            quiet: super::state::quiet_for(&run.path, summary.status),
+            quiet: source::liveness::quiet_for(&run.path, summary.status),
             summary,
         })
-        .collect())
+        .collect()
 }
 
 /// One source opened on its own needs no summary first: it is opened at once and its loader
@@ -591,8 +597,9 @@ fn provisional(run: &RunRef) -> RunEntry {
     }
 }
 
-/// Find the runs under `paths`, then keep watching them: runs that appear are added, running
-/// runs' summaries are refreshed as they are written.
+/// Find the runs under `paths`, then keep watching them: runs that appear are added, runs
+/// whose summaries are provisional are indexed in the background ([`source::index`]), and
+/// every source written to is summarized again as it is written.
 pub fn spawn_watcher(
     paths: Vec<PathBuf>,
     places: Option<Vec<source::places::Resolved>>,
@@ -613,7 +620,12 @@ pub fn spawn_watcher(
                 tx,
                 sh,
                 known: HashMap::new(),
+                inputs: HashMap::new(),
                 running: HashMap::new(),
+                written: HashMap::new(),
+                indexer: None,
+                said_errors: false,
+                indexed_running: None,
             };
             let single = w.paths.len() == 1;
             let _ = w.discover(single);
@@ -639,10 +651,48 @@ struct Watcher {
     skipped: source::Skipped,
     tx: Sender<Action>,
     sh: Shared,
-    /// Listed sources, as last found (what is read into each may grow: a sub-agent's rollout).
-    known: HashMap<PathBuf, RunRef>,
-    /// Sources with a running run, and when they were last summarized.
-    running: HashMap<PathBuf, (RunRef, Option<Instant>)>,
+    /// Listed sources, as last found (what is read into each may grow: a sub-agent's rollout),
+    /// with the stamp of their files when they were last summarized (a write changes it).
+    known: HashMap<PathBuf, Known>,
+    /// The other files a listed source is read from (a Claude Code session's subagents), to
+    /// the source: a write to one is a write to it.
+    inputs: HashMap<PathBuf, PathBuf>,
+    /// Sources with a running run: their entries as last sent and whether they were stale
+    /// then (a run that stops being written turns stale with no write to tell).
+    running: HashMap<PathBuf, (Vec<RunEntry>, bool)>,
+    /// Sources written to since they were listed: summarized again as they are written.
+    written: HashMap<PathBuf, Written>,
+    /// Makes provisional summaries exact; started when the first one is listed.
+    indexer: Option<source::index::Indexer>,
+    /// What the first scan could not read was said (later scans meet runs half-created).
+    said_errors: bool,
+    /// The running runs the indexer made exact, to be watched for turning stale.
+    indexed_running: Option<std::sync::mpsc::Receiver<(PathBuf, Vec<RunEntry>)>>,
+}
+
+/// A source as listed: its stamp before it was read, and its summaries.
+type Listed = (RunRef, Option<u64>, Result<Vec<Summary>, String>);
+
+struct Known {
+    run: RunRef,
+    stamp: Option<u64>,
+}
+
+/// A source kept current as it is written.
+struct Written {
+    run: RunRef,
+    /// Its format reads it line by line (else it is loaded whole again).
+    lines: bool,
+    /// A line-oriented source's reader, kept between writes: a write costs what it appended.
+    /// `None` for a whole-document source (loaded again), or not made yet.
+    follow: Option<Follow>,
+    /// Written since it was last summarized.
+    pending: bool,
+    /// When it was last summarized, and how long that took.
+    last: Option<Instant>,
+    took: Duration,
+    /// When a write was last seen (a source quiet for long is let go, its reader with it).
+    seen: Instant,
 }
 
 /// A source that cannot be summarized is reported once it has failed for this long and
@@ -680,15 +730,28 @@ fn error_path(e: &crate::formats::LoadError) -> &Path {
 /// Runs summarized before the list hears of them (see `Watcher::discover`).
 const LIST_PART: usize = 500;
 
-/// Summaries of a running source are read again at most this often.
-const RESUMMARIZE: Duration = Duration::from_millis(500);
+/// A source written to is summarized again at most this often while its writes go on (each
+/// write is shown within this and the time the summary takes).
+const RESUMMARIZE: Duration = Duration::from_millis(250);
+/// A whole-document source is loaded again at most once in this many times its load took
+/// (a large database written all the time is not loaded all the time).
+const LOAD_SHARE: u32 = 4;
 /// With notify working, a full rescan still runs this often (a missed event); the first of
 /// these comes after 5 s, then less often while nothing new turns up.
 const RESCAN: Duration = Duration::from_secs(5);
+/// How often running runs are looked at for turning stale.
+const STALE_CHECK: Duration = Duration::from_secs(5);
+/// Sources written to that are kept current (their readers held), at most; the ones written
+/// least recently are let go first (and read again whole if they are written again).
+const MAX_WRITTEN: usize = 32;
+/// A source written to is let go once it has been quiet this long.
+const LET_GO: Duration = Duration::from_secs(300);
+/// How often indexed summaries reach the list (each batch is one merge and sort).
+const INDEX_REPORT: Duration = Duration::from_millis(100);
 
 impl Watcher {
-    /// Discover the runs not known yet and list them.
-    /// Returns whether any run not known before was found.
+    /// Discover the runs not known yet and list them; queue the ones whose summaries are
+    /// provisional for indexing. Returns whether any run not known before was found.
     fn discover(&mut self, single: bool) -> bool {
         let first = self.known.is_empty();
         let d = match &self.places {
@@ -713,7 +776,9 @@ impl Watcher {
         }
         // Later scans meet runs half-created (a directory before its files, a file before
         // its first line): they are retried, not reported.
-        if first {
+        // Once: an empty directory is "first" at every scan until a run appears in it.
+        if !self.said_errors {
+            self.said_errors = true;
             for e in &d.errors {
                 // By its path: said once, and over once a run is listed below it (a
                 // directory watched while still empty, as `serve`'s spool is at its start,
@@ -729,47 +794,58 @@ impl Watcher {
                 None => new.push(r),
                 // A listed run that now reads more sources (a sub-agent's rollout appeared
                 // beside it): summarized again, with them.
-                Some(k) if k.nested.as_deref() != r.nested.as_deref() => {
-                    *k = r.clone();
-                    self.running.insert(r.path.clone(), (r, None));
+                Some(k) if k.run.nested.as_deref() != r.nested.as_deref() => {
+                    k.run = r.clone();
+                    self.note_inputs(&r);
+                    self.mark_written(&r.path);
                 }
                 Some(_) => {}
             }
         }
         if single && new.len() == 1 && self.known.is_empty() {
-            self.known.insert(new[0].path.clone(), new[0].clone());
-            let _ = self.tx.send(Action::RunsFound(vec![provisional(&new[0])]));
+            let r = new.remove(0);
+            self.remember(&r);
+            let _ = self.tx.send(Action::RunsFound(vec![provisional(&r)]));
             return true;
         }
         let any_new = !new.is_empty();
         use rayon::prelude::*;
         // Summarized and sent in parts: with thousands of sessions the list fills as they are
         // read, not only when the last one is (each part is one merge and sort in the view).
+        let mut to_index: Vec<(RunRef, Option<i64>)> = Vec::new();
         let mut new = new.into_iter().peekable();
         while new.peek().is_some() {
             let part: Vec<RunRef> = new.by_ref().take(LIST_PART).collect();
-            let found: Vec<(RunRef, Result<Vec<RunEntry>, String>)> =
-                part.into_par_iter().map(|r| (r.clone(), entries(&r))).collect();
+            // Stamped before they are read: a write while they are read is a change.
+            let found: Vec<Listed> = part
+                .into_par_iter()
+                .map(|r| {
+                    let stamp = source::cache::source_stamp(&r);
+                    let res = r.summarize().map_err(|e| e.to_string());
+                    (r, stamp, res)
+                })
+                .collect();
             let mut all = Vec::new();
-            for (r, res) in found {
-                self.known.insert(r.path.clone(), r.clone());
+            for (r, stamp, res) in found {
+                self.remember(&r);
                 match res {
                     Ok(list) => {
-                        if list
-                            .iter()
-                            .any(|e| e.summary.status == crate::model::RunStatus::Running)
-                        {
-                            self.running.insert(r.path.clone(), (r.clone(), Some(Instant::now())));
+                        if let Some(k) = self.known.get_mut(&r.path) {
+                            k.stamp = stamp;
                         }
+                        if source::index::needs_index(&list) {
+                            let start = list.iter().filter_map(|s| s.start).max();
+                            to_index.push((r.clone(), start));
+                        }
+                        let list = entries_of(&r, list);
+                        self.note_running(&r.path, &list);
                         all.extend(list);
                     }
                     Err(e) => {
-                        // A run caught as it is created (no events yet): try again soon; said
-                        // only if it stays so (see `failing`).
-                        self.running.insert(r.path.clone(), (r.clone(), None));
-                        if first {
-                            self.failing.insert(r.path.clone(), (e, Instant::now(), false));
-                        }
+                        // A run caught as it is created (no events yet): tried again at its
+                        // next write or the next look; said only if it stays so (`failing`).
+                        self.mark_written(&r.path);
+                        self.failing.entry(r.path.clone()).or_insert((e, Instant::now(), false));
                     }
                 }
             }
@@ -778,43 +854,180 @@ impl Watcher {
             }
         }
         source::cache::flush();
+        self.index(to_index);
         any_new
     }
 
+    /// Queue sources for indexing (the indexer starts with the first).
+    fn index(&mut self, runs: Vec<(RunRef, Option<i64>)>) {
+        if runs.is_empty() {
+            return;
+        }
+        let tx = self.tx.clone();
+        let (itx, irx) = std::sync::mpsc::channel();
+        let ix = self.indexer.get_or_insert_with(|| {
+            source::index::Indexer::start(
+                0,
+                INDEX_REPORT,
+                Box::new(move |batch, progress| {
+                    let mut found = Vec::new();
+                    for x in batch {
+                        match x.result {
+                            Ok(list) => {
+                                let list = entries_of(&x.run, list);
+                                // A running run is watched for turning stale (`check_stale`).
+                                if list
+                                    .iter()
+                                    .any(|e| e.summary.status == crate::model::RunStatus::Running)
+                                {
+                                    let _ = itx.send((x.run.path.clone(), list.clone()));
+                                }
+                                found.extend(list);
+                            }
+                            Err(e) => {
+                                if tx.send(Action::RunProblem(x.run.path.clone(), e.to_string())).is_err() {
+                                    return false;
+                                }
+                            }
+                        }
+                    }
+                    tx.send(Action::RunsIndexed { found, progress }).is_ok()
+                }),
+            )
+        });
+        if self.indexed_running.is_none() {
+            self.indexed_running = Some(irx);
+        }
+        ix.push(runs);
+    }
+
+    /// A source is listed: remember it and the files it is read from.
+    fn remember(&mut self, r: &RunRef) {
+        self.known.insert(
+            r.path.clone(),
+            Known {
+                run: r.clone(),
+                stamp: None,
+            },
+        );
+        self.note_inputs(r);
+    }
+
+    fn note_inputs(&mut self, r: &RunRef) {
+        for p in source::cache::source_inputs(r) {
+            if p != r.path {
+                self.inputs.insert(p, r.path.clone());
+            }
+        }
+    }
+
+    /// The listed source that `p` (a path notify reported) is part of.
+    fn source_of(&self, p: &Path) -> Option<PathBuf> {
+        p.ancestors().find_map(|a| {
+            self.known
+                .get_key_value(a)
+                .map(|(k, _)| k.clone())
+                .or_else(|| self.inputs.get(a).cloned())
+        })
+    }
+
+    /// Keep track of a source's running runs (for their turn to stale).
+    fn note_running(&mut self, path: &Path, list: &[RunEntry]) {
+        if list
+            .iter()
+            .any(|e| e.summary.status == crate::model::RunStatus::Running)
+        {
+            let stale = list.iter().any(|e| e.is_stale(source::liveness::STALE));
+            self.running.insert(path.to_path_buf(), (list.to_vec(), stale));
+        } else {
+            self.running.remove(path);
+        }
+    }
+
+    /// The source was written to (or must be looked at again): it is summarized again soon,
+    /// exactly, and no longer indexed (it is kept current here).
+    fn mark_written(&mut self, path: &Path) {
+        let Some(k) = self.known.get(path) else { return };
+        let run = k.run.clone();
+        let w = self.written.entry(path.to_path_buf()).or_insert_with(|| Written {
+            lines: run.follow().is_some(),
+            run: run.clone(),
+            follow: None,
+            pending: true,
+            last: None,
+            took: Duration::ZERO,
+            seen: Instant::now(),
+        });
+        if w.run.nested.as_deref() != run.nested.as_deref() {
+            // What is read into it changed: read it again from the start.
+            w.run = run;
+            w.follow = None;
+        }
+        w.pending = true;
+        w.seen = Instant::now();
+        if let Some(ix) = &self.indexer {
+            ix.forget(path);
+        }
+    }
+
+    /// Listed sources whose files changed since they were last summarized (polling: notify
+    /// is not there, or may have missed a write).
+    fn look_for_writes(&mut self) {
+        let changed: Vec<PathBuf> = self
+            .known
+            .iter()
+            .filter(|(_, k)| source::cache::source_stamp(&k.run) != k.stamp)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in changed {
+            self.mark_written(&p);
+        }
+    }
+
     fn watch(&mut self, opts: LiveOptions) {
-        let root = self.paths.first().cloned().unwrap_or_default();
-        // notify watches one root; several paths fall back to polling.
-        let poll_only = opts.poll_only || self.paths.len() != 1;
-        let mut w = Watch::new(&root, opts.poll, poll_only);
+        let mut w = Watch::new_many(&self.paths, opts.poll, opts.poll_only);
+        // Roots not watched yet (not there when the watch began).
+        let mut unwatched: Vec<PathBuf> = self.paths.iter().filter(|p| !p.exists()).cloned().collect();
         // The tree is walked again less often the longer nothing new turns up (an idle
         // explorer over a tree of 300k other files walked it every half second).
         let mut polled = crate::tail::Rescans::new(opts.poll);
         let mut safety = crate::tail::Rescans::with_max(RESCAN, Duration::from_secs(60));
+        let mut stale_check = Instant::now();
         loop {
-            if !poll_only && !w.is_notifying() && root.exists() {
-                w = Watch::new(&root, opts.poll, false); // the root appeared
+            if !opts.poll_only && !unwatched.is_empty() {
+                let appeared: Vec<PathBuf> = unwatched.iter().filter(|p| p.exists()).cloned().collect();
+                if !appeared.is_empty() {
+                    if w.is_notifying() {
+                        for p in &appeared {
+                            if !w.add(p) {
+                                w = Watch::new_many(&self.paths, opts.poll, true);
+                            }
+                        }
+                    } else {
+                        w = Watch::new_many(&self.paths, opts.poll, false);
+                    }
+                    unwatched.retain(|p| !p.exists());
+                    // What is in a root that appeared is found now, not at the next rescan.
+                    let found = self.discover(false);
+                    polled.found(found);
+                }
             }
-            let wake = w.next();
+            let wake = w.next_within(self.next_due(stale_check));
             let scans = if w.is_notifying() { &mut safety } else { &mut polled };
             let mut rescan = scans.due();
+            let look = rescan || !w.is_notifying();
             if let Wake::Changed(paths) = &wake {
                 for p in paths {
                     // By the path's ancestors: a scan of every known run for every event was
                     // most of the explorer's start on a directory of 2,000 runs.
-                    match p.ancestors().find_map(|a| self.known.get_key_value(a).map(|(k, _)| k)) {
+                    match self.source_of(p) {
                         None => rescan = true,
-                        Some(k) => {
-                            let k = k.clone();
-                            let k = &k;
-                            // A finished run written again (resumed, replaced): follow it again.
-                            if !self.running.contains_key(k)
-                                && let Some(r) = self.run_ref(k)
-                            {
-                                self.running.insert(k.clone(), (r, None));
-                            }
-                        }
+                        Some(k) => self.mark_written(&k),
                     }
                 }
+            }
+            if look {
+                self.look_for_writes();
             }
             if rescan {
                 let found = self.discover(false);
@@ -824,61 +1037,161 @@ impl Watcher {
             if !self.refresh() {
                 return;
             }
+            if stale_check.elapsed() >= STALE_CHECK {
+                stale_check = Instant::now();
+                if !self.check_stale() {
+                    return;
+                }
+            }
         }
     }
 
-    fn run_ref(&self, path: &Path) -> Option<RunRef> {
-        if let Some(r) = self.known.get(path) {
-            return Some(r.clone());
-        }
-        let d = source::discover(&[path.to_path_buf()], self.forced);
-        d.runs.into_iter().find(|r| r.path == path)
+    /// How long the watch may wait before something is due: a source written to whose next
+    /// summary waits for its turn, or the look for runs turned stale.
+    fn next_due(&self, stale_check: Instant) -> Option<Duration> {
+        let stale = STALE_CHECK.saturating_sub(stale_check.elapsed());
+        let written = self
+            .written
+            .values()
+            .filter(|w| w.pending)
+            .map(|w| w.wait())
+            .min()
+            .unwrap_or(Duration::MAX);
+        Some(stale.min(written).max(Duration::from_millis(5)))
     }
 
-    /// Summarize running sources again (at most every RESUMMARIZE). False when the UI is gone.
+    /// Summarize again the sources written to whose turn it is. False when the UI is gone.
     fn refresh(&mut self) -> bool {
         let followed = self.sh.followed.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let due: Vec<PathBuf> = self
-            .running
+            .written
             .iter()
-            .filter(|(p, (_, last))| {
-                followed.as_deref() != Some(p.as_path()) && last.is_none_or(|t| t.elapsed() >= RESUMMARIZE)
-            })
+            .filter(|(_, w)| w.pending && w.wait().is_zero())
             .map(|(p, _)| p.clone())
             .collect();
         for p in due {
-            let Some((r, last)) = self.running.get_mut(&p) else {
-                continue;
-            };
-            *last = Some(Instant::now());
-            let r = r.clone();
-            let listed = entries(&r);
-            if let Err(e) = &listed
-                && let Some((msg, since, said)) = self.failing.get_mut(&p)
-                && !*said
-                && since.elapsed() >= HALF_WRITTEN
-                && quiet_for_at_least(&p, HALF_WRITTEN)
-            {
-                *said = true;
-                *msg = e.clone();
-                if self.tx.send(Action::RunProblem(p.clone(), e.clone())).is_err() {
-                    return false;
-                }
+            let stamp = self.known.get(&p).and_then(|k| source::cache::source_stamp(&k.run));
+            if let Some(k) = self.known.get_mut(&p) {
+                k.stamp = stamp;
             }
-            if let Ok(list) = listed {
-                self.failing.remove(&p);
-                if !list
-                    .iter()
-                    .any(|e| e.summary.status == crate::model::RunStatus::Running)
-                {
-                    self.running.remove(&p);
+            let Some(w) = self.written.get_mut(&p) else { continue };
+            w.pending = false;
+            // The open run's loader reports its source's summaries as it reads it.
+            if followed.as_deref() == Some(p.as_path()) {
+                w.follow = None;
+                continue;
+            }
+            let t0 = Instant::now();
+            let listed = w.summaries();
+            w.last = Some(Instant::now());
+            w.took = t0.elapsed();
+            match listed {
+                Err(e) => {
+                    let e = e.to_string();
+                    let (_, since, said) = self
+                        .failing
+                        .entry(p.clone())
+                        .or_insert((e.clone(), Instant::now(), false));
+                    if !*said && since.elapsed() >= HALF_WRITTEN && quiet_for_at_least(&p, HALF_WRITTEN) {
+                        *said = true;
+                        if self.tx.send(Action::RunProblem(p.clone(), e)).is_err() {
+                            return false;
+                        }
+                    } else if !*said {
+                        // Tried again until it reads or has been quiet long enough to say so.
+                        w.pending = true;
+                    }
                 }
-                if self.tx.send(Action::RunsFound(list)).is_err() {
-                    return false;
+                Ok(list) => {
+                    self.failing.remove(&p);
+                    let run = w.run.clone();
+                    let list = entries_of(&run, list);
+                    self.note_running(&p, &list);
+                    if self.tx.send(Action::RunsFound(list)).is_err() {
+                        return false;
+                    }
                 }
             }
         }
+        // Sources quiet for long are let go (their readers are what they hold), and the
+        // oldest when there are too many.
+        self.written.retain(|_, w| w.pending || w.seen.elapsed() < LET_GO);
+        while self.written.len() > MAX_WRITTEN {
+            let Some(oldest) = self
+                .written
+                .iter()
+                .filter(|(_, w)| !w.pending)
+                .min_by_key(|(_, w)| w.seen)
+                .map(|(p, _)| p.clone())
+            else {
+                break;
+            };
+            self.written.remove(&oldest);
+        }
         true
+    }
+
+    /// Running runs that turned stale (or live again) since they were sent: sent again, with
+    /// how long they have been quiet. False when the UI is gone.
+    fn check_stale(&mut self) -> bool {
+        // Running runs the indexer found (a source written since is followed here instead).
+        let indexed: Vec<(PathBuf, Vec<RunEntry>)> = self
+            .indexed_running
+            .as_ref()
+            .map_or_else(Vec::new, |rx| rx.try_iter().collect());
+        for (p, list) in indexed {
+            if !self.written.contains_key(&p) {
+                self.note_running(&p, &list);
+            }
+        }
+        let mut again = Vec::new();
+        for (p, (list, was_stale)) in self.running.iter_mut() {
+            let mut now_stale = false;
+            for e in list.iter_mut() {
+                e.quiet = source::liveness::quiet_for(p, e.summary.status);
+                now_stale |= e.is_stale(source::liveness::STALE);
+            }
+            if now_stale != *was_stale {
+                *was_stale = now_stale;
+                again.extend(list.iter().cloned());
+            }
+        }
+        again.is_empty() || self.tx.send(Action::RunsFound(again)).is_ok()
+    }
+}
+
+impl Written {
+    /// How long until its next summary may be made.
+    fn wait(&self) -> Duration {
+        let every = if self.lines {
+            RESUMMARIZE
+        } else {
+            RESUMMARIZE.max(self.took * LOAD_SHARE)
+        };
+        self.last.map_or(Duration::ZERO, |t| every.saturating_sub(t.elapsed()))
+    }
+
+    /// The source's exact summaries now: a line-oriented source reads what was appended since
+    /// the last time, a whole document is loaded again.
+    fn summaries(&mut self) -> Result<Vec<Summary>, crate::formats::LoadError> {
+        if self.follow.is_none() {
+            self.follow = self.run.follow();
+        }
+        match self.follow.as_mut() {
+            Some(f) => {
+                f.poll()?;
+                if f.sink.traces.is_empty() {
+                    // Nothing read as a run yet (a file before its first whole line): not listed.
+                    return Err(crate::formats::LoadError::Invalid {
+                        path: self.run.path.clone(),
+                        message: "no run in it yet".into(),
+                        diagnostics: Vec::new(),
+                    });
+                }
+                Ok(f.sink.traces.iter().map(Summary::of).collect())
+            }
+            None => self.run.exact(),
+        }
     }
 }
 
@@ -904,7 +1217,12 @@ mod tests {
             tx,
             sh: Shared::default(),
             known: HashMap::new(),
+            inputs: HashMap::new(),
             running: HashMap::new(),
+            written: HashMap::new(),
+            indexer: None,
+            said_errors: false,
+            indexed_running: None,
         };
         assert!(!w.discover(true));
         assert!(!w.discover(false), "scanned again while empty");

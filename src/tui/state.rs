@@ -84,34 +84,19 @@ pub struct RunEntry {
 }
 
 impl RunEntry {
+    /// What the run is by the one rule of running / stale / ended ([`crate::source::liveness`]),
+    /// with `after` as the quiet time that makes a running run stale.
+    pub fn liveness(&self, after: std::time::Duration) -> crate::source::liveness::Liveness {
+        crate::source::liveness::liveness(self.summary.status, self.quiet, after)
+    }
+
     pub fn is_stale(&self, after: std::time::Duration) -> bool {
-        self.summary.status == RunStatus::Running && self.quiet.is_some_and(|q| q > after)
+        self.liveness(after) == crate::source::liveness::Liveness::Stale
     }
 }
 
 /// How long a running run may go without a write before it is shown as stale.
-pub const STALE: std::time::Duration = std::time::Duration::from_secs(10 * 60);
-
-/// How long the newest file of a source that says it is running (the source itself, or a
-/// file directly inside a run directory) has not been written.
-pub fn quiet_for(path: &std::path::Path, status: crate::model::RunStatus) -> Option<std::time::Duration> {
-    if status != crate::model::RunStatus::Running {
-        return None;
-    }
-    let newest = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let last = if path.is_dir() {
-        std::fs::read_dir(path)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .take(1000)
-            .filter_map(|e| newest(&e.path()))
-            .max()
-    } else {
-        newest(path)
-    };
-    last.and_then(|t| t.elapsed().ok())
-}
+pub use crate::source::liveness::STALE;
 
 impl RunEntry {
     pub fn name(&self) -> &str {
@@ -127,6 +112,26 @@ impl RunsState {
     /// The entry on row `row` of the list (`None` past the end and on group headers).
     pub fn entry_at(&self, row: usize) -> Option<usize> {
         self.order.get(row).copied().filter(|&i| i & HEADER == 0)
+    }
+
+    /// The indexer's progress for the title (`indexing 312/2,140 · 1.2/6.0 GB`), while it
+    /// indexes.
+    pub fn index_text(&self) -> Option<String> {
+        self.indexing.map(|p| p.text()).filter(|t| !t.is_empty())
+    }
+
+    /// While indexing, under a sort by tokens or cost: how many listed runs have no exact
+    /// value yet (they are listed after the others, and the title says so).
+    pub fn partial_sort(&self) -> Option<usize> {
+        if self.indexing.is_none() || !matches!(self.sort, RunSort::Tokens | RunSort::Cost) {
+            return None;
+        }
+        let n = self
+            .order
+            .iter()
+            .filter(|&&i| i & HEADER == 0 && self.entries[i].summary.provisional())
+            .count();
+        (n > 0).then_some(n)
     }
 
     /// Runs shown (the rows that are not group headers).
@@ -240,6 +245,8 @@ pub struct RunsState {
     pub skipped: crate::source::Skipped,
     /// The filter's free text and `tool:` searched in the runs' events.
     pub payload: super::runsearch::PayloadSearch,
+    /// Runs with provisional summaries are being indexed ([`crate::source::index`]): how far.
+    pub indexing: Option<crate::source::index::Progress>,
 }
 
 /// The runs list's filter: `format:` (or `agent:`), `status:`, `project:` terms, `!` before a
@@ -297,11 +304,7 @@ impl RunFilter {
             let hit = match t {
                 RunTerm::Format(v) => e.summary.format.contains(v.as_str()),
                 RunTerm::Status(v) => {
-                    let st = if e.is_stale(stale_after) {
-                        "stale"
-                    } else {
-                        e.summary.status.as_str()
-                    };
+                    let st = e.liveness(stale_after).as_str();
                     // `live` is what the list shows for a running run.
                     let v = if v == "live" { "running" } else { v.as_str() };
                     st.starts_with(v)

@@ -1315,3 +1315,93 @@ fn a_live_runs_row_takes_the_root_s_name_and_the_whole_cost_when_the_root_comes(
     assert_eq!(sm.cost.as_ref(), Some(&whole));
     assert!(whole.micros > 0 && whole.calls == 2, "{whole:?}");
 }
+
+/// While runs are indexed, a sort by cost lists the runs not indexed yet after the others (a
+/// run without an exact cost is never ranked below a known one) and its label says the sort is
+/// partial; the totals are lower bounds (`≥`). Once the indexer reports them, the sort is whole.
+#[test]
+fn a_cost_sort_is_partial_while_runs_are_indexed_then_whole() {
+    use crate::source::index::Progress;
+    let mut s = runs_state();
+    let provisional = |s: &State| -> Vec<bool> {
+        s.runs
+            .order
+            .iter()
+            .filter(|&&i| i & HEADER == 0)
+            .map(|&i| s.runs.entries[i].summary.provisional())
+            .collect()
+    };
+    let waiting = provisional(&s).iter().filter(|p| **p).count();
+    assert!(waiting > 0 && waiting < s.runs.shown(), "{:?}", provisional(&s));
+    let total = s.runs.entries.len();
+    update(
+        &mut s,
+        Action::RunsIndexed {
+            found: Vec::new(),
+            progress: Progress {
+                done: 0,
+                total: waiting,
+                bytes_done: 0,
+                bytes_total: 1,
+            },
+        },
+    );
+    press(&mut s, &["s", "s", "s", "s"]);
+    assert_eq!(s.runs.sort, RunSort::Cost);
+    let p = provisional(&s);
+    assert!(p.windows(2).all(|w| w[0] <= w[1]), "not indexed last: {p:?}");
+    let title = super::render::runs::title(&s.runs, 400);
+    assert!(
+        title.contains("partial") && title.contains(&waiting.to_string()),
+        "{title}"
+    );
+    // At 80 columns the title still says it, shorter.
+    assert!(super::render::runs::title(&s.runs, 80).contains("partial"));
+    assert!(s.runs.index_text().unwrap().starts_with("indexing 0/"));
+    // Reversed (cheapest first): still last.
+    press(&mut s, &["r"]);
+    let p = provisional(&s);
+    assert!(p.windows(2).all(|w| w[0] <= w[1]), "not indexed last: {p:?}");
+    press(&mut s, &["r"]);
+
+    // The indexer reports every run exact, and that it is done.
+    let mut found = Vec::new();
+    for e in s.runs.entries.clone() {
+        if e.summary.provisional() {
+            let exact = e.run.exact().unwrap();
+            found.push(crate::tui::state::RunEntry {
+                summary: exact[e.index].clone(),
+                ..e
+            });
+        }
+    }
+    update(
+        &mut s,
+        Action::RunsIndexed {
+            found,
+            progress: Progress {
+                done: waiting,
+                total: waiting,
+                bytes_done: 1,
+                bytes_total: 1,
+            },
+        },
+    );
+    assert_eq!(s.runs.entries.len(), total, "updated in place");
+    assert!(provisional(&s).iter().all(|p| !p));
+    assert!(s.runs.indexing.is_none() && s.runs.index_text().is_none());
+    assert!(!super::render::runs::title(&s.runs, 400).contains("partial"));
+    let costs: Vec<i64> = s
+        .runs
+        .order
+        .iter()
+        .filter(|&&i| i & HEADER == 0)
+        .map(|&i| {
+            let c = s.runs.entries[i].summary.cost.as_ref();
+            // Unknown (no priced call) sorts last, as -1.
+            c.filter(|c| c.micros > 0 || c.unknown == 0)
+                .map_or(-1, |c| c.micros as i64)
+        })
+        .collect();
+    assert!(costs.windows(2).all(|w| w[0] >= w[1]), "costliest first: {costs:?}");
+}

@@ -123,6 +123,16 @@ pub fn update(s: &mut State, a: Action) {
                 open_entry(s, i);
             }
         }
+        Action::RunsIndexed { found, progress } => {
+            let was = s.runs.indexing.is_some();
+            s.runs.indexing = (!progress.finished()).then_some(progress);
+            if !found.is_empty() {
+                update(s, Action::RunsFound(found));
+            } else if was && s.runs.indexing.is_none() {
+                // The sort is whole now (its label says so).
+                refresh_runs(s);
+            }
+        }
         Action::RunsSkipped(k) => s.runs.skipped = k,
         Action::RunsProblem(p) => s.runs.problems.push((None, p)),
         Action::RunProblem(path, p) => {
@@ -253,7 +263,10 @@ fn merge_entries(s: &mut State, list: Vec<RunEntry>) -> bool {
                 }
                 let old = &s.runs.entries[i].summary;
                 if !(e.summary.provisional() && !old.provisional() && e.summary.status == old.status) {
-                    s.runs.entries[i].summary = e.summary
+                    s.runs.entries[i].summary = e.summary;
+                    // How long it has been quiet goes with its status (a run indexed as
+                    // running an hour after its last write is stale, not live).
+                    s.runs.entries[i].quiet = e.quiet;
                 }
             }
             None => {
@@ -507,6 +520,12 @@ pub fn refresh_runs(s: &mut State) {
             }
         };
         order.sort_by_key(|&i| !known(i));
+    }
+    // While runs are indexed, one not indexed yet has no exact tokens or cost: it is listed
+    // after those that have (never ranked below a known value), and the title says the sort
+    // is partial ([`crate::tui::render::runs::sort_label`]).
+    if s.runs.indexing.is_some() && matches!(s.runs.sort, RunSort::Tokens | RunSort::Cost) {
+        order.sort_by_key(|&i| en[i].summary.provisional());
     }
     s.runs.groups.clear();
     if s.runs.grouped {

@@ -124,11 +124,23 @@ fn totals(r: &crate::tui::state::RunsState) -> Vec<Field> {
     }
     let mut out = Vec::new();
     // Runs with no LLM usage at all (`0 tok · -`) have nothing to add up.
+    // While runs are being indexed the sums are lower bounds (a cost with unpriced calls says
+    // `≥` already).
+    let at_least = provisional > 0 && r.indexing.is_some();
+    let mark = |forms: Vec<String>| -> Vec<String> {
+        if !at_least {
+            return forms;
+        }
+        forms
+            .into_iter()
+            .map(|f| if f.starts_with('≥') { f } else { format!("≥{f}") })
+            .collect()
+    };
     if tokens > 0 || t.micros > 0 || t.unknown > 0 {
-        out.push(Field::number(&num::count_forms(tokens), Role::Title, "tok", 4));
-        out.push(Field::number(&num::cost_forms(&t), Role::Title, "", 4));
+        out.push(Field::number(&mark(num::count_forms(tokens)), Role::Title, "tok", 4));
+        out.push(Field::number(&mark(num::cost_forms(&t)), Role::Title, "", 4));
     }
-    if provisional > 0 {
+    if provisional > 0 && r.indexing.is_none() {
         let n = thousands(provisional as u64);
         out.push(
             Field::text(format!("({n} not loaded: $)"), Role::Title)
@@ -140,11 +152,22 @@ fn totals(r: &crate::tui::state::RunsState) -> Vec<Field> {
 
 /// The box title: how many runs and how sorted, what narrows the list, the totals. Fitted to
 /// `width`: notes go first, then the totals shorten; a number is never cut.
-fn title(r: &crate::tui::state::RunsState, width: usize) -> String {
+pub(crate) fn title(r: &crate::tui::state::RunsState, width: usize) -> String {
     let mut parts = vec![
         Field::labelled("runs", &num::count_forms(r.shown() as u64), 6),
         Field::text(sort_label(r), Role::Title).drop_at(2),
     ];
+    // Runs not indexed yet have no value to sort on: the sort says so, whatever else goes.
+    if let Some(n) = r.partial_sort() {
+        let n = thousands(n as u64);
+        parts.push(
+            Field::text(format!("partial: {n} not indexed yet, last"), Role::Title)
+                .or(3, vec![(format!("partial: {n} last"), Role::Title)]),
+        );
+    }
+    if let Some(t) = r.index_text() {
+        parts.push(Field::text(t, Role::Title));
+    }
     if r.all_places {
         parts.push(Field::text("every agent's place", Role::Title).drop_at(1));
     }
