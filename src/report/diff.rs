@@ -303,11 +303,42 @@ fn text(d: &Diff, a: &Trace, b: &Trace, out: &mut dyn Write, paint: &Paint, cont
     if d.rows.is_empty() {
         writeln!(out, "  (no calls on either side)")?;
     }
+    // Each side's payloads read in file order, a window at a time, for the calls' gists.
+    let (mut ra, mut rb) = (crate::diff::PayloadReader::new(a), crate::diff::PayloadReader::new(b));
     for r in &d.rows {
-        writeln!(out, "{}", paint.op(r.op, &row_line(r)))?;
+        let mut line = row_line(r);
+        if let Some(g) = row_gist(r, a, b, &mut ra, &mut rb) {
+            line.push_str("  ");
+            line.push_str(&g);
+        }
+        writeln!(out, "{}", paint.op(r.op, &line))?;
         paths(&r.paths, out, paint, context)?;
     }
     Ok(())
+}
+
+/// What a row's call did ([`crate::formats::gist`]): the baseline's, and the current run's
+/// after an arrow when it differs (`ls → ls -la`).
+fn row_gist(
+    r: &Row,
+    a: &Trace,
+    b: &Trace,
+    ra: &mut crate::diff::PayloadReader,
+    rb: &mut crate::diff::PayloadReader,
+) -> Option<String> {
+    let one = |t: &Trace, reader: &mut crate::diff::PayloadReader, c: Option<crate::diff::CallRef>| {
+        let e = t.event(c?.event);
+        (e.kind == crate::model::EventKind::ToolCall)
+            .then(|| crate::formats::gist::from_payload(t, e, &reader.get(e)))
+            .flatten()
+            .map(|g| crate::report::cut(&g, crate::report::show::GIST_CHARS))
+    };
+    let x = one(a, ra, r.baseline);
+    let y = one(b, rb, r.current);
+    match (x, y) {
+        (Some(x), Some(y)) if x != y => Some(format!("{x} → {y}")),
+        (x, y) => x.or(y),
+    }
 }
 
 /// `~ tools[1] forecast`, `! tools[1]→tools[2] events`: the label reads like the paths below.

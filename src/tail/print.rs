@@ -176,12 +176,17 @@ fn line(fmt: Output, t: &Trace, i: u32, waits: Option<&str>, out: &mut dyn Write
         Output::Text => {
             let ts = e.start.map(format_ts).unwrap_or_else(|| "-".into());
             let run = t.meta.name.as_deref().unwrap_or(&t.meta.id);
-            let line = format!(
+            let mut line = format!(
                 "{ts}  {run}  {} {} [{}]",
                 crate::report::show::kind_label(e),
                 t.name(i),
                 e.status.as_str()
             );
+            // What the call did (its record is on disk: read back by its byte range).
+            if let Some(g) = crate::formats::gist::of(t, e) {
+                line.push_str("  ");
+                line.push_str(&crate::report::cut(&g, crate::report::show::GIST_CHARS));
+            }
             writeln!(out, "{}", crate::sanitize::line(&line))
         }
     }

@@ -198,6 +198,20 @@ fn cell(buf: &mut Buffer, x: u16, y: u16, w: u16, d: &DiffData, i: usize, baseli
             right.saturating_sub(at),
         );
     }
+    // What the call did: a tool call's gist, an LLM call's tokens and cost.
+    if let Some(g) = row_note(d, i, baseline) {
+        let room = right.saturating_sub(at + 2);
+        if room > 2 {
+            at = put(
+                buf,
+                at + 2,
+                y,
+                &fit(&g, room as usize),
+                base.patch(th.style(Role::Dim)),
+                room,
+            );
+        }
+    }
     let room = right.saturating_sub(at + 2);
     if room > 2 {
         let p = d.preview(i, baseline, room as usize);
@@ -274,15 +288,17 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
                         right.saturating_sub(x),
                     );
                 }
-                // A call on one side only: its arguments (a changed pair's paths follow it).
+                // What the call did (the baseline's when both sides have it; a changed
+                // pair's paths follow it).
                 let room = right.saturating_sub(x + 2);
-                if matches!(op, Op::Added | Op::Removed) && room > 2 {
-                    let p = d.preview(i, !current, room as usize);
+                if room > 2
+                    && let Some(g) = row_note(d, i, d.event(i, true).is_some())
+                {
                     put(
                         buf,
                         x + 2,
                         y,
-                        &fit(&p, room as usize),
+                        &fit(&g, room as usize),
                         base.patch(th.style(Role::Dim)),
                         room,
                     );
@@ -350,6 +366,17 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
             }
         }
     }
+}
+
+/// What a row's call did on one side: a tool call's gist, an LLM call's tokens and cost.
+fn row_note(d: &DiffData, i: usize, baseline: bool) -> Option<String> {
+    if let Some(g) = d.gist(i, baseline) {
+        return Some(g.to_string());
+    }
+    let t = if baseline { &d.a } else { &d.b };
+    let e = t.event(d.event(i, baseline)?);
+    let parts = crate::tui::gist::llm_parts(t, e, crate::tui::config::prices());
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 /// The style a row starts from: the selection's, painted across the row, or none.
