@@ -64,6 +64,7 @@ fn live_options(poll: Option<u64>) -> tracetui::tui::LiveOptions {
         Some(ms) => tracetui::tui::LiveOptions {
             poll: std::time::Duration::from_millis(ms.max(10)),
             poll_only: true,
+            ..Default::default()
         },
         None => tracetui::tui::LiveOptions::default(),
     }

@@ -39,6 +39,7 @@ impl Harness {
             opts: LiveOptions {
                 poll: Duration::from_millis(50),
                 poll_only: false,
+                ..Default::default()
             },
         }
     }
@@ -99,6 +100,7 @@ impl Harness {
                 // these tests compare no runs and copy nothing
                 Effect::Copy(_)
                 | Effect::Page(_)
+                | Effect::PageFile(_)
                 | Effect::Edit(_)
                 | Effect::Diff { .. }
                 | Effect::Stats(_)
@@ -509,6 +511,11 @@ fn progress_moves_and_the_load_ends_when_the_slices_read_other_traces() {
     std::fs::write(&p, &out).unwrap();
     let total = out.len() as u64;
     let mut h = Harness::new(false);
+    // Every slice publishes its progress: whether the machine is idle or loaded, a load of
+    // several slices reports more than one position on its way.
+    h.opts.publish_loading = Duration::ZERO;
+    h.opts.hold = Duration::ZERO;
+    h.opts.max_slice = tracetui::tui::live::SLICE;
     h.open(&p);
     let mut seen: Vec<Option<tracetui::tui::state::Progress>> = Vec::new();
     let t0 = Instant::now();
@@ -539,16 +546,10 @@ fn progress_moves_and_the_load_ends_when_the_slices_read_other_traces() {
     );
     assert!(seen.iter().flatten().all(|p| p.total == total && p.bytes < total));
     assert_eq!(seen.last(), Some(&None), "the last update ends the load");
-    // A load that lasted several publishing intervals reported its way there.
-    if t0.elapsed() > Duration::from_millis(500) {
-        let mut distinct = bytes.clone();
-        distinct.dedup();
-        assert!(
-            distinct.len() >= 2,
-            "progress stood still for {:?}: {bytes:?}",
-            t0.elapsed()
-        );
-    }
+    // A load of several slices reported its way there.
+    let mut distinct = bytes.clone();
+    distinct.dedup();
+    assert!(distinct.len() >= 2, "progress stood still: {bytes:?}");
 }
 
 /// A whole document (a SWE-agent trajectory, built only once read to its end, where its status

@@ -227,6 +227,7 @@ fn play(run: &Path, seed: u64, more: u64, expected: u64) -> State {
     let opts = LiveOptions {
         poll: Duration::from_millis(20),
         poll_only: false,
+        ..Default::default()
     };
     spawn_loader(job, tx.clone(), sh.clone(), opts);
     // The writer keeps the loader taking its write lock after the initial load too.

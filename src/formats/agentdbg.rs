@@ -133,6 +133,7 @@ impl Format for AgentDbg {
                     problems: None,
                     badges: Vec::new(),
                     cost: None,
+                    resume: None,
                 }]);
             }
         }

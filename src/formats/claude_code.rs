@@ -345,6 +345,9 @@ struct Session {
     shapes: HashSet<String>,
     /// The last LLM call and hashes of the text and thinking blocks read under it.
     blocks: (u32, Vec<u64>),
+    /// Every run attribute read off the records' envelopes (sessionId, cwd, ...) is set.
+    attrs_done: bool,
+    attrs_seen: u32,
 }
 
 impl Session {
@@ -431,6 +434,8 @@ impl Parser {
                 model: None,
                 shapes: HashSet::new(),
                 blocks: (NO_PARENT, Vec::new()),
+                attrs_done: false,
+                attrs_seen: 0,
             },
             sub_dir: subagent_dir(path),
             subs: Vec::new(),
@@ -1423,15 +1428,23 @@ fn record(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], loc: LineLo
         s.last_ts = Some(s.last_ts.map_or(x, |l| l.max(x)));
     }
     let ty = r.ty.as_deref().unwrap_or("");
-    {
+    if !s.attrs_done {
+        s.attrs_seen += 1;
+        // Each from the first record that has it (the first records, queue operations and
+        // the like, may have the session id alone).
         let t = &mut sink.traces[ti];
-        if t.meta.attributes.is_empty() {
-            for (k, x) in ["sessionId", "cwd", "version", "gitBranch"].into_iter().zip(&r.attrs) {
-                if let Some(x) = x.as_deref().filter(|x| !x.is_empty()) {
-                    t.meta.attributes.push((k.to_string(), Value::String(x.to_string())));
-                }
+        let mut done = true;
+        for (k, x) in ["sessionId", "cwd", "version", "gitBranch"].into_iter().zip(&r.attrs) {
+            if t.meta.attributes.iter().any(|(a, _)| a == k) {
+                continue;
+            }
+            match x.as_deref().filter(|x| !x.is_empty()) {
+                Some(x) => t.meta.attributes.push((k.to_string(), Value::String(x.to_string()))),
+                None => done = false,
             }
         }
+        // A session outside git never says its branch: the first records are enough.
+        s.attrs_done = done || s.attrs_seen >= 64;
     }
     let parent = parent_of(s, fs, r, sink, ti);
     let at = At {

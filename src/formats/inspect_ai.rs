@@ -2372,6 +2372,7 @@ fn summary_of(path: &Path, log: &Log, h: &SampleHead) -> Summary {
         problems: None,
         badges: Vec::new(),
         cost: None,
+        resume: None,
     }
 }
 

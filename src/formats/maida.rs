@@ -131,6 +131,7 @@ impl Format for Maida {
                     problems: None,
                     badges: Vec::new(),
                     cost: None,
+                    resume: None,
                 }]);
             }
         }

@@ -27,6 +27,7 @@ pub mod gist;
 pub mod id_map;
 pub mod jsonl;
 mod probe;
+pub mod resume;
 pub mod skim;
 #[cfg(test)]
 mod testing;
@@ -314,6 +315,9 @@ pub struct Summary {
     /// current prices); None when summarized from metadata. `ls` writes it out itself.
     #[serde(skip)]
     pub cost: Option<crate::cost::usage::Total>,
+    /// The agent's command that resumes the session ([`resume::command`]), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
 }
 
 impl Summary {
@@ -342,6 +346,7 @@ impl Summary {
             problems: Some(t.diagnostics.len()),
             badges: t.meta.badges(),
             cost: Some(crate::cost::usage::run_cost(t, crate::cost::usage::current()).total),
+            resume: resume::command(&t.meta),
         }
     }
 }

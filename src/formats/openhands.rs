@@ -1950,6 +1950,7 @@ fn summarize_v1(dir: &Path) -> Result<Option<Summary>, LoadError> {
         problems: None,
         badges: Vec::new(),
         cost: None,
+        resume: None,
     }))
 }
 

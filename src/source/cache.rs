@@ -534,6 +534,8 @@ struct Cached {
     badges: Vec<String>,
     /// calls, input, cache read, cache write, output, reasoning, total tokens, micros, unknown.
     cost: Option<[u64; 9]>,
+    #[serde(default)]
+    resume: Option<String>,
 }
 
 impl Cached {
@@ -556,6 +558,7 @@ impl Cached {
             problems,
             badges,
             cost,
+            resume,
         } = s;
         Some(Cached {
             id: id.clone(),
@@ -585,6 +588,7 @@ impl Cached {
                     c.unknown,
                 ]
             }),
+            resume: resume.clone(),
         })
     }
 
@@ -624,6 +628,7 @@ impl Cached {
                 micros: c[7],
                 unknown: c[8],
             }),
+            resume: self.resume.clone(),
         })
     }
 }

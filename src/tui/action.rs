@@ -40,6 +40,7 @@ pub enum Command {
     Copy,
     CopyPath,
     CopyRaw,
+    CopyResume,
     Pager,
     Problems,
     Mark,
@@ -67,7 +68,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 55] = [
+    pub const ALL: [Command; 56] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -99,6 +100,7 @@ impl Command {
         Command::Copy,
         Command::CopyPath,
         Command::CopyRaw,
+        Command::CopyResume,
         Command::Pager,
         Command::Problems,
         Command::Mark,
@@ -159,6 +161,7 @@ impl Command {
             Command::Copy => "copy",
             Command::CopyPath => "copy_path",
             Command::CopyRaw => "copy_raw",
+            Command::CopyResume => "copy_resume",
             Command::Pager => "pager",
             Command::Problems => "problems",
             Command::Mark => "mark",

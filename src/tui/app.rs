@@ -400,6 +400,25 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
             terminal::take_resumed();
             g.term.clear()?;
         }
+        Effect::PageFile(path) => {
+            // Read here, bounded: the pager shows what the trace holds, escaped.
+            let text = match source_text(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    let _ = tx.send(Action::Problem(format!("{}: {e}", path.display())));
+                    return Ok(());
+                }
+            };
+            #[cfg(unix)]
+            let shown = terminal::page(&crate::sanitize::text(&text));
+            #[cfg(not(unix))]
+            let shown: std::io::Result<()> = Err(std::io::Error::other("no pager here"));
+            if let Err(e) = shown {
+                let _ = tx.send(Action::Problem(format!("could not open the pager: {e}")));
+            }
+            terminal::take_resumed();
+            g.term.clear()?;
+        }
         Effect::Edit(text) => {
             #[cfg(unix)]
             let shown = terminal::edit(&text);
@@ -426,6 +445,45 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
         }
     }
     Ok(())
+}
+
+/// How much of a run's source `o` shows in the pager.
+const PAGE_BYTES: u64 = 16 << 20;
+
+/// A run's source as text for the pager: a file's first [`PAGE_BYTES`] (and what is left out),
+/// or a directory's files with their sizes.
+fn source_text(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
+        let mut names: Vec<(String, u64)> = std::fs::read_dir(path)?
+            .flatten()
+            .take(10_000)
+            .map(|e| {
+                let len = e.metadata().map_or(0, |m| m.len());
+                (e.file_name().to_string_lossy().into_owned(), len)
+            })
+            .collect();
+        names.sort();
+        let mut out = format!("{}/\n", path.display());
+        for (n, len) in names {
+            out.push_str(&format!("  {n}  {} bytes\n", crate::model::thousands(len)));
+        }
+        return Ok(out);
+    }
+    let mut buf = Vec::new();
+    crate::formats::open_regular(path)?
+        .take(PAGE_BYTES)
+        .read_to_end(&mut buf)?;
+    let mut text = String::from_utf8_lossy(&buf).into_owned();
+    if meta.len() > PAGE_BYTES {
+        text.push_str(&format!(
+            "\n… the first {} MiB of {} bytes are shown\n",
+            PAGE_BYTES >> 20,
+            crate::model::thousands(meta.len())
+        ));
+    }
+    Ok(text)
 }
 
 /// Load a source and pick its `index`-th trace (checked against the summary's id).

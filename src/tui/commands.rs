@@ -46,6 +46,18 @@ const RUNS: &[Entry] = &[
         Some("stats"),
     ),
     e(Command::Group, "group the runs by where they were found", Some("group")),
+    e(Command::Copy, "copy the run's id (OSC 52)", None),
+    e(Command::CopyPath, "copy the path of the run's source", None),
+    e(
+        Command::CopyResume,
+        "copy the command that resumes the session in its agent",
+        None,
+    ),
+    e(
+        Command::Pager,
+        "open the run's source in $PAGER (escaped; its first 16 MiB)",
+        None,
+    ),
     e(
         Command::Problems,
         "what could not be listed, and why (the title's \"unreadable\")",
@@ -118,6 +130,11 @@ const TREE: &[Entry] = &[
         None,
     ),
     e(Command::Pager, "open the event's payload in $PAGER", None),
+    e(
+        Command::CopyResume,
+        "copy the command that resumes the session in its agent",
+        None,
+    ),
     e(Command::Follow, "follow new events of a live run (G too)", None),
     e(Command::Zoom, "zoom: this pane fills the screen, and back", None),
     e(
@@ -164,6 +181,11 @@ const DETAIL: &[Entry] = &[
     e(
         Command::Editor,
         "open it in $VISUAL / $EDITOR (a copy, removed after)",
+        None,
+    ),
+    e(
+        Command::CopyResume,
+        "copy the command that resumes the session in its agent",
         None,
     ),
     e(Command::Filter, "search the detail's text (smart case)", Some("search")),

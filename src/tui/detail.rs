@@ -1121,6 +1121,18 @@ pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
     }
     l.push(Tok::Text, src);
     d.push(l);
+    // The run: how to go on with it in its agent (`R` copies it).
+    if e.kind == EventKind::Run
+        && e.parent == crate::model::NO_PARENT
+        && let Some(cmd) = formats::resume::command(&t.meta)
+    {
+        let mut l = Line::default();
+        l.push(Tok::Dim, "resume ")
+            .push(Tok::Text, sanitize::line(&cmd).into_owned());
+        let r = d.add_root(Value::String(cmd));
+        l.copy = Some(d.copy(r, String::new(), "$.resume".into()));
+        d.push(l);
+    }
     if !d.markers.is_empty() {
         let mut l = Line::default();
         for m in d.markers.clone() {

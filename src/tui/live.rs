@@ -24,6 +24,13 @@ pub struct LiveOptions {
     pub poll: Duration,
     /// Do not use notify (`--poll MS`).
     pub poll_only: bool,
+    /// How often a load in progress publishes its part and progress (`PUBLISH_LOADING`).
+    pub publish_loading: Duration,
+    /// How long slices follow each other under one hold of the lock (`HOLD`).
+    pub hold: Duration,
+    /// The largest slice (`MAX_SLICE`). A test sets these three to zero, zero and `SLICE` to
+    /// see every slice's progress whatever the machine's load: timing decides them otherwise.
+    pub max_slice: u64,
 }
 
 impl Default for LiveOptions {
@@ -31,6 +38,9 @@ impl Default for LiveOptions {
         LiveOptions {
             poll: Duration::from_millis(500),
             poll_only: false,
+            publish_loading: PUBLISH_LOADING,
+            hold: HOLD,
+            max_slice: MAX_SLICE,
         }
     }
 }
@@ -142,7 +152,11 @@ pub fn spawn_loader(job: Job, tx: Sender<Action>, sh: Shared, opts: LiveOptions)
         if done.is_err() {
             let _ = tx2.send(Action::RunLoaded {
                 generation,
-                result: Err(format!("{}: tracetui failed while loading (a bug)", path.display())),
+                // Worded like the panic hook's report, which may arrive before or after this.
+                result: Err(format!(
+                    "internal error (please report): loading {} failed",
+                    path.display()
+                )),
             });
         }
         let mut f = sh.followed.lock().unwrap_or_else(|e| e.into_inner());
@@ -278,19 +292,19 @@ impl Loader {
                         slot: k,
                     });
                 }
-                let mut r = poll_timed(&mut f, &mut slice);
+                let mut r = poll_timed(&mut f, &mut slice, self.opts.max_slice);
                 let held = Instant::now();
                 // The first slice is published alone (the first screen); the next is long.
                 while self.published
                     && r.as_ref().is_ok_and(|p| !p.restarted)
                     && !f.has_replaced()
                     && f.behind() > 0
-                    && held.elapsed() < HOLD
+                    && held.elapsed() < self.opts.hold
                     && !self.sh.frame_waiting.load(Ordering::Acquire)
                     && !super::state::readers_waiting()
                     && self.wanted()
                 {
-                    match (poll_timed(&mut f, &mut slice), &mut r) {
+                    match (poll_timed(&mut f, &mut slice, self.opts.max_slice), &mut r) {
                         (Ok(q), Ok(p)) => {
                             for k in q.touched {
                                 if !p.touched.contains(&k) {
@@ -351,7 +365,7 @@ impl Loader {
                 bytes: f.offset(),
                 total: f.file_len().unwrap_or(0),
             });
-            let every = if behind > 0 { PUBLISH_LOADING } else { PUBLISH };
+            let every = if behind > 0 { self.opts.publish_loading } else { PUBLISH };
             let due = !self.published || behind == 0 || self.last_publish.elapsed() >= every;
             if (changed || !self.published || loading != sent) && due {
                 if !self.publish(loading, std::mem::take(&mut restarted)) {
@@ -493,12 +507,16 @@ impl crate::formats::Watcher for Shown<'_> {
 
 /// One slice of at most `slice` bytes; a slice that read most of its bytes sets the size of
 /// the next from its rate (see [`SLICE_TIME`]).
-fn poll_timed(f: &mut Follow, slice: &mut u64) -> Result<crate::formats::jsonl::Polled, crate::formats::LoadError> {
+fn poll_timed(
+    f: &mut Follow,
+    slice: &mut u64,
+    max: u64,
+) -> Result<crate::formats::jsonl::Polled, crate::formats::LoadError> {
     let (t0, at) = (Instant::now(), f.offset());
     let r = f.poll_some(*slice);
     let (read, took) = (f.offset().saturating_sub(at), t0.elapsed().as_secs_f64());
     if read >= *slice / 2 && took > 0.0 {
-        *slice = ((read as f64 / took * SLICE_TIME.as_secs_f64()) as u64).clamp(SLICE, MAX_SLICE);
+        *slice = ((read as f64 / took * SLICE_TIME.as_secs_f64()) as u64).clamp(SLICE, max.max(SLICE));
     }
     r
 }

@@ -1102,6 +1102,8 @@ pub enum Effect {
     Copy(String),
     /// Show text in the user's pager, the explorer stepping aside meanwhile.
     Page(String),
+    /// Show a run's source in the pager: a file's first bytes (bounded), a directory's files.
+    PageFile(std::path::PathBuf),
     /// Load runs in the background for the stats view.
     Stats(super::stats::Job),
     /// Search the runs' events for the runs list's filter.

@@ -97,6 +97,36 @@ fn runs_sort_newest_first_then_by_name_and_duration() {
 }
 
 #[test]
+fn from_the_runs_list_y_copies_the_id_y_the_path_r_the_resume_command_and_o_pages_the_source() {
+    let mut s = State::new(Keymap::default(), (120, 40));
+    let session = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/recorder-2.1.3xx.jsonl");
+    let d = crate::source::discover(std::slice::from_ref(&session), None);
+    update(&mut s, Action::RunsFound(super::entries(&d.runs[0]).unwrap()));
+    update(&mut s, Action::RunsDone);
+    s.effects.clear();
+    press(&mut s, &["y"]);
+    assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == "recorder-2.1.3xx"));
+    press(&mut s, &["Y"]);
+    assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == session.to_string_lossy()));
+    press(&mut s, &["R"]);
+    let want = "cd '/home/dev/app' && claude --resume 22222222-3333-4444-8555-666666666666";
+    assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == want));
+    press(&mut s, &["o"]);
+    assert!(matches!(s.effects.pop(), Some(Effect::PageFile(p)) if p == session));
+    // In the open run, `R` copies it too.
+    let t = crate::formats::load(&session, None).unwrap().traces.remove(0);
+    let mut s = with_run(t);
+    s.effects.clear();
+    press(&mut s, &["R"]);
+    assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == want));
+    // A run whose agent has no resume command says so, and copies nothing.
+    let mut s = runs_state();
+    s.effects.clear();
+    press(&mut s, &["R"]);
+    assert!(s.effects.is_empty());
+}
+
+#[test]
 fn runs_filter_is_fuzzy_and_esc_restores() {
     let mut s = runs_state();
     press(&mut s, &["/"]);

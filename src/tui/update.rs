@@ -799,7 +799,52 @@ fn runs_command(s: &mut State, c: Command) {
         Command::Diff => diffview::diff_selected(s),
         Command::Select => super::compare::toggle_select(s),
         Command::Visual => super::compare::toggle_visual(s),
+        Command::Copy | Command::CopyPath | Command::CopyResume | Command::Pager => {
+            let Some(e) = s.runs.entry_at(s.runs.selected).and_then(|i| s.runs.entries.get(i)) else {
+                return;
+            };
+            let (id, path, format) = (e.summary.id.clone(), e.summary.path.clone(), e.summary.format);
+            let resume = e.summary.resume.clone().or_else(|| {
+                // A summary from metadata alone: the id and the agent are enough where the
+                // agent resumes from anywhere.
+                let meta = crate::model::RunMeta {
+                    id: id.clone(),
+                    format,
+                    ..Default::default()
+                };
+                crate::formats::resume::command(&meta)
+            });
+            match c {
+                Command::Copy => take(s, id, "id", Command::Copy),
+                Command::CopyPath => take(s, path.to_string_lossy().into_owned(), "path", Command::Copy),
+                Command::CopyResume => copy_resume(s, resume, format),
+                _ => s.effects.push(Effect::PageFile(path)),
+            }
+        }
         _ => {}
+    }
+}
+
+/// `R`: the command that resumes a session in its agent, on the clipboard.
+fn copy_resume(s: &mut State, cmd: Option<String>, format: &str) {
+    match cmd {
+        Some(cmd) => {
+            if crate::formats::resume::project_scoped(format) && !cmd.starts_with("cd ") {
+                say(
+                    s,
+                    format!("copied {cmd} (run it in the session's project directory)"),
+                    false,
+                );
+                s.effects.push(Effect::Copy(cmd));
+            } else {
+                take(s, cmd, "resume command", Command::Copy);
+            }
+        }
+        None => say(
+            s,
+            "no resume command for this run: its agent has none tracetui knows",
+            false,
+        ),
     }
 }
 
@@ -959,6 +1004,12 @@ fn tree_command(s: &mut State, c: Command) {
             } else {
                 s.view = View::Runs;
             }
+        }
+        Command::CopyResume => {
+            let meta = &t.meta;
+            let (cmd, format) = (crate::formats::resume::command(meta), meta.format);
+            drop(t);
+            copy_resume(s, cmd, format);
         }
         Command::Copy | Command::CopyRaw | Command::Pager => {
             if let Some(ev) = r.selected_event() {
@@ -1261,7 +1312,7 @@ fn copy_text(s: &mut State, text: String, what: &str, note: &str) {
         );
         return;
     }
-    let shown = if what == "path" && text.len() <= 80 {
+    let shown = if matches!(what, "path" | "id" | "resume command") && text.len() <= 100 {
         format!("copied {what} {text} to the clipboard")
     } else {
         format!("copied {what} ({} bytes, {note}) to the clipboard", text.len())
