@@ -404,3 +404,20 @@ fn usage(s: &mut String, u: &Usage) {
     }
     s.push_str("</table></div>");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_says_what_each_call_did() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/session.jsonl");
+        let t = formats::load(&path, None).unwrap().traces.remove(0);
+        let mut out = Vec::new();
+        write(&t, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        for g in ["/home/dev/proj/notes.txt", "ls missing/", "wc -w notes.txt"] {
+            assert!(out.contains(&format!("<span class=\"g\">{g}</span>")), "{g}");
+        }
+    }
+}

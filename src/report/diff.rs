@@ -434,4 +434,35 @@ mod tests {
         };
         assert_eq!(metric_line(&d), "duration    2.00s → -");
     }
+
+    #[test]
+    fn rows_say_what_each_call_did_and_how_it_changed() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/diff");
+        let a = open(&dir.join("booking.snap.json"), None).unwrap().trace;
+        let b = open(&dir.join("booking.current.json"), None).unwrap().trace;
+        let d = crate::diff::diff(&a, &b, &Default::default());
+        let mut out = Vec::new();
+        write(&d, &a, &b, &mut out, Output::Text, false).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("~ tools[0] search_restaurants  vegetarian\n"), "{out}");
+        assert!(out.contains("+ tools[1] check_availability  green-table\n"), "{out}");
+        // Both sides' gists, and the second when it differs.
+        let (mut ra, mut rb) = (crate::diff::PayloadReader::new(&a), crate::diff::PayloadReader::new(&b));
+        let r = d
+            .rows
+            .iter()
+            .find(|r| r.baseline.is_some() && r.current.is_some())
+            .unwrap();
+        assert_eq!(row_gist(r, &a, &b, &mut ra, &mut rb).as_deref(), Some("vegetarian"));
+        let mut b2 = b.clone();
+        let ev = r.current.unwrap().event as usize;
+        let mut p = crate::formats::payload(&b2, &b2.events[ev]);
+        p.input = Some(json!({"cuisine": "vegan"}));
+        b2.events[ev].payload = crate::model::PayloadRef::Inline(Box::new(p));
+        let mut rb2 = crate::diff::PayloadReader::new(&b2);
+        assert_eq!(
+            row_gist(r, &a, &b2, &mut ra, &mut rb2).as_deref(),
+            Some("vegetarian → vegan")
+        );
+    }
 }

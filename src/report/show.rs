@@ -198,3 +198,26 @@ pub fn trace_json(t: &Trace) -> Value {
     let _ = write_json(t, &mut buf);
     serde_json::from_slice(&buf).unwrap_or(Value::Null)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_call_s_row_says_what_it_did() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/session.jsonl");
+        let t = formats::load(&path, None).unwrap().traces.remove(0);
+        let mut out = Vec::new();
+        text(&t, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains("tool Read [ok] +5.00s 2.00s  /home/dev/proj/notes.txt → "),
+            "{out}"
+        );
+        assert!(out.contains("tool Bash [error] +6.00s 2.00s  ls missing/ → "), "{out}");
+        assert!(
+            out.contains("tool Bash [ok] +12.00s 1.00s  wc -w notes.txt → "),
+            "{out}"
+        );
+    }
+}

@@ -191,3 +191,24 @@ fn line(fmt: Output, t: &Trace, i: u32, waits: Option<&str>, out: &mut dyn Write
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_call_s_line_says_what_it_did() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/session.jsonl");
+        let t = crate::formats::load(&path, None).unwrap().traces.remove(0);
+        let mut out = Vec::new();
+        for i in 0..t.len() as u32 {
+            line(Output::Text, &t, i, None, &mut out).unwrap();
+        }
+        let out = String::from_utf8(out).unwrap();
+        let tools: Vec<&str> = out.lines().filter(|l| l.contains("  tool ")).collect();
+        assert_eq!(tools.len(), 3, "{out}");
+        assert!(tools[0].ends_with("tool Read [ok]  /home/dev/proj/notes.txt"), "{out}");
+        assert!(tools[1].ends_with("tool Bash [error]  ls missing/"), "{out}");
+        assert!(tools[2].ends_with("tool Bash [ok]  wc -w notes.txt"), "{out}");
+    }
+}

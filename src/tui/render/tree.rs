@@ -5,7 +5,7 @@ use crate::model::Trace;
 use crate::model::{EventKind, Status, format_duration, format_ts};
 use crate::search::fuzzy::Fuzzy;
 use crate::tui::detail::kind_icon;
-use crate::tui::gist::llm_parts;
+use crate::tui::gist::{fit_numbers, llm_parts};
 use crate::tui::layout;
 use crate::tui::state::{Pane, RunView};
 use crate::tui::theme::{Role, Theme};
@@ -25,30 +25,6 @@ pub fn kind_role(k: EventKind) -> Role {
         EventKind::Step | EventKind::Other => Role::KindOther,
     }
 }
-
-/// What an LLM row shows in `room` cells after its icon: its name, then as many of its
-/// numbers (`parts`: tokens, cost) as fit, each whole. The name gives way first: cut to no
-/// fewer than [`MIN_NAME`] cells, then left out; then the last numbers are dropped.
-/// Returns whether the name shows, and the numbers as they follow it (` · 5,708 tok · $0.0070`,
-/// or `5,708 tok · $0.0070` without the name).
-fn fit_numbers(name: &str, mut parts: Vec<String>, room: usize) -> (bool, String) {
-    use unicode_width::UnicodeWidthStr;
-    let min_name = name.width().min(MIN_NAME);
-    while !parts.is_empty() {
-        let s = parts.join(" · ");
-        if s.width() + 3 + min_name <= room {
-            return (true, format!(" · {s}"));
-        }
-        if s.width() <= room {
-            return (false, s);
-        }
-        parts.pop();
-    }
-    (true, String::new())
-}
-
-/// Cells of a name kept beside an LLM row's numbers (`claude…`).
-const MIN_NAME: usize = 7;
 
 pub fn status_role(s: Status) -> Role {
     match s {
@@ -280,7 +256,10 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
             _ => ((true, String::new()), None),
         };
         let shown = if with_name {
-            fit(&name, room.saturating_sub(unicode_width::UnicodeWidthStr::width(numbers.as_str())))
+            fit(
+                &name,
+                room.saturating_sub(unicode_width::UnicodeWidthStr::width(numbers.as_str())),
+            )
         } else {
             String::new()
         };
@@ -310,7 +289,14 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
             }
         }
         if !numbers.is_empty() {
-            put(buf, x, y, &numbers, base.patch(th.style(Role::Dim)), name_end.saturating_sub(x));
+            put(
+                buf,
+                x,
+                y,
+                &numbers,
+                base.patch(th.style(Role::Dim)),
+                name_end.saturating_sub(x),
+            );
         } else if let Some(g) = gist {
             // Two cells apart from the name; at least a few characters of it, or none.
             let left = name_end.saturating_sub(x + 3) as usize;
