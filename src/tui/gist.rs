@@ -176,30 +176,40 @@ pub fn dollar_forms(micros: u64) -> Vec<String> {
     out
 }
 
-/// How an LLM row's name and numbers share `room` cells: the numbers in their longest forms
-/// that fit beside at least [`MIN_NAME`] cells of the name, else shorter forms, else without
-/// the name, else without the last parts. Returns whether the name shows, and the numbers as
-/// they follow it (` · 5,708 tok · $0.0256`, or `5,708 tok · $0.0256` without the name).
+/// How an LLM row's name and numbers share `room` cells: the numbers in the longest forms
+/// that fit beside at least [`MIN_NAME`] cells of the name (the fewest steps shorter, the
+/// first number the longer on a tie), else without the name, else without the last parts.
+/// Returns whether the name shows, and the numbers as they follow it
+/// (` · 5,708 tok · $0.0256`, or `5,708 tok · $0.0256` without the name).
 pub fn fit_numbers(name: &str, mut parts: Vec<Vec<String>>, room: usize) -> (bool, String) {
     use unicode_width::UnicodeWidthStr;
     let min_name = name.width().min(MIN_NAME);
+    parts.retain(|forms| !forms.is_empty());
     while !parts.is_empty() {
-        let levels = parts.iter().map(Vec::len).max().unwrap_or(1);
-        let at = |level: usize| {
-            let forms: Vec<&str> = parts.iter().map(|f| f[level.min(f.len() - 1)].as_str()).collect();
+        // Every choice of one form a part (a few parts of at most three forms each).
+        let mut choices: Vec<Vec<usize>> = vec![Vec::new()];
+        for forms in &parts {
+            choices = choices
+                .into_iter()
+                .flat_map(|c| {
+                    (0..forms.len()).map(move |k| {
+                        let mut c = c.clone();
+                        c.push(k);
+                        c
+                    })
+                })
+                .collect();
+        }
+        choices.sort_by_key(|c| (c.iter().sum::<usize>(), c.clone()));
+        let text = |c: &[usize]| {
+            let forms: Vec<&str> = parts.iter().zip(c).map(|(f, &k)| f[k].as_str()).collect();
             forms.join(" · ")
         };
-        for level in 0..levels {
-            let s = at(level);
-            if s.width() + 3 + min_name <= room {
-                return (true, format!(" · {s}"));
-            }
+        if let Some(s) = choices.iter().map(|c| text(c)).find(|s| s.width() + 3 + min_name <= room) {
+            return (true, format!(" · {s}"));
         }
-        for level in 0..levels {
-            let s = at(level);
-            if s.width() <= room {
-                return (false, s);
-            }
+        if let Some(s) = choices.iter().map(|c| text(c)).find(|s| s.width() <= room) {
+            return (false, s);
         }
         parts.pop();
     }
@@ -318,6 +328,13 @@ mod tests {
         assert_eq!(fit_numbers(name, parts(), 18), (false, "1.2M tok · $10.51".into()));
         assert_eq!(fit_numbers(name, parts(), 16), (false, "1M tok · $10.51".into()));
         assert_eq!(fit_numbers(name, parts(), 12), (false, "1.2M tok".into()));
+        // Each part shortens on its own: a cent's fraction keeps its digits while the
+        // tokens take a unit.
+        let small = vec![
+            count_forms(5_708).into_iter().map(|f| format!("{f} tok")).collect(),
+            dollar_forms(3_512),
+        ];
+        assert_eq!(fit_numbers(name, small, 16), (false, "6k tok · $0.0035".into()));
         assert_eq!(
             fit_numbers(
                 name,
