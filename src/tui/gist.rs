@@ -205,7 +205,11 @@ pub fn fit_numbers(name: &str, mut parts: Vec<Vec<String>>, room: usize) -> (boo
             let forms: Vec<&str> = parts.iter().zip(c).map(|(f, &k)| f[k].as_str()).collect();
             forms.join(" · ")
         };
-        if let Some(s) = choices.iter().map(|c| text(c)).find(|s| s.width() + 3 + min_name <= room) {
+        if let Some(s) = choices
+            .iter()
+            .map(|c| text(c))
+            .find(|s| s.width() + 3 + min_name <= room)
+        {
             return (true, format!(" · {s}"));
         }
         if let Some(s) = choices.iter().map(|c| text(c)).find(|s| s.width() <= room) {
