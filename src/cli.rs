@@ -209,7 +209,8 @@ prints run:line, event kind and name, the event's path in the tree, the field an
     #[command(
         after_help = "Without -o the run goes to standard output; -o FILE writes one run, -o DIR (an existing \
 directory, or a path ending in /) one file a run. Without --run every run of PATH is exported. tracetui never \
-writes into a trace directory: an -o inside PATH is refused."
+writes into a trace directory: an -o inside PATH is refused. An existing file is not overwritten without \
+--force, and a symbolic link where a file goes is never followed."
     )]
     Export {
         /// A trace file, a run directory, or a directory of runs.
@@ -223,6 +224,9 @@ writes into a trace directory: an -o inside PATH is refused."
         /// Write to FILE (one run) or into DIR (one file a run) instead of standard output.
         #[arg(short = 'o', long = "output", value_name = "FILE|DIR")]
         output: Option<PathBuf>,
+        /// Overwrite files that exist where the export writes (a symbolic link is still refused).
+        #[arg(long)]
+        force: bool,
         /// Read PATH as this trace format instead of detecting it.
         #[arg(long = "format", value_name = "NAME")]
         format: Option<String>,

@@ -388,6 +388,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             runs,
             to,
             output,
+            force,
             format,
         }) => {
             let forced = source::forced_format(format.as_deref()).map_err(usage)?;
@@ -396,6 +397,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 runs: &runs,
                 to,
                 output: output.as_deref(),
+                force,
                 forced,
             };
             tracetui::export::command::run(&req, &mut out)?

@@ -1,6 +1,14 @@
 //! The one gate between trace text and the terminal (DESIGN §7): C0 and C1 controls, DEL,
 //! and bidi overrides are shown escaped, never sent raw, so a tool result cannot clear the
 //! screen, retitle the window, write the clipboard or reorder what is shown.
+//!
+//! Text for the terminal ([`line`], [`text`]) also loses what terminals disagree on the width
+//! of, so that the one width the layout computes (`unicode-width` of the text, as ratatui
+//! places it) is what every terminal draws: the zero-width joiner (tmux 3.3 draws a ZWJ family
+//! in 2 columns, xterm in 6), emoji presentation selectors (a `❤️` is 2 columns by the tables
+//! and 1 in tmux) and skin-tone modifiers (`👍🏽`: 2 against 4); and a run of combining marks
+//! is cut to [`MAX_MARKS`] (terminals keep a few per cell, then draw the rest apart). Exports
+//! ([`file_text`], [`html`]) keep them: no layout depends on their width.
 
 use std::borrow::Cow;
 
@@ -16,6 +24,18 @@ fn needs_escape(c: char, keep_newlines: bool) -> bool {
     }
 }
 
+/// Combining marks (and other zero-width characters) kept after one character.
+pub const MAX_MARKS: usize = 3;
+
+/// Joiners, presentation selectors and modifiers: dropped from terminal text (see above).
+fn ambiguous(c: char) -> bool {
+    matches!(c, '\u{200d}' | '\u{fe0e}' | '\u{fe0f}' | '\u{1f3fb}'..='\u{1f3ff}')
+}
+
+fn zero_width(c: char) -> bool {
+    !c.is_ascii() && unicode_width::UnicodeWidthChar::width(c) == Some(0)
+}
+
 fn escape_into(out: &mut String, c: char) {
     match c {
         '\n' => out.push_str("\\n"),
@@ -26,21 +46,32 @@ fn escape_into(out: &mut String, c: char) {
     }
 }
 
-fn run(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+fn run(s: &str, keep_newlines: bool, terminal: bool) -> Cow<'_, str> {
     // Printable ASCII (most of any long value) needs nothing: checked a byte at a time, which
     // the compiler vectorizes, rather than decoding characters.
     if s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
         return Cow::Borrowed(s);
     }
-    if !s.chars().any(|c| needs_escape(c, keep_newlines)) {
+    let changes = |c: char| needs_escape(c, keep_newlines) || terminal && (ambiguous(c) || zero_width(c));
+    if !s.chars().any(changes) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
+    let mut marks = 0;
     for c in s.chars() {
         if needs_escape(c, keep_newlines) {
             escape_into(&mut out, c);
+            marks = 0;
+        } else if terminal && ambiguous(c) {
+            // dropped
+        } else if terminal && zero_width(c) {
+            marks += 1;
+            if marks <= MAX_MARKS {
+                out.push(c);
+            }
         } else {
             out.push(c);
+            marks = 0;
         }
     }
     Cow::Owned(out)
@@ -48,18 +79,23 @@ fn run(s: &str, keep_newlines: bool) -> Cow<'_, str> {
 
 /// For one line of display: every control, newlines and tabs included, is escaped.
 pub fn line(s: &str) -> Cow<'_, str> {
-    run(s, false)
+    run(s, false, true)
 }
 
 /// For multi-line text: newlines and tabs stay, every other control is escaped.
 pub fn text(s: &str) -> Cow<'_, str> {
-    run(s, true)
+    run(s, true, true)
+}
+
+/// For a file (an export): as [`text`], but every printable character is kept.
+pub fn file_text(s: &str) -> Cow<'_, str> {
+    run(s, true, false)
 }
 
 /// Trace text for an HTML text node or attribute (exported runs, diff reports): controls and
 /// bidi made visible first, as [`text`] does, then `& < > " '` as entities.
 pub fn html(s: &str) -> String {
-    let s = text(s);
+    let s = file_text(s);
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
@@ -104,6 +140,31 @@ mod tests {
         assert_eq!(line("two\nlines\t"), "two\\nlines\\t");
         assert_eq!(text("two\nlines\t"), "two\nlines\t");
         assert_eq!(text("cr\r"), "cr\\r");
+    }
+
+    #[test]
+    fn terminal_text_loses_what_terminals_draw_at_other_widths() {
+        use unicode_width::UnicodeWidthStr;
+        let family = "👨\u{200d}👩\u{200d}👧";
+        assert_eq!(line(family), "👨👩👧");
+        assert_eq!(line("👍🏽 ❤\u{fe0f}"), "👍 ❤");
+        let marks = format!("o{}k", "\u{332}".repeat(30));
+        assert_eq!(line(&marks), format!("o{}k", "\u{332}".repeat(MAX_MARKS)));
+        assert_eq!(line(&marks).width(), 2);
+        assert_eq!(line("e\u{301}").width(), 1, "a few marks stay");
+        // The same width character by character as by the tables' sequences: what ratatui
+        // computes is what a terminal that knows no sequences draws.
+        for s in [family, "👍🏽", "❤\u{fe0f}", "🇯🇵 日本", &marks] {
+            let l = line(s);
+            let by_char: usize = l
+                .chars()
+                .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
+                .sum();
+            assert_eq!(l.width(), by_char, "{s:?}");
+        }
+        // Exports keep every character.
+        assert_eq!(file_text(family), family);
+        assert!(html("👍🏽").contains('\u{1f3fd}'));
     }
 
     #[test]

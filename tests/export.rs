@@ -414,6 +414,52 @@ fn export_to_stdout_a_file_and_a_directory() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run with id nope"));
 }
 
+/// Issue 37: `-o DIR` wrote through a symbolic link already in DIR and overwrote files
+/// silently. Files are created new; an existing one is kept unless --force, and a link is
+/// never followed, even with --force.
+#[test]
+fn export_never_follows_a_link_nor_overwrites_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    let run = "sample-traces/runs/agentdbg-refund-ok";
+    let export = |o: &Path, force: bool| {
+        let mut c = tracetui();
+        c.args(["export", run, "--to", "markdown", "-o"]).arg(o);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    // Where the run's file goes (its name as a first export into an empty directory says).
+    let probe = dir.path().join("probe");
+    std::fs::create_dir(&probe).unwrap();
+    assert!(export(&probe, false).status.success());
+    let name = std::fs::read_dir(&probe).unwrap().next().unwrap().unwrap().file_name();
+    std::os::unix::fs::symlink(&victim, out_dir.join(&name)).unwrap();
+    for force in [false, true] {
+        let out = export(&out_dir, force);
+        assert_eq!(out.status.code(), Some(2), "force {force}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(if force { "not followed" } else { "not overwritten" }),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    }
+    // A plain file: kept without --force, replaced with it.
+    let file = dir.path().join("run.md");
+    std::fs::write(&file, "old").unwrap();
+    let out = export(&file, false);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
+    assert!(export(&file, true).status.success());
+    assert!(std::fs::read_to_string(&file).unwrap().starts_with("# refund-agent"));
+}
+
 /// A sample of an Inspect AI log asked for by --run is read alone (its archive member) and
 /// exports as it does from the whole log; an id given twice is one run, found.
 #[test]

@@ -289,3 +289,38 @@ fn grep_over_all_samples_finds_every_format() {
         assert!(fmts.contains(f), "{f} missing from {fmts:?}");
     }
 }
+
+/// Issue 37: a pattern of 8,000 capture groups asked for a 10 GB matcher cache (capture slots
+/// x NFA states) and was killed for its memory. Only the match span is used: groups compile
+/// as non-capturing, and the search runs under a 2 GiB address-space limit.
+#[test]
+fn a_pattern_of_thousands_of_groups_stays_small() {
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let run = escaped_run(d.path());
+    let pattern = format!("{}line two", "(a?)".repeat(8_000));
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_tracetui"));
+    c.args(["grep", "--regex", &pattern]).arg(&run);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 2 << 30,
+                rlim_max: 2 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = c.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("line two"), "{stdout}");
+}

@@ -36,7 +36,29 @@ fn serve(save: &std::path::Path) -> Server {
 
 /// `serve --no-tui --format json` with more arguments; its later stderr lines go to `notes`.
 fn serve_with(args: &[&std::ffi::OsStr], notes: Option<mpsc::Sender<String>>) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tracetui"))
+    spawn_serve(args, notes, None)
+}
+
+/// The same, with at most `nofile` descriptors (soft and hard limit) when given.
+fn spawn_serve(args: &[&std::ffi::OsStr], notes: Option<mpsc::Sender<String>>, nofile: Option<u64>) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracetui"));
+    if let Some(n) = nofile {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let r = libc::rlimit {
+                    rlim_cur: n as libc::rlim_t,
+                    rlim_max: n as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd
         .args([
             "serve",
             "--no-tui",
@@ -554,4 +576,307 @@ fn a_child_before_its_root_names_its_parent() {
     assert_eq!(root["name"], "span 9");
     assert!(root["parent"].is_null(), "{root}");
     assert_eq!(next(&s)["kind"], "run_end");
+}
+
+// ---- issue 37: nothing acknowledged is lost; what is too large is refused; connections ----
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue as PbKeyValue, any_value};
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span as PbSpan};
+use prost::Message as _;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Instant;
+
+/// One trace: a root span and `children` spans under it, each with an attribute `text`.
+fn big_request(children: usize, text: &str) -> ExportTraceServiceRequest {
+    let span = |id: u8, parent: Option<u8>| PbSpan {
+        trace_id: vec![0x5a; 16],
+        span_id: vec![id; 8],
+        parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+        name: format!("span {id}"),
+        start_time_unix_nano: 1_000,
+        end_time_unix_nano: 2_000,
+        attributes: vec![PbKeyValue {
+            key: "payload".into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(text.into())),
+            }),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut spans = vec![span(1, None)];
+    spans.extend((0..children).map(|i| span(i as u8 + 2, Some(1))));
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+/// POST a body to /v1/traces: (status, answer).
+fn post_raw(s: &Server, ct: &str, gzip: bool, body: Vec<u8>) -> (u16, String) {
+    let mut r = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap()
+        .post(format!("http://{}/v1/traces", s.http))
+        .header("content-type", ct);
+    if gzip {
+        r = r.header("content-encoding", "gzip");
+    }
+    let resp = r.body(body).send().unwrap();
+    let code = resp.status().as_u16();
+    (code, String::from_utf8_lossy(&resp.bytes().unwrap()).into_owned())
+}
+
+fn gzip(b: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    std::io::Write::write_all(&mut gz, b).unwrap();
+    gz.finish().unwrap()
+}
+
+/// The peak resident memory of a process, in bytes (Linux).
+fn vm_hwm(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kb * 1024
+}
+
+#[test]
+fn a_batch_too_long_for_one_line_is_stored_as_several_and_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("s");
+    let s = serve(&save);
+    // Two 6 MB attributes of control characters: 12 MB of protobuf (under the 16 MiB body
+    // limit), 72 MB of OTLP/JSON (each is 6 bytes escaped): more than the 64 MiB a line may
+    // have. It was acknowledged and then skipped when read back.
+    let text = "\u{1}".repeat(6_000_000);
+    let body = big_request(1, &text).encode_to_vec();
+    assert!(body.len() < 16 << 20);
+    let (code, answer) = post_raw(&s, "application/x-protobuf", false, body);
+    assert_eq!(code, 200, "{answer}");
+    let got = collect(&s, 1, 0);
+    let end = got.iter().find(|v| v["kind"] == "run_end").unwrap();
+    assert_eq!(end["events"], 2, "{end}");
+    drop(s);
+    let mut lines = 0;
+    for f in std::fs::read_dir(&save).unwrap() {
+        let text = std::fs::read(f.unwrap().path()).unwrap();
+        for l in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            assert!(l.len() <= 64 << 20, "a line of {} bytes", l.len());
+            lines += 1;
+        }
+    }
+    assert!(lines >= 2, "{lines} line(s)");
+    assert_eq!(listed(&save), [("5a".repeat(16), 2, "ok".to_string())]);
+}
+
+#[test]
+fn a_span_too_large_for_any_line_is_refused_with_the_reason_over_http_and_grpc() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("s");
+    let s = serve(&save);
+    // One 12 MB attribute of control characters: 72 MB as JSON, in a single span.
+    let req = big_request(0, &"\u{1}".repeat(12_000_000));
+    let (code, answer) = post_raw(&s, "application/x-protobuf", false, req.encode_to_vec());
+    assert_eq!(code, 413, "{answer}");
+    assert!(answer.contains("cannot be stored"), "{answer}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let status = rt.block_on(async {
+        use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+        let mut c = TraceServiceClient::connect(format!("http://{}", s.grpc))
+            .await
+            .unwrap()
+            .max_encoding_message_size(64 << 20);
+        c.export(req).await.unwrap_err()
+    });
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("cannot be stored"), "{status:?}");
+    // Nothing was stored, and the server goes on.
+    post_json(&s, &spans(&[('e', '9', None)]));
+    assert_eq!(next(&s)["name"], "span 9");
+    drop(s);
+    assert_eq!(listed(&save).len(), 1);
+}
+
+#[test]
+fn a_gzip_bomb_of_empty_attributes_is_refused_and_costs_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(&dir.path().join("s"));
+    // One resource with 8M empty attributes (2 bytes each: 16 MB of protobuf, ~10 KB gzipped)
+    // and one span. Decoded it took ~780 MB, and ~200 MB of spool.
+    let n = 8_000_000;
+    let mut resource = Vec::with_capacity(2 * n);
+    for _ in 0..n {
+        resource.extend_from_slice(&[0x0a, 0x00]);
+    }
+    let span = big_request(0, "x").resource_spans[0].scope_spans[0].encode_to_vec();
+    let mut rs = Vec::new();
+    prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut rs);
+    prost::encoding::encode_varint(resource.len() as u64, &mut rs);
+    rs.extend_from_slice(&resource);
+    prost::encoding::encode_key(2, prost::encoding::WireType::LengthDelimited, &mut rs);
+    prost::encoding::encode_varint(span.len() as u64, &mut rs);
+    rs.extend_from_slice(&span);
+    let mut body = Vec::new();
+    prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut body);
+    prost::encoding::encode_varint(rs.len() as u64, &mut body);
+    body.extend_from_slice(&rs);
+    assert!(body.len() < 16 << 20);
+    drop(resource);
+    let bomb = gzip(&body);
+    drop(body);
+    let before = vm_hwm(s.child.id());
+    let (code, answer) = post_raw(&s, "application/x-protobuf", true, bomb);
+    assert_eq!(code, 413, "{answer}");
+    assert!(answer.contains("messages"), "{answer}");
+    // Its JSON form, 3 bytes an attribute.
+    let json = format!(
+        "{{\"resourceSpans\":[{{\"resource\":{{\"attributes\":[{}{{}}]}}}}]}}",
+        "{},".repeat(5_000_000)
+    );
+    let (code, answer) = post_raw(&s, "application/json", true, gzip(json.as_bytes()));
+    assert_eq!(code, 413, "{answer}");
+    let after = vm_hwm(s.child.id());
+    eprintln!(
+        "serve's peak memory: {} MB before the bombs, {} MB after",
+        before >> 20,
+        after >> 20
+    );
+    // Refused before decoding: the inflated 16 MB body and a little more, not hundreds of MB.
+    assert!(after < 200 << 20, "peak memory {} MB", after >> 20);
+    // Still serving.
+    post_json(&s, &spans(&[('e', '9', None)]));
+    assert_eq!(next(&s)["name"], "span 9");
+}
+
+/// Whether the server closed a connection (an answer, an end, or a reset) within `within`,
+/// while `poke` keeps writing to it.
+fn closed_within(c: &mut TcpStream, within: Duration, mut poke: impl FnMut(&mut TcpStream) -> bool) -> bool {
+    c.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let t0 = Instant::now();
+    let mut buf = [0u8; 1024];
+    while t0.elapsed() < within {
+        if !poke(c) {
+            return true;
+        }
+        match c.read(&mut buf) {
+            Ok(_) => return true,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return true,
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    false
+}
+
+#[test]
+fn a_client_trickling_its_headers_is_disconnected() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(&dir.path().join("s"));
+    let mut c = TcpStream::connect(&s.http).unwrap();
+    c.write_all(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n").unwrap();
+    // A header byte every 2 s: never a whole request. The deadline only catches a hang (the
+    // timeout is 10 s).
+    let closed = closed_within(&mut c, Duration::from_secs(90), |c| c.write_all(b"X").is_ok());
+    assert!(closed, "still connected after 90 s");
+    // An idle connection (no request at all) is closed too.
+    let mut idle = TcpStream::connect(&s.http).unwrap();
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(120), |_| true),
+        "idle connection kept"
+    );
+}
+
+#[test]
+fn many_idle_connections_do_not_keep_a_new_exporter_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("s");
+    // 256 descriptors: 300 idle connections would take them all.
+    let s = spawn_serve(&["--save".as_ref(), save.as_os_str()], None, Some(256));
+    let idle: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(&s.http).unwrap()).collect();
+    // Kept-alive connections that sent one request each, then nothing.
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let post = |body: &Value| {
+        client
+            .post(format!("http://{}/v1/traces", s.http))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .map(|r| r.status().as_u16())
+    };
+    // Each batch is a whole run: its span, then its end.
+    let run = |s: &Server| {
+        let span = next(s);
+        assert_eq!(next(s)["kind"], "run_end");
+        span["name"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(post(&spans(&[('a', '1', None)])).unwrap(), 200);
+    assert_eq!(run(&s), "span 1");
+    // A new exporter is served (it timed out: the descriptors were gone).
+    let fresh = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let code = fresh
+        .post(format!("http://{}/v1/traces", s.http))
+        .header("content-type", "application/json")
+        .body(spans(&[('b', '2', None)]).to_string())
+        .send()
+        .map(|r| r.status().as_u16());
+    assert_eq!(code.unwrap(), 200);
+    assert_eq!(run(&s), "span 2");
+    // And the kept-alive one again.
+    assert_eq!(post(&spans(&[('c', '3', None)])).unwrap(), 200);
+    assert_eq!(run(&s), "span 3");
+    drop(idle);
+    drop(s);
+    assert_eq!(listed(&save).len(), 3);
+}
+
+#[test]
+fn sigterm_ends_serve_within_seconds_whatever_its_clients_do_and_keeps_what_it_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("s");
+    let mut s = serve(&save);
+    post_json(&s, &spans(&[('a', '1', None)]));
+    // A client trickling its headers, one whose body never comes, and an idle one.
+    let mut trickle = TcpStream::connect(&s.http).unwrap();
+    trickle.write_all(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let mut slow = TcpStream::connect(&s.http).unwrap();
+    slow.write_all(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"resourceSpans\":")
+        .unwrap();
+    let _idle = TcpStream::connect(&s.http).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = s.child.id() as libc::pid_t;
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let t0 = Instant::now();
+    let status = loop {
+        let _ = trickle.write_all(b"X");
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break Some(st);
+        }
+        // Only a hang fails: the stop takes a few seconds at most.
+        if t0.elapsed() > Duration::from_secs(40) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let status = status.expect("serve still running 40 s after SIGTERM");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(listed(&save), [("a".repeat(32), 1, "ok".to_string())]);
 }

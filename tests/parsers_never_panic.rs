@@ -572,3 +572,136 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+
+    /// `grep`'s matcher (as the `grep_match` fuzz target): any pattern, literal or regex,
+    /// compiles or is refused, and matching never panics; a literal found in text that needs
+    /// no JSON escaping leaves its prefilter piece in the bytes.
+    #[test]
+    fn grep_patterns_compile_or_are_refused_and_match_without_panic(
+        pat in "[a-zA-Z0-9 .*+?|()\\[\\]{}^$\\\\kKsSé_-]{1,40}",
+        text in "[a-zA-Z0-9 .*+?|()\\[\\]{}^$kKsSé_-]{0,80}",
+        ic in any::<bool>(),
+        regex in any::<bool>(),
+    ) {
+        if let Ok(p) = tracetui::search::grep::Pattern::new(&pat, ic, regex) {
+            let found = p.find(&text);
+            prop_assert_eq!(found.is_some(), p.is_match(&text));
+            if let Some((a, b)) = found {
+                prop_assert!(a <= b && b <= text.len());
+                if !regex && text.is_ascii() && let Some(pre) = p.prefilter() {
+                    prop_assert!(pre.is_match(text.as_bytes()), "prefilter missed {:?} in {:?}", pat, text);
+                }
+            }
+        }
+    }
+}
+
+/// The OTLP receiver's decoding (issue 37): whatever body a client sends, as protobuf or
+/// JSON, gzipped or not, `prepare` bounds it, decodes it and cuts it into lines, or refuses
+/// it; it never panics, and every line it keeps fits the reader's limit and is OTLP/JSON.
+mod otlp_receiver {
+    use super::*;
+    use prost::Message;
+    use tracetui::serve::receiver::{Encoding, Kind, Limits, prepare};
+
+    /// A trace request from generated JSON put where spans and attributes go.
+    fn request(spans: &[Value], text: &str) -> Vec<u8> {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+        use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+        let spans = spans
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Span {
+                trace_id: vec![(i % 3) as u8 + 1; 16],
+                span_id: vec![i as u8 + 1; 8],
+                name: v.to_string(),
+                attributes: vec![KeyValue {
+                    key: text.into(),
+                    value: Some(AnyValue {
+                        value: Some(any_value::Value::StringValue(v.to_string())),
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+            .collect();
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+        .encode_to_vec()
+    }
+
+    fn gz(b: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, b).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn check(kind: Kind, enc: Encoding, gzip: bool, body: &[u8], lim: &Limits) {
+        let body = if gzip { gz(body) } else { body.to_vec() };
+        if let Ok(p) = prepare(kind, enc, gzip, &body, lim) {
+            for l in &p.lines {
+                assert!(l.bytes.len() <= lim.line, "{} > {}", l.bytes.len(), lim.line);
+                let v: Value = serde_json::from_slice(&l.bytes).expect("a line is JSON");
+                assert!(v.get("resourceSpans").is_some() || v.get("resourceLogs").is_some());
+            }
+            if kind == Kind::Traces {
+                assert_eq!(p.lines.iter().map(|l| l.spans).sum::<usize>(), p.spans);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, .. ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_bodies(bytes in prop::collection::vec(any::<u8>(), 0..2048), gzip in any::<bool>()) {
+            let lim = Limits::new(1 << 20);
+            for kind in [Kind::Traces, Kind::Logs] {
+                for enc in [Encoding::Protobuf, Encoding::Json] {
+                    check(kind, enc, gzip, &bytes, &lim);
+                    // Not gzip at all, though it says so.
+                    let _ = prepare(kind, enc, true, &bytes, &lim);
+                }
+            }
+        }
+
+        #[test]
+        fn requests_damaged_and_cut_into_small_lines(
+            spans in prop::collection::vec(json_value(), 0..12),
+            text in ".{0,40}",
+            flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+            cut in any::<usize>(),
+            line in 200usize..4000,
+            v in json_value(),
+        ) {
+            let mut lim = Limits::new(1 << 20);
+            lim.line = line;
+            let mut body = request(&spans, &text);
+            check(Kind::Traces, Encoding::Protobuf, false, &body, &lim);
+            for (at, b) in flips {
+                if !body.is_empty() {
+                    let n = body.len();
+                    body[at % n] ^= b;
+                }
+            }
+            let n = body.len();
+            body.truncate(cut % (n + 1));
+            check(Kind::Traces, Encoding::Protobuf, false, &body, &lim);
+            check(Kind::Logs, Encoding::Protobuf, true, &body, &lim);
+            let doc = json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}], "resourceLogs": [v]});
+            check(Kind::Traces, Encoding::Json, false, doc.to_string().as_bytes(), &lim);
+            check(Kind::Logs, Encoding::Json, false, doc.to_string().as_bytes(), &lim);
+        }
+    }
+}

@@ -35,9 +35,22 @@ impl Tail {
         Tail { child, lines }
     }
 
+    /// The lines once `done` holds of them (or a hang's deadline passed), and a moment more.
+    fn wait_until(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let t0 = Instant::now();
+        let parsed =
+            |l: &[String]| -> Vec<Value> { l.iter().map(|l| serde_json::from_str(l).expect("JSON line")).collect() };
+        while !done(&parsed(&self.lines.lock().unwrap())) && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        parsed(&self.lines.lock().unwrap())
+    }
+
     fn wait_for(&self, n: usize) -> Vec<Value> {
         let t0 = Instant::now();
-        while self.lines.lock().unwrap().len() < n && t0.elapsed() < Duration::from_secs(15) {
+        // Only a hang: a loaded machine may take many seconds.
+        while self.lines.lock().unwrap().len() < n && t0.elapsed() < Duration::from_secs(60) {
             std::thread::sleep(Duration::from_millis(20));
         }
         // A moment more, so that duplicates would show.
@@ -168,7 +181,10 @@ fn agentdbg_lifecycle_every_event_once_in_order_and_new_runs_appear() {
         (&ends[0]["run"], &ends[0]["status"], &ends[0]["tool_calls"]),
         (&"r1".into(), &"ok".into(), &1.into())
     );
-    let got: Vec<Value> = all.into_iter().filter(|v| v["kind"] != "run_end").collect();
+    let got: Vec<Value> = all
+        .into_iter()
+        .filter(|v| v["kind"] != "run_end" && v["kind"] != "call_end")
+        .collect();
     let ids: Vec<&str> = got.iter().map(|v| v["id"].as_str().unwrap()).collect();
     // RUN_END is merged into the run event (a, printed once), so r1 shows a, b, c.
     assert_eq!(ids, vec!["a", "b", "c", "e", "f"], "{got:?}");
@@ -251,22 +267,68 @@ fn claude_code_and_codex_sessions_are_followed_as_they_grow() {
             .unwrap();
         let model: Value = serde_json::from_slice(&full.stdout).unwrap();
         let expected = model["events"].as_array().unwrap().len();
-        let all = tail.wait_for(expected + 1);
-        let got: Vec<&Value> = all.iter().filter(|v| v["kind"] != "run_end").collect();
+        let all = tail.wait_until(|l| l.iter().any(|v| v["kind"] == "run_end"));
+        let got: Vec<&Value> = all
+            .iter()
+            .filter(|v| v["kind"] != "run_end" && v["kind"] != "call_end")
+            .collect();
         assert_eq!(got.len(), expected, "{sample}: {got:?}");
-        // Sessions have no end record: a session whose calls are all answered says it ended
-        // (with its counts so far) each time it settles; every such line counts what came before.
-        let mut before = 0;
-        for v in &all {
-            if v["kind"] == "run_end" {
-                assert_eq!(v["events"].as_u64(), Some(before), "{sample}: {v}");
-            } else {
-                before += 1;
-            }
-        }
+        // Sessions have no end record, and a session whose calls are all answered says `ok`
+        // between two calls: its end is said once it stays quiet, once, with every event.
+        let ends: Vec<&Value> = all.iter().filter(|v| v["kind"] == "run_end").collect();
+        assert_eq!(ends.len(), 1, "{sample}: {ends:?}");
+        assert_eq!(ends[0]["events"].as_u64(), Some(expected as u64), "{sample}");
+        assert_eq!(all.last().unwrap()["kind"], "run_end");
         let mut ids: Vec<String> = got.iter().map(|v| format!("{}/{}", v["id"], v["index"])).collect();
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), expected, "{sample}: every event once");
+    }
+}
+
+/// Issue 37: `tail --no-tui` printed a call as `[pending]` and never said how it ended.
+/// A call printed pending gets a line when its result comes (text and JSON).
+#[test]
+fn a_call_printed_pending_says_how_it_ended() {
+    let sample =
+        std::fs::read_to_string("sample-traces/claude-code/7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl").unwrap();
+    let lines: Vec<&str> = sample.lines().collect();
+    // Lines 1-4 end with a Read call (toolu_w01); line 5 is its result.
+    assert!(lines[3].contains("\"toolu_w01\"") && lines[4].contains("\"tool_use_id\": \"toolu_w01\""));
+    for fmt in ["json", "text"] {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl");
+        append(&target, &format!("{}\n", lines[0]));
+        let tail = Tail::start(&["--no-tui", "--format", fmt, "--from-start"], d.path());
+        for l in &lines[1..4] {
+            append(&target, &format!("{l}\n"));
+        }
+        let pending = |l: &String| l.contains("Read") && l.contains("pending");
+        let t0 = Instant::now();
+        while !tail.lines.lock().unwrap().iter().any(pending) && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        append(&target, &format!("{}\n", lines[4]));
+        let ended = |l: &String| !pending(l) && l.contains("Read") && l.contains("ok");
+        let t0 = Instant::now();
+        while !tail.lines.lock().unwrap().iter().any(ended) && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let got = tail.lines.lock().unwrap().clone();
+        let end = got
+            .iter()
+            .find(|l| ended(l))
+            .unwrap_or_else(|| panic!("{fmt}: no outcome line: {got:?}"));
+        if fmt == "json" {
+            let v: Value = serde_json::from_str(end).unwrap();
+            assert_eq!(
+                (&v["kind"], &v["call"], &v["status"], &v["id"]),
+                (&"call_end".into(), &"tool".into(), &"ok".into(), &"toolu_w01".into())
+            );
+        } else {
+            assert!(end.contains("tool Read ok"), "{end}");
+        }
+        // The call line itself was printed once.
+        assert_eq!(got.iter().filter(|l| pending(l)).count(), 1, "{got:?}");
     }
 }

@@ -198,7 +198,8 @@ fn a_line_says_when_a_run_ends() {
     .unwrap();
     for fmt in [Output::Json, Output::Text] {
         let mut t = Tailer::new(tmp.path(), None);
-        let mut p = Printer::new(fmt);
+        // An end is said once the run's files are quiet (3 s for tail); here at once.
+        let mut p = Printer::with_quiet(fmt, std::time::Duration::ZERO);
         p.skip_existing(&t);
         let first = t.poll(None);
         let mut out = Vec::new();

@@ -268,6 +268,59 @@ fn hostile_trace_is_shown_escaped_and_cannot_touch_title_or_clipboard() {
     assert!(t.buffers().contains("leak"));
 }
 
+/// Issue 37: a ZWJ family, a skin tone, an emoji presentation selector and a long run of
+/// combining marks were drawn by the terminal wider than tracetui computed, and the rows'
+/// right borders dropped off. In a real terminal (tmux), every boxed row keeps its border
+/// in the last column, in the runs list, the tree and the detail.
+#[test]
+fn emoji_sequences_and_combining_marks_keep_the_layout_in_a_real_terminal() {
+    need_tmux!();
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run-graphemes");
+    std::fs::create_dir_all(&run).unwrap();
+    let odd = format!(
+        "fam 👨\u{200d}👩\u{200d}👧\u{200d}👦 skin 👍🏽👋🏿 heart ❤\u{fe0f} marks o{} end",
+        "\u{332}".repeat(40)
+    );
+    let mut lines = vec![serde_json::json!({
+        "spec_version": "0.1", "event_id": "root", "run_id": "r", "parent_id": null, "event_type": "RUN_START",
+        "ts": "2026-01-01T00:00:00.000Z", "duration_ms": null, "name": odd, "payload": {"run_name": odd}, "meta": {}
+    })];
+    for i in 0..3 {
+        lines.push(serde_json::json!({
+            "spec_version": "0.1", "event_id": format!("e{i}"), "run_id": "r", "parent_id": "root",
+            "event_type": "TOOL_CALL", "ts": format!("2026-01-01T00:00:0{i}.000Z"), "duration_ms": 5,
+            "name": format!("{i} {odd}"),
+            "payload": {"tool_name": format!("{i} {odd}"), "args": {"text": odd}, "result": odd, "status": "ok", "error": null},
+            "meta": {}
+        }));
+    }
+    let body: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(run.join("events.jsonl"), body).unwrap();
+    let t = Tmux::start_sized(120, 30);
+    t.launch(&run.display().to_string());
+    // tmux's grid, as it captures it, cell by cell: a cell holds a character and the marks
+    // it kept; a character drawn across two cells is followed by none. A boxed row whose
+    // characters span more or fewer than the terminal's 120 columns was laid out for another
+    // width than the terminal drew (a joined family was 2 columns to tracetui and 8 to tmux).
+    let boxed = |s: &str| {
+        for l in s.lines().filter(|l| l.starts_with('│')) {
+            let w: usize = l
+                .chars()
+                .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
+                .sum();
+            assert!(l.ends_with('│') && w == 120, "a row drawn {w} columns wide:\n{l}\n{s}");
+        }
+    };
+    let s = t.wait_for("the run", |s| s.contains("marks") && s.contains("end"));
+    boxed(&s);
+    t.keys(&["j", "Enter"]);
+    let s = t.wait_for("the detail", |s| s.matches("end").count() >= 2);
+    boxed(&s);
+    t.keys(&["q", "q", "q"]);
+    t.assert_restored();
+}
+
 #[test]
 fn ctrl_c_quits_cleanly_even_in_the_filter_prompt() {
     need_tmux!();

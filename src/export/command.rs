@@ -43,6 +43,8 @@ pub struct Request<'a> {
     pub runs: &'a [String],
     pub to: To,
     pub output: Option<&'a Path>,
+    /// Overwrite existing files (never through a symbolic link).
+    pub force: bool,
     pub forced: Option<&'static dyn Format>,
 }
 
@@ -134,7 +136,7 @@ pub fn run(req: &Request, stdout: &mut dyn Write) -> anyhow::Result<u8> {
                     }
                     names.push(name.clone());
                     let p = dir.join(&name);
-                    write_file(&t, req.to, &p)?;
+                    write_file(&t, req.to, &p, req.force)?;
                     written.push(p);
                 }
                 Dest::File(_) => unreachable!("a file takes one run, held above"),
@@ -149,7 +151,7 @@ pub fn run(req: &Request, stdout: &mut dyn Write) -> anyhow::Result<u8> {
     }
     match (held, &dest) {
         (Some(t), Dest::File(p)) => {
-            write_file(&t, req.to, p)?;
+            write_file(&t, req.to, p, req.force)?;
             written.push(p.clone());
         }
         (Some(t), Dest::Stdout) => write(&t, req.to, stdout)?,
@@ -175,11 +177,35 @@ pub fn run(req: &Request, stdout: &mut dyn Write) -> anyhow::Result<u8> {
 }
 
 /// Write one run to a file, refusing a trace's own directory.
-pub fn write_file(t: &Trace, to: To, path: &Path) -> anyhow::Result<()> {
+pub fn write_file(t: &Trace, to: To, path: &Path, force: bool) -> anyhow::Result<()> {
     check_output(path, &trace_dirs(t)).map_err(anyhow::Error::msg)?;
-    let f = std::fs::File::create(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let f = create(path, force)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
     write(t, to, &mut w)?;
     w.flush()?;
     Ok(())
+}
+
+/// Create the file an export writes: a new one (`O_EXCL`: neither an existing file nor a
+/// symbolic link placed there is opened), or with `force` an existing regular file emptied,
+/// still never through a symbolic link (`O_NOFOLLOW`).
+pub fn create(path: &Path, force: bool) -> anyhow::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true);
+    if force {
+        o.create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NOFOLLOW);
+    } else {
+        o.create_new(true);
+    }
+    o.open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            anyhow::anyhow!("{}: exists; not overwritten (--force overwrites it)", path.display())
+        }
+        _ if e.raw_os_error() == Some(libc::ELOOP) => {
+            anyhow::anyhow!("{}: a symbolic link; not followed", path.display())
+        }
+        _ => anyhow::anyhow!("{}: {e}", path.display()),
+    })
 }

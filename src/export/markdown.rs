@@ -28,7 +28,7 @@ const FOLD_LINES: usize = 20;
 /// gives a meaning to is escaped, leading spaces kept as spaces (not a code block), lines
 /// broken with `<br>`, and `@` / `#` kept from mentioning or linking.
 pub fn text(s: &str) -> String {
-    let s = crate::sanitize::text(s);
+    let s = crate::sanitize::file_text(s);
     let mut out = String::with_capacity(s.len() + 16);
     for (n, line) in s.split('\n').enumerate() {
         if n > 0 {
@@ -89,7 +89,7 @@ pub fn longest_backtick_run(s: &str) -> usize {
 /// A fenced code block that its value cannot close: the fence is longer than any run of
 /// backticks inside.
 pub fn fence(value: &str, info: &str) -> String {
-    let v = crate::sanitize::text(value);
+    let v = crate::sanitize::file_text(value);
     let f = "`".repeat((longest_backtick_run(&v) + 1).max(3));
     let nl = if v.ends_with('\n') { "" } else { "\n" };
     format!("{f}{info}\n{v}{nl}{f}\n")

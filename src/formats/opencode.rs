@@ -31,15 +31,20 @@
 //! the database does not have (OpenCode migrates storage into the database once and leaves
 //! the files behind, so most are in both).
 //!
-//! The database is never opened where it lies. OpenCode keeps it in WAL mode and, while it
-//! runs (and after the CLI exits), most of the data is in `opencode.db-wal`; SQLite opening it
-//! there would create or write `-shm`/`-wal` beside it and take locks a running OpenCode
-//! waits on, and `immutable=1` (which avoids both) ignores the WAL. So the database and its
-//! WAL are copied into a private temporary directory and the copy is opened (SQLite rebuilds
-//! the WAL index from the WAL). The copy costs a read of both files and their size in the
-//! temporary directory for the duration of the load; it is checked against the files'
-//! size and modification time before and after, and redone when OpenCode wrote meanwhile.
-//! Payloads are held in memory (the copy is gone after the load).
+//! The database is read where it lies, read-only, and nothing is written beside it. OpenCode
+//! keeps it in WAL mode and, while it runs (and after the CLI exits), most of the data is in
+//! `opencode.db-wal`. With a WAL and its index (`-shm`), SQLite reads both, opening the index
+//! read-only (`readonly_shm`: a reader that may not write the index keeps its own copy of it);
+//! with no WAL (or an empty one) the main file is the database, read `immutable` (no lock, no
+//! index). Only a WAL without its index or a hot rollback journal (SQLite would have to write
+//! beside the database to read it) makes a private copy, bounded by the free space and never
+//! left behind (see `copy_and_open`).
+//!
+//! A database is a file from outside: the tables read must be tables (a recursive view named
+//! `session` ran for ever while SQLite's sorter filled the disk), every query runs under an
+//! instruction budget proportional to the files' size, temporary storage is in memory and
+//! SQLite's memory is capped. What exceeds them is an error naming the database; the other
+//! sources still load.
 
 use super::{Format, LoadError, Loaded, Probe, Summary, field, read_json_file, str_of};
 use crate::model::*;
@@ -343,13 +348,106 @@ fn sidecar(db: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// A private copy of the database and its WAL, opened. The temporary directory lives as long
-/// as the connection (it is dropped after it: declared first, dropped last).
+/// The database, opened read-only: in place whenever SQLite can read it there without
+/// writing anything beside it, else (rarely) a private copy.
 struct DbCopy {
     conn: rusqlite::Connection,
-    _dir: tempfile::TempDir,
     /// The database changed during every copy: what was read may mix two moments.
     unsettled: bool,
+}
+
+/// How a database is opened where it lies.
+fn in_place_uri(db: &Path) -> Option<String> {
+    let len = |s: &str| std::fs::symlink_metadata(sidecar(db, s)).ok().map(|m| m.len());
+    if len("-journal").is_some_and(|n| n > 0) {
+        // A hot rollback journal (a crash in DELETE mode): only a writer may roll it back.
+        return None;
+    }
+    let params = match len("-wal") {
+        // No WAL, or an empty one: the main file is the whole database, read with no lock
+        // and no shared memory (`immutable`).
+        None | Some(0) => "mode=ro&immutable=1",
+        // A WAL and its shared-memory index (OpenCode running, or exited without closing):
+        // SQLite reads the WAL itself and opens the index read-only (`readonly_shm`), never
+        // writing it; readers do not hold up OpenCode's writes in WAL mode.
+        Some(_) if len("-shm").is_some() => "mode=ro&readonly_shm=1",
+        // A WAL without its index: SQLite would have to create the index beside it.
+        Some(_) => return None,
+    };
+    Some(format!("file:{}?{params}", uri_path(db)))
+}
+
+/// A path as the path of an SQLite URI: `%`, `?` and `#` escaped (and a relative path made
+/// absolute, so that `file:` reads it as a path).
+fn uri_path(db: &Path) -> String {
+    let abs = std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf());
+    let mut out = String::new();
+    for b in abs.as_os_str().as_encoded_bytes() {
+        match b {
+            b'%' | b'?' | b'#' => out.push_str(&format!("%{b:02X}")),
+            0x21..=0x7e => out.push(*b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Limits a database (a file from outside) is read under: a query runs at most this many
+/// SQLite instructions per byte of the files, on top of [`BUDGET_BASE`] (a recursive view
+/// in a 32 KB file ran for ever while its sorter filled the disk); temporary storage is in
+/// memory, and SQLite's memory as a whole is capped ([`HEAP_LIMIT`]).
+const BUDGET_PER_BYTE: u64 = 2_000;
+const BUDGET_BASE: u64 = 200_000_000;
+const HEAP_LIMIT: i64 = 1 << 30;
+/// The instructions between two checks of the budget.
+const BUDGET_STEP: i32 = 10_000;
+
+/// Open and guard: read-only, no trusted schema, temp storage in memory, a budget.
+fn open_guarded(uri: &str, db: &Path, bytes: u64) -> Result<rusqlite::Connection, LoadError> {
+    use rusqlite::OpenFlags;
+    static HEAP: std::sync::Once = std::sync::Once::new();
+    // SAFETY: sets a process-wide limit; callable at any time from any thread.
+    HEAP.call_once(|| unsafe {
+        rusqlite::ffi::sqlite3_hard_heap_limit64(HEAP_LIMIT);
+    });
+    let mut conn = rusqlite::Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+    )
+    .map_err(|e| LoadError::invalid(db, format!("cannot open the database: {e}")))?;
+    // A database is data: its schema may not call functions with side effects.
+    let _ = conn.pragma_update(None, "trusted_schema", false);
+    let _ = conn.pragma_update(None, "query_only", true);
+    let _ = conn.pragma_update(None, "temp_store", "MEMORY");
+    let budget = (BUDGET_BASE + bytes.saturating_mul(BUDGET_PER_BYTE)) / BUDGET_STEP as u64;
+    let mut spent = 0u64;
+    let _ = conn.progress_handler(
+        BUDGET_STEP,
+        Some(move || {
+            spent += 1;
+            spent > budget
+        }),
+    );
+    Ok(conn)
+}
+
+/// The tables read must be tables: a view (or anything else) of one of their names is a
+/// database made to look like OpenCode's, refused.
+fn check_tables(conn: &rusqlite::Connection, db: &Path) -> Result<(), LoadError> {
+    let mut st = conn
+        .prepare("SELECT name, type FROM sqlite_schema WHERE name IN ('session', 'message', 'part')")
+        .map_err(|e| sql_err(db, "schema", e))?;
+    let found: Vec<(String, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| sql_err(db, "schema", e))?;
+    if let Some((name, ty)) = found.iter().find(|(_, t)| t != "table") {
+        return Err(LoadError::invalid(
+            db,
+            format!("`{name}` is a {ty}, not a table: not an OpenCode database; refused"),
+        ));
+    }
+    Ok(())
 }
 
 fn open_copy(db: &Path) -> Result<DbCopy, LoadError> {
@@ -365,6 +463,31 @@ fn open_copy(db: &Path) -> Result<DbCopy, LoadError> {
             tried: FORMAT.into(),
         });
     }
+    let bytes = ["", "-wal", "-journal"]
+        .iter()
+        .filter_map(|s| stamp(&sidecar(db, s)))
+        .map(|(n, _)| n)
+        .fold(0u64, u64::saturating_add);
+    if let Some(uri) = in_place_uri(db)
+        && let Ok(conn) = open_guarded(&uri, db, bytes)
+        // The first read opens the WAL and its index: what fails there falls back to a copy.
+        && conn
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0))
+            .is_ok()
+    {
+        check_tables(&conn, db)?;
+        return Ok(DbCopy { conn, unsettled: false });
+    }
+    copy_and_open(db, bytes)
+}
+
+/// The database and its WAL or journal copied into a private temporary directory and opened
+/// there (SQLite rebuilds the WAL index, or rolls the journal back, in the copy). Bounded: it
+/// is refused when the temporary directory has not room for it and a margin. The copies'
+/// names are removed once the connection has opened them (it keeps them open), so that no
+/// exit, a signal's included, leaves them behind after that; before, a copy being made is an
+/// unnamed file (`O_TMPFILE`, where the file system has it) given its name once whole.
+fn copy_and_open(db: &Path, bytes: u64) -> Result<DbCopy, LoadError> {
     let dir = tempfile::Builder::new()
         .prefix("tracetui-opencode-")
         .tempdir()
@@ -374,6 +497,19 @@ fn open_copy(db: &Path) -> Result<DbCopy, LoadError> {
                 format!("cannot make a temporary directory for a copy of the database: {e}"),
             )
         })?;
+    if let Some(free) = free_bytes(dir.path())
+        && free < bytes.saturating_add(bytes / 4).saturating_add(256 << 20)
+    {
+        return Err(LoadError::invalid(
+            db,
+            format!(
+                "the database must be copied to be read ({} MiB with its WAL), and {} has {} MiB free; not read",
+                bytes >> 20,
+                dir.path().display(),
+                free >> 20
+            ),
+        ));
+    }
     let copy = dir.path().join("opencode.db");
     // The WAL, or the rollback journal of a database left in DELETE mode by a crash (SQLite
     // rolls the copy back with it).
@@ -382,11 +518,11 @@ fn open_copy(db: &Path) -> Result<DbCopy, LoadError> {
     let mut unsettled = true;
     for _ in 0..COPY_TRIES {
         let before = stamps();
-        std::fs::copy(db, &copy).map_err(|e| LoadError::io(db, e))?;
+        copy_file(db, &copy).map_err(|e| LoadError::io(db, e))?;
         for (side, side_copy) in &sides {
             let _ = std::fs::remove_file(side_copy);
-            match std::fs::copy(side, side_copy) {
-                Ok(_) => {}
+            match copy_file(side, side_copy) {
+                Ok(()) => {}
                 // None (checkpointed and removed, or never there): the file is whole.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(LoadError::io(side, e)),
@@ -404,18 +540,87 @@ fn open_copy(db: &Path) -> Result<DbCopy, LoadError> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
     )
     .map_err(|e| LoadError::invalid(db, format!("cannot open the database: {e}")))?;
-    // A database is data: its schema may not call functions with side effects.
-    let _ = conn.pragma_update(None, "trusted_schema", false);
-    let _ = conn.pragma_update(None, "query_only", true);
-    Ok(DbCopy {
-        conn,
-        _dir: dir,
-        unsettled,
-    })
+    // The first read opens the WAL and the index (and rolls a journal back); then the names go.
+    let first = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0));
+    drop(conn);
+    // Our own copy, which nothing else writes: read with no lock and no index beside it.
+    let uri = format!("file:{}?mode=ro&immutable=1", uri_path(&copy));
+    let conn = match first {
+        Ok(_) => open_guarded(&uri, db, bytes)?,
+        Err(e) => return Err(LoadError::invalid(db, format!("cannot read the database: {e}"))),
+    };
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get::<_, i64>(0))
+        .map_err(|e| LoadError::invalid(db, format!("cannot read the database: {e}")))?;
+    drop(dir);
+    check_tables(&conn, db)?;
+    Ok(DbCopy { conn, unsettled })
+}
+
+/// Copy `from` to `to`: into an unnamed file named once whole where the system can, so that
+/// an exit in the middle leaves nothing.
+fn copy_file(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut src = super::open_regular(from)?;
+    let _ = std::fs::remove_file(to);
+    #[cfg(target_os = "linux")]
+    if let Some(parent) = to.parent()
+        && let Ok(mut tmp) = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_TMPFILE)
+                .mode(0o600)
+                .open(parent)
+        }
+    {
+        use std::os::fd::AsRawFd;
+        std::io::copy(&mut src, &mut tmp)?;
+        let proc =
+            std::ffi::CString::new(format!("/proc/self/fd/{}", tmp.as_raw_fd())).map_err(std::io::Error::other)?;
+        let dest = std::ffi::CString::new(to.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?;
+        // SAFETY: both are valid NUL-terminated paths for the duration of the call.
+        let r = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                proc.as_ptr(),
+                libc::AT_FDCWD,
+                dest.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+    }
+    let mut dst = std::fs::File::create(to)?;
+    std::io::copy(&mut src, &mut dst)?;
+    Ok(())
+}
+
+/// Free bytes for an unprivileged user in the file system of `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid path and `st` a valid out-pointer.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 fn sql_err(db: &Path, what: &str, e: rusqlite::Error) -> LoadError {
     let msg = e.to_string();
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
+        return LoadError::invalid(
+            db,
+            format!(
+                "reading the {what} took more work than a database of its size can need; stopped (a damaged or hostile database?)"
+            ),
+        );
+    }
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OutOfMemory) {
+        return LoadError::invalid(
+            db,
+            format!("reading the {what} took more memory than tracetui gives a database; stopped"),
+        );
+    }
     if msg.contains("no such table") {
         return LoadError::NotATrace {
             path: db.to_path_buf(),
@@ -1964,7 +2169,9 @@ mod tests {
     #[test]
     fn a_live_database_is_read_with_its_wal_and_left_untouched() {
         let d = tempfile::tempdir().unwrap();
-        let writer = live_db(d.path());
+        // OpenCode is another process: in this one, SQLite would share the writer's mapping
+        // of the index with the reader, which then writes it as the writer may.
+        let mut writer = Writer::spawn(d.path());
         let db = d.path().join("opencode.db");
         // The data is in the WAL only: the main file alone has no sessions.
         let main_only = rusqlite::Connection::open_with_flags(
@@ -1978,7 +2185,19 @@ mod tests {
                 .is_err()
         );
         drop(main_only);
+        // Read where it lies: its WAL and index are there, so no copy is made.
+        assert!(in_place_uri(&db).is_some_and(|u| u.ends_with("mode=ro&readonly_shm=1")));
         let before = listing(d.path());
+        let bytes = |p: &Path| {
+            let mut v: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(p)
+                .unwrap()
+                .flatten()
+                .map(|e| (e.path(), std::fs::read(e.path()).unwrap()))
+                .collect();
+            v.sort();
+            v
+        };
+        let bytes_before = bytes(d.path());
         for path in [db.clone(), d.path().to_path_buf()] {
             let probe = Probe::open(&path).unwrap();
             assert_eq!(OpenCode.detect(&probe), 100);
@@ -2002,14 +2221,146 @@ mod tests {
             // The child's last message is the prompt: its reply is still to come.
             assert_eq!(sums[1].status, RunStatus::Running);
         }
-        // Nothing was created, removed, or written beside the database.
+        // Nothing was created, removed, or written beside the database, its index included.
         assert_eq!(listing(d.path()), before);
+        for ((p, a), (_, b)) in bytes(d.path()).iter().zip(&bytes_before) {
+            let at = a.iter().zip(b).position(|(x, y)| x != y);
+            assert!(a == b, "{} changed at byte {at:?}", p.display());
+        }
         // And the writer goes on undisturbed.
-        writer
-            .execute("INSERT INTO message VALUES ('msg_9', 'ses_c', 5200, 5200, '{\"role\":\"assistant\",\"time\":{\"created\":5200}}')", [])
-            .unwrap();
+        writer.say("INSERT INTO message VALUES ('msg_9', 'ses_c', 5200, 5200, '{\"role\":\"assistant\",\"time\":{\"created\":5200}}')");
         let l = OpenCode.load(&db).unwrap();
         assert_eq!(by_id(&l, "ses_c").meta.status, RunStatus::Running);
+    }
+
+    /// A writer in another process (this test binary, running [`writer_process`]): it makes
+    /// the live database in `dir`, then runs each line it is sent as SQL, answering `ok`.
+    struct Writer {
+        child: std::process::Child,
+        out: std::io::BufReader<std::process::ChildStdout>,
+    }
+
+    impl Writer {
+        fn spawn(dir: &Path) -> Writer {
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "formats::opencode::tests::writer_process",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("TRACETUI_TEST_WRITER_DIR", dir)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let out = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut w = Writer { child, out };
+            w.wait_ok();
+            w
+        }
+
+        fn wait_ok(&mut self) {
+            use std::io::BufRead;
+            let mut l = String::new();
+            loop {
+                l.clear();
+                assert!(self.out.read_line(&mut l).unwrap() > 0, "the writer ended");
+                // libtest may print its "test … … " before it on the same line.
+                if l.trim_end().ends_with("WRITER ok") {
+                    return;
+                }
+            }
+        }
+
+        fn say(&mut self, sql: &str) {
+            use std::io::Write;
+            writeln!(self.child.stdin.as_mut().unwrap(), "{sql}").unwrap();
+            self.wait_ok();
+        }
+    }
+
+    impl Drop for Writer {
+        fn drop(&mut self) {
+            drop(self.child.stdin.take());
+            let _ = self.child.wait();
+        }
+    }
+
+    #[test]
+    #[ignore = "the writer process of a_live_database_is_read_with_its_wal_and_left_untouched"]
+    fn writer_process() {
+        use std::io::BufRead;
+        let Some(dir) = std::env::var_os("TRACETUI_TEST_WRITER_DIR") else {
+            return;
+        };
+        let c = live_db(Path::new(&dir));
+        println!("WRITER ok");
+        for l in std::io::stdin().lock().lines() {
+            c.execute_batch(&l.unwrap()).unwrap();
+            println!("WRITER ok");
+        }
+    }
+
+    /// Issue 37: a 32 KB database whose `session` is a recursive view made `check` run for
+    /// ever while SQLite's sorter filled the disk. The tables read must be tables, and any
+    /// query runs under a budget.
+    #[test]
+    fn a_hostile_database_is_refused_quickly_and_the_rest_still_loads() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("opencode.db");
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "CREATE TABLE message (id, session_id, time_created, time_updated, data);
+             CREATE TABLE part (id, message_id, session_id, time_created, time_updated, data);
+             CREATE VIEW session AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r)
+               SELECT printf('ses_%d', n) AS id, n AS time_created, zeroblob(100000) AS title FROM r;",
+        )
+        .unwrap();
+        drop(c);
+        let e = OpenCode.load(&db).unwrap_err().to_string();
+        assert!(e.contains("`session` is a view, not a table"), "{e}");
+        assert!(OpenCode.summarize(&db).is_err());
+        // The budget stops a query that would run for ever, whatever the schema.
+        let conn = open_guarded(&in_place_uri(&db).unwrap(), &db, 32 << 10).unwrap();
+        let e = conn
+            .query_row(
+                "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap_err();
+        let e = sql_err(&db, "sessions", e).to_string();
+        assert!(e.contains("took more work than a database of its size can need"), "{e}");
+        // Beside it, a good database in another data dir loads.
+        let good = tempfile::tempdir().unwrap();
+        let _w = live_db(good.path());
+        let d = crate::source::discover(&[d.path().to_path_buf(), good.path().to_path_buf()], None);
+        let loaded: Vec<_> = d.runs.iter().map(|r| r.load().map(|l| l.traces.len())).collect();
+        assert!(
+            loaded.iter().any(|l| l.is_err()) && loaded.iter().any(|l| l.as_ref().is_ok_and(|&n| n == 2)),
+            "{loaded:?}"
+        );
+    }
+
+    /// A WAL without its index: SQLite would have to create the index beside the database,
+    /// so a private copy is read (and nothing is written beside the database).
+    #[test]
+    fn a_wal_without_its_index_is_read_from_a_copy() {
+        let d = tempfile::tempdir().unwrap();
+        let writer = live_db(d.path());
+        let other = tempfile::tempdir().unwrap();
+        for f in ["opencode.db", "opencode.db-wal"] {
+            std::fs::copy(d.path().join(f), other.path().join(f)).unwrap();
+        }
+        drop(writer);
+        let db = other.path().join("opencode.db");
+        assert_eq!(in_place_uri(&db), None);
+        let before = listing(other.path());
+        let l = OpenCode.load(&db).unwrap();
+        assert_eq!(l.traces.len(), 2);
+        assert_eq!(listing(other.path()), before);
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub fn cell(s: &str) -> String {
 
 /// A fenced block of multi-line trace text.
 pub fn fenced(s: &str, info: &str) -> String {
-    let s = sanitize::text(s);
+    let s = sanitize::file_text(s);
     let n = (crate::export::markdown::longest_backtick_run(&s) + 1).max(3);
     let fence = "`".repeat(n);
     format!("{fence}{info}\n{s}\n{fence}")

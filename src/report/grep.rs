@@ -53,7 +53,19 @@ pub fn run(
     let mut io = Ok(());
     in_order(&d.runs, o, |r, res| {
         let step = match res {
-            Ok(s) => print_source(r, &s, out, fmt, color).map(|n| outcome.matches += n),
+            Ok(s) => {
+                for f in &s.changed {
+                    outcome.failed += 1;
+                    let m = format!(
+                        "tracetui: {}: replaced, deleted or truncated while it was searched; its matches may be incomplete",
+                        f.display()
+                    );
+                    if writeln!(err, "{}", sanitize::line(&m)).is_err() {
+                        break;
+                    }
+                }
+                print_source(r, &s, out, fmt, color).map(|n| outcome.matches += n)
+            }
             Err(e) => {
                 outcome.failed += 1;
                 writeln!(err, "{}", sanitize::line(&format!("tracetui: {e}")))

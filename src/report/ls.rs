@@ -2,9 +2,10 @@
 
 use crate::cli::Output;
 use crate::formats::Summary;
-use crate::report::{cut, dur_or_dash, num_or_dash, ts_or_dash};
+use crate::report::{dur_or_dash, num_or_dash, ts_or_dash};
 use crate::source::Discovery;
 use std::io::Write;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// Newest first; runs without a start time last, by name.
 pub fn sort(rows: &mut [Summary]) {
@@ -97,13 +98,15 @@ pub fn run(
                 let project = if project.is_empty() { "." } else { project };
                 // Metadata counts of a run not loaded are marked `~` (the loaded ones may differ).
                 let n = |v: Option<usize>| provisional(num_or_dash(v), r.provisional());
+                // Names and projects are cut and padded by display width (a CJK letter is two
+                // cells), so that the columns after them line up.
                 let mut line = format!(
-                    "{:<8} {:<28} {:<12} {:<20} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8} {:>9}  {}",
+                    "{:<8} {} {:<12} {} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8} {:>9}  {}",
                     r.status.as_str(),
-                    cut(&crate::sanitize::line(&name), 28),
+                    pad(&cut_width(&crate::sanitize::line(&name), 28), 28),
                     r.format,
                     // The end of a long project says most (`…-src-tracetui`).
-                    cut_front(&crate::sanitize::line(project), 20),
+                    pad(&cut_front(&crate::sanitize::line(project), 20), 20),
                     ts_or_dash(r.start),
                     dur_or_dash(r.duration),
                     n(r.tool_calls),
@@ -132,13 +135,59 @@ pub fn provisional(n: String, provisional: bool) -> String {
     if provisional && n != "-" { format!("~{n}") } else { n }
 }
 
-/// Cut to `max` characters from the front, with an ellipsis.
+/// Cut to `max` display cells from the front, with an ellipsis.
 pub fn cut_front(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
+    if s.width() <= max {
         return s.to_string();
     }
-    let mut out = String::from("…");
-    out.extend(s.chars().skip(n + 1 - max));
+    let mut tail = Vec::new();
+    let mut w = 1; // the ellipsis
+    for c in s.chars().rev() {
+        let cw = c.width().unwrap_or(0);
+        if w + cw > max {
+            break;
+        }
+        tail.push(c);
+        w += cw;
+    }
+    std::iter::once('…').chain(tail.into_iter().rev()).collect()
+}
+
+/// Cut to `max` display cells, with an ellipsis.
+fn cut_width(s: &str, max: usize) -> String {
+    if s.width() <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut w = 1; // the ellipsis
+    for c in s.chars() {
+        let cw = c.width().unwrap_or(0);
+        if w + cw > max {
+            break;
+        }
+        out.push(c);
+        w += cw;
+    }
+    out.push('…');
     out
+}
+
+/// Spaces after `s` up to `w` display cells.
+fn pad(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(s.width())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_cut_and_padded_by_display_width() {
+        // Two cells a letter: 4 letters fill 8 cells, the 5th would make 10.
+        assert_eq!(pad(&cut_width("ログ解析ツール", 10), 10), "ログ解析… ");
+        assert_eq!(pad(&cut_width("ログ", 9), 9).width(), 9);
+        assert_eq!(cut_front("ログ解析ツール", 7), "…ツール");
+        assert_eq!(cut_front("-src-tracetui", 8), "…racetui");
+        assert_eq!(cut_front("abc", 8), "abc");
+    }
 }

@@ -16,7 +16,8 @@ use crate::search::{NameCache, Query, Verdict};
 use crate::source::RunRef;
 use rayon::prelude::*;
 use regex::bytes::Regex as BytesRegex;
-use regex::{Regex, RegexBuilder};
+use regex_automata::meta::Regex;
+use regex_automata::nfa::thompson::WhichCaptures;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Read;
@@ -72,10 +73,20 @@ impl Pattern {
         } else {
             regex::escape(pattern)
         };
-        let re = RegexBuilder::new(&src)
-            .case_insensitive(ignore_case)
-            .size_limit(1 << 24)
-            .build()
+        // Only the span of a match is used: groups compile as non-capturing. With them, a
+        // pattern of 8,000 groups asked for a 10 GB matcher cache (capture slots x NFA
+        // states); every other cache has its bound too.
+        let re = Regex::builder()
+            .syntax(regex_automata::util::syntax::Config::new().case_insensitive(ignore_case))
+            .configure(
+                Regex::config()
+                    .which_captures(WhichCaptures::Implicit)
+                    .nfa_size_limit(Some(1 << 24))
+                    .onepass_size_limit(Some(1 << 20))
+                    .dfa_size_limit(Some(1 << 22))
+                    .hybrid_cache_capacity(1 << 22),
+            )
+            .build(&src)
             .map_err(|e| format!("bad pattern: {e}"))?;
         let pieces: Vec<Vec<u8>> = if regex {
             required_literals(pattern, ignore_case)
@@ -168,16 +179,27 @@ fn opaque(head: &[u8]) -> bool {
 
 /// Scan a file's raw bytes for the prefilter: the candidate lines, or `None` when the file
 /// is compressed or a database (its text is not in its bytes).
+///
+/// Memory is bounded whatever the lines' length: a line longer than the loaders' limit
+/// ([`formats::jsonl::MAX_LINE`]; a JSONL loader skips it, a document's elements may lie in
+/// it) is searched in windows that overlap by the longest prefilter match, and each match in
+/// it is a candidate range of its own (a record holding the match overlaps it).
 pub fn scan_file(path: &Path, pre: &BytesRegex) -> std::io::Result<Option<Candidates>> {
+    scan_file_windowed(path, pre, formats::jsonl::MAX_LINE)
+}
+
+fn scan_file_windowed(path: &Path, pre: &BytesRegex, window: usize) -> std::io::Result<Option<Candidates>> {
     const CHUNK: usize = 8 << 20;
     let mut f = formats::open_regular(path)?;
     // Sized to the file (a run has many small files; zeroing 8 MiB for each cost more than
-    // reading them), grown below for a line longer than the buffer.
+    // reading them), grown below for a line longer than the buffer, up to `window`.
     let size = f.metadata().map_or(CHUNK as u64, |m| m.len());
     let mut buf = vec![0u8; (size as usize).saturating_add(1).clamp(4096, CHUNK)];
     let mut have = 0usize;
     let mut base = 0u64;
     let mut first = true;
+    // Inside a line longer than `window`: its bytes so far were searched in windows.
+    let mut long = false;
     let mut out = Candidates::default();
     loop {
         let n = f.read(&mut buf[have..])?;
@@ -192,15 +214,54 @@ pub fn scan_file(path: &Path, pre: &BytesRegex) -> std::io::Result<Option<Candid
         if !eof && have < buf.len() {
             continue;
         }
+        let nl = if long {
+            memchr::memchr(b'\n', &buf[..have])
+        } else {
+            memchr::memrchr(b'\n', &buf[..have])
+        };
+        if long || (nl.is_none() && !eof && buf.len() >= window) {
+            // A window of a long line: matches are candidates of their own; the last bytes
+            // stay, so that a match across two windows is found in the next.
+            let end = nl.unwrap_or(have);
+            let keep = if nl.is_some() || eof {
+                0
+            } else {
+                longest_match(pre).min(end)
+            };
+            let hay = &buf[..end];
+            for m in pre.find_iter(hay) {
+                if keep > 0 && m.start() >= end - keep {
+                    break; // found again, whole, in the next window
+                }
+                out.lines.push((base + m.start() as u64, base + m.end() as u64));
+            }
+            let done = match nl {
+                Some(i) => {
+                    long = false;
+                    i + 1
+                }
+                None => {
+                    long = !eof;
+                    end - keep
+                }
+            };
+            if eof && nl.is_none() {
+                return Ok(Some(out));
+            }
+            buf.copy_within(done..have, 0);
+            have -= done;
+            base += done as u64;
+            continue;
+        }
         // Search up to the last newline (all when at the end); keep the partial line.
         let upto = if eof {
             have
         } else {
-            match memchr::memrchr(b'\n', &buf[..have]) {
+            match nl {
                 Some(i) => i + 1,
                 None => {
-                    // A line longer than the buffer: grow it.
-                    buf.resize(buf.len() * 2, 0);
+                    // A line longer than the buffer: grow it (up to `window`).
+                    buf.resize((buf.len() * 2).min(window), 0);
                     continue;
                 }
             }
@@ -223,6 +284,20 @@ pub fn scan_file(path: &Path, pre: &BytesRegex) -> std::io::Result<Option<Candid
         have -= upto;
         base += upto as u64;
     }
+}
+
+/// The longest text the prefilter can match (its pieces are literals), for the overlap of
+/// two windows; a pattern of unknown length keeps a generous overlap.
+fn longest_match(pre: &BytesRegex) -> usize {
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .case_insensitive(true)
+        .build()
+        .parse(pre.as_str())
+        .ok()
+        .and_then(|h| h.properties().maximum_len())
+        .unwrap_or(1 << 16)
 }
 
 /// One match: an event, the field it is in and a one-line snippet around it.
@@ -393,6 +468,43 @@ pub struct SourceResult {
     pub traces: Vec<TraceHits>,
     /// Whether the source was loaded (false: the raw scan ruled it out).
     pub loaded: bool,
+    /// Files of the source replaced, deleted or truncated while it was searched: its
+    /// matches may be incomplete (`grep` names them and exits 2).
+    pub changed: Vec<PathBuf>,
+}
+
+/// What a file was when its search began: which file (device, inode) and how long. A file
+/// that grew is the same file (a live session appends); one replaced by a rename, deleted
+/// or made shorter is not, and the offsets read from it before no longer hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+}
+
+fn identity(path: &Path) -> Option<Identity> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let (dev, ino) = {
+        use std::os::unix::fs::MetadataExt;
+        (m.dev(), m.ino())
+    };
+    #[cfg(not(unix))]
+    let (dev, ino) = (0, 0);
+    Some(Identity { dev, ino, len: m.len() })
+}
+
+/// The files of `before` that are no longer what they were.
+fn changed_since(before: &[(PathBuf, Option<Identity>)]) -> Vec<PathBuf> {
+    before
+        .iter()
+        .filter(|(p, was)| {
+            let Some(was) = was else { return false };
+            identity(p).is_none_or(|now| (now.dev, now.ino) != (was.dev, was.ino) || now.len < was.len)
+        })
+        .map(|(p, _)| p.clone())
+        .collect()
 }
 
 /// Formats whose runs read files outside the source path (a storage tree, a database): the
@@ -431,10 +543,21 @@ pub fn source_files(path: &Path) -> Vec<PathBuf> {
 
 /// Search one source. `Err` is a source that could not be read.
 pub fn search_source(run: &RunRef, o: &Options) -> Result<SourceResult, formats::LoadError> {
-    if let Some(r) = fast::search(run, o) {
-        return r;
+    let before: Vec<(PathBuf, Option<Identity>)> = source_files(&run.path)
+        .into_iter()
+        .map(|f| {
+            let id = identity(&f);
+            (f, id)
+        })
+        .collect();
+    let mut r = match fast::search(run, o) {
+        Some(r) => r,
+        None => search_source_loaded(run, o),
+    };
+    if let Ok(r) = &mut r {
+        r.changed = changed_since(&before);
     }
-    search_source_loaded(run, o)
+    r
 }
 
 /// [`search_source`] on a worker thread: a panic in a parser is this source failing (an
@@ -668,6 +791,71 @@ mod tests {
 
     fn pre(p: &Pattern) -> String {
         p.prefilter().map(|r| r.as_str().to_string()).unwrap_or_default()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Lines longer than the window are searched in windows: every match is covered by
+        /// a candidate, whatever the lines' lengths and where the windows fall.
+        #[test]
+        fn a_line_longer_than_the_window_is_searched_in_windows(
+            lines in proptest::collection::vec((0usize..20_000, proptest::collection::vec(0usize..20_000, 0..4)), 1..6),
+            window in 4096usize..9000,
+        ) {
+            let p = Pattern::new("needle", false, false).unwrap();
+            let mut text = Vec::new();
+            let mut at = Vec::new();
+            for (len, needles) in &lines {
+                let start = text.len();
+                text.extend(std::iter::repeat_n(b'x', *len));
+                for &n in needles {
+                    let i = start + n.min(*len);
+                    text.splice(i..i, b"needle".iter().copied());
+                }
+                text.push(b'\n');
+            }
+            let mut i = 0;
+            while let Some(j) = memchr::memmem::find(&text[i..], b"needle") {
+                at.push((i + j) as u64);
+                i += j + 1;
+            }
+            let d = tempfile::tempdir().unwrap();
+            let f = d.path().join("t.jsonl");
+            std::fs::write(&f, &text).unwrap();
+            let c = scan_file_windowed(&f, p.prefilter().unwrap(), window).unwrap().unwrap();
+            for &a in &at {
+                proptest::prop_assert!(
+                    c.lines.iter().any(|&(s, e)| s <= a && a + 6 <= e),
+                    "the needle at {} is in no candidate: {:?}", a, c.lines
+                );
+            }
+            // Nothing but needles is a candidate in a long line.
+            for &(s, e) in &c.lines {
+                proptest::prop_assert!(memchr::memmem::find(&text[s as usize..e as usize], b"needle").is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_replaced_deleted_or_truncated_is_changed_and_one_that_grew_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let [a, b, c, g] = ["a", "b", "c", "g"].map(|n| d.path().join(n));
+        for f in [&a, &b, &c, &g] {
+            std::fs::write(f, "0123456789\n").unwrap();
+        }
+        let before: Vec<_> = [&a, &b, &c, &g].iter().map(|f| ((*f).clone(), identity(f))).collect();
+        assert!(changed_since(&before).is_empty());
+        let new = d.path().join("new");
+        std::fs::write(&new, "0123456789\n").unwrap();
+        std::fs::rename(&new, &a).unwrap();
+        std::fs::remove_file(&b).unwrap();
+        std::fs::write(&c, "01\n").unwrap();
+        std::io::Write::write_all(
+            &mut std::fs::OpenOptions::new().append(true).open(&g).unwrap(),
+            b"more\n",
+        )
+        .unwrap();
+        assert_eq!(changed_since(&before), vec![a, b, c]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! `claude_code.*`, log events), a trace is running until its root span ends, and a saved
 //! session reopens with the same runs and counts.
 
+pub mod bound;
 pub mod receiver;
 pub mod spool;
 
@@ -148,8 +149,31 @@ fn spool_for(o: &Options) -> std::io::Result<Spool> {
     })
 }
 
+/// After a stop, how long the consumer keeps storing what the receiver still hands it.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Append a batch's lines, then answer its client: acknowledged only once every line is
+/// written (a file started on the way is passed to `started`). A batch that could not be
+/// written is answered with the reason (the client retries) and does not end `serve`.
+fn store(spool: &mut Spool, mut inc: Incoming, mut started: impl FnMut(PathBuf)) -> Result<(), String> {
+    let mut r = Ok(());
+    for l in &inc.lines {
+        match spool.append(&l.bytes, l.spans, &l.traces) {
+            Ok(Some(p)) => started(p),
+            Ok(None) => {}
+            Err(e) => {
+                r = Err(format!("{}: {e}", spool.dir().display()));
+                break;
+            }
+        }
+    }
+    inc.answer(r.clone());
+    r
+}
+
 /// `serve --no-tui`: receive until `stop` is set, printing each new event as `tail --no-tui`
-/// prints it.
+/// prints it. At the stop, requests in progress are stored and answered (for a few seconds
+/// at most, whatever clients do) before it returns.
 pub fn print(
     o: &Options,
     fmt: Output,
@@ -163,9 +187,21 @@ pub fn print(
     announce(&servers, &spool, err);
     let _ = err.flush();
     let mut tailer = Tailer::files(spool.dir());
-    let mut printer = Printer::new(fmt);
+    // A received run ends when its root span does, which is final (spans are sent as they
+    // end, the root last): said at once, not after a quiet time as for a file (and the
+    // printer runs only when a batch comes).
+    let mut printer = Printer::with_quiet(fmt, Duration::ZERO);
     let mut cap = Cap::new(o.max_spans);
-    while !stop.load(Ordering::Relaxed) {
+    let mut stopping: Option<std::time::Instant> = None;
+    let dir: Arc<Path> = Arc::from(spool.dir());
+    loop {
+        if stopping.is_none() && stop.load(Ordering::Relaxed) {
+            servers.stop();
+            stopping = Some(std::time::Instant::now());
+        }
+        if stopping.is_some_and(|t| t.elapsed() >= DRAIN) {
+            break;
+        }
         let first = match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(x) => x,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -175,14 +211,23 @@ pub fn print(
         let mut next = Some(first);
         let mut n = 0;
         while let Some(inc) = next.take() {
-            if let Some(p) = spool.append(&inc.line, inc.spans, &inc.traces)? {
+            let r = store(&mut spool, inc, |p| {
                 let run = RunRef {
                     path: p.clone(),
                     format: &otlp::Otlp,
-                    root: Arc::from(spool.dir()),
+                    root: dir.clone(),
                     nested: None,
                 };
                 cap.live.push((tailer.follow_file(run, otlp::follow_lines(&p)), p));
+            });
+            if let Err(e) = r {
+                let _ = writeln!(
+                    err,
+                    "{}",
+                    crate::sanitize::line(&format!(
+                        "tracetui: a batch was not stored (its client was told to retry): {e}"
+                    ))
+                );
             }
             n += 1;
             if n < 256 {
@@ -321,9 +366,9 @@ impl Background {
             while !stop2.load(Ordering::Relaxed) {
                 match rx.recv_timeout(Duration::from_millis(100)) {
                     Ok(inc) => {
-                        // The explorer is on the terminal: a write error has nowhere to go
-                        // but the batch itself is lost; keep receiving.
-                        let _ = spool.append(&inc.line, inc.spans, &inc.traces);
+                        // The explorer is on the terminal: a write error goes to the client,
+                        // which retries; keep receiving.
+                        let _ = store(&mut spool, inc, |_| {});
                     }
                     Err(mpsc::RecvTimeoutError::Timeout) => {}
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,

@@ -211,8 +211,7 @@ struct Kept {
 
 impl Cache {
     fn open(file: PathBuf, generation: String) -> Cache {
-        let old = std::fs::read(&file)
-            .ok()
+        let old = read_bounded(&file)
             .map(|bytes| parse(&bytes, &generation))
             .unwrap_or_default();
         Cache {
@@ -273,6 +272,32 @@ impl Cache {
         }
         let _ = write_atomically(&self.file, text.as_bytes());
     }
+}
+
+/// The largest cache file read: [`MAX_ENTRIES`] rows of several summaries each fit well below.
+const MAX_FILE: u64 = 256 << 20;
+
+/// The cache file's bytes when it is a regular file of at most [`MAX_FILE`]; anything else
+/// there (a FIFO hung `ls`, a link to `/dev/zero` read until memory ran out) is ignored, and
+/// replaced by the next write (a rename over it, which follows no link).
+fn read_bounded(file: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let m = std::fs::symlink_metadata(file).ok()?;
+    if !m.file_type().is_file() || m.len() > MAX_FILE {
+        return None;
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    // Not through a link put there since, and a FIFO put there since does not block the open.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let f = o.open(file).ok()?;
+    if !f.metadata().ok()?.file_type().is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= MAX_FILE).then_some(bytes)
 }
 
 /// Into a temporary file beside it, then renamed over it: a reader sees the old file or the
@@ -732,6 +757,41 @@ mod tests {
         );
         back.flush();
         assert!(Cache::open(d.path().join(FILE), "g1".into()).old["/r"].head.is_none());
+    }
+
+    /// Issue 37: a FIFO in the cache's place hung `ls` and the explorer; a link to
+    /// `/dev/zero` was read until memory ran out. Only a regular file is read, and it is
+    /// replaced by the next write.
+    #[test]
+    fn only_a_regular_file_of_bounded_size_is_read_and_anything_else_is_replaced() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join(FILE);
+        let fifo = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let c = Cache::open(file.clone(), "g1".into());
+        assert!(c.old.is_empty());
+        c.keep(
+            "/r",
+            Entry {
+                format: "agentdbg".into(),
+                own: 1,
+                all: 0,
+                used: 1,
+                summaries: Vec::new(),
+                head: None,
+            },
+        );
+        c.flush();
+        assert!(
+            std::fs::symlink_metadata(&file).unwrap().file_type().is_file(),
+            "the FIFO was replaced"
+        );
+        assert_eq!(Cache::open(file.clone(), "g1".into()).old.len(), 1);
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &file).unwrap();
+        assert!(Cache::open(file.clone(), "g1".into()).old.is_empty());
+        assert!(read_bounded(&file).is_none());
         // A source that is no part of any (its format read none) is kept as such.
         assert!(Head::of(None).lineage().is_none());
     }

@@ -1,30 +1,51 @@
-//! `tracetui tail --no-tui`: one line per new event, text or JSON, each event exactly once.
+//! `tracetui tail --no-tui`: one line per new event, text or JSON, each event exactly once;
+//! a line when a call printed while it was pending ends (`tool Bash error · 3.1s · exit 1`);
+//! and a line when the run ends.
+//!
+//! A run's status says `ok` whenever nothing in it is pending (a Claude Code session between
+//! two tool calls), so an end is said only once the run has stayed ended, with no write to
+//! its files, for [`END_QUIET`] (at once for a run that ended before it was read); and once
+//! per end: again only after it was seen going on (running) and ended again.
 
 use super::{Change, Tailer};
 use crate::cli::Output;
-use crate::model::{NO_PARENT, RunStatus, Trace, format_ts};
+use crate::model::{NO_PARENT, RunStatus, Status, Trace, format_ts};
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::time::Duration;
+
+/// How long an ended run's files stay unwritten before its end is said.
+pub const END_QUIET: Duration = Duration::from_secs(3);
 
 #[derive(Default)]
 struct Seen {
     count: usize,
     ids: HashSet<String>,
-    /// The run's end was printed (or it had ended before tail started).
+    /// The run's end was printed (or it had ended before tail started), and it was not seen
+    /// running since.
     ended: bool,
+    /// Calls printed while pending, whose outcome is still to be said: (index, id).
+    pending: Vec<(u32, Box<str>)>,
 }
 
 pub struct Printer {
     fmt: Output,
     seen: HashMap<(usize, usize), Seen>,
+    quiet: Duration,
 }
 
 impl Printer {
     pub fn new(fmt: Output) -> Printer {
+        Printer::with_quiet(fmt, END_QUIET)
+    }
+
+    /// With another quiet time before an end is said (tests).
+    pub fn with_quiet(fmt: Output, quiet: Duration) -> Printer {
         Printer {
             fmt,
             seen: HashMap::new(),
+            quiet,
         }
     }
 
@@ -53,8 +74,8 @@ impl Printer {
         }
     }
 
-    /// Print the events that are new in the changed traces, and a line for each run that
-    /// ended. Returns how many lines were printed.
+    /// Print the events that are new in the changed traces, the outcomes of calls that ended,
+    /// and a line for each run that ended. Returns how many lines were printed.
     pub fn print(&mut self, t: &Tailer, changes: &[Change], out: &mut dyn Write) -> std::io::Result<usize> {
         // A file truncated or replaced was read again from the start, every trace of it
         // rebuilt: what was printed for it no longer says where the new events begin. Reset
@@ -74,6 +95,8 @@ impl Printer {
             // Children that came before their parent (spans end before their parents) name
             // the parent they wait for: printed as their parent all the same.
             let mut waiting: Option<HashMap<u32, &str>> = None;
+            // Outcomes first: a call that ended in this change was printed before it.
+            n += outcomes(self.fmt, trace, seen, out)?;
             for i in from..trace.len() {
                 let e = trace.event(i as u32);
                 let id = trace.str(e.source_id);
@@ -93,6 +116,9 @@ impl Printer {
                     None
                 };
                 line(self.fmt, trace, i as u32, waits, out)?;
+                if e.kind.is_call() && e.status == Status::Pending {
+                    seen.pending.push((i as u32, id.into()));
+                }
                 n += 1;
             }
             seen.count = if c.reloaded {
@@ -100,14 +126,116 @@ impl Printer {
             } else {
                 trace.len()
             };
+        }
+        n += self.ends(t, out)?;
+        Ok(n)
+    }
+
+    /// Say the end of every run that ended and has stayed quiet.
+    fn ends(&mut self, t: &Tailer, out: &mut dyn Write) -> std::io::Result<usize> {
+        let mut n = 0;
+        for (si, ti, trace) in t.traces() {
+            let Some(seen) = self.seen.get_mut(&(si, ti)) else {
+                continue;
+            };
             let ended = matches!(trace.meta.status, RunStatus::Ok | RunStatus::Error);
-            if ended && !seen.ended {
-                end_line(self.fmt, trace, out)?;
-                n += 1;
+            if !ended {
+                // The run goes on (a call pending again): its next end is said.
+                seen.ended = false;
+                continue;
             }
-            seen.ended = ended;
+            if seen.ended || !quiet_for(trace, self.quiet) {
+                continue;
+            }
+            end_line(self.fmt, trace, out)?;
+            seen.ended = true;
+            n += 1;
         }
         Ok(n)
+    }
+}
+
+/// Whether nothing wrote the trace's files for `d`.
+fn quiet_for(t: &Trace, d: Duration) -> bool {
+    if d.is_zero() {
+        return true;
+    }
+    let now = std::time::SystemTime::now();
+    t.files.iter().all(|f| {
+        std::fs::metadata(f)
+            .and_then(|m| m.modified())
+            .map_or(true, |m| now.duration_since(m).is_ok_and(|q| q >= d))
+    })
+}
+
+/// The outcome lines of the calls printed pending that are pending no more.
+fn outcomes(fmt: Output, t: &Trace, seen: &mut Seen, out: &mut dyn Write) -> std::io::Result<usize> {
+    let mut n = 0;
+    let mut keep = Vec::new();
+    for (i, id) in std::mem::take(&mut seen.pending) {
+        // By id where the call has one (a document read again may have moved it).
+        let at = if id.is_empty() {
+            Some(i).filter(|&i| (i as usize) < t.len())
+        } else if (i as usize) < t.len() && t.str(t.event(i).source_id) == &*id {
+            Some(i)
+        } else {
+            (0..t.len() as u32).find(|&j| t.str(t.event(j).source_id) == &*id)
+        };
+        match at {
+            Some(i) if t.event(i).status != Status::Pending => {
+                outcome_line(fmt, t, i, out)?;
+                n += 1;
+            }
+            Some(i) => keep.push((i, id)),
+            None => {}
+        }
+    }
+    seen.pending = keep;
+    Ok(n)
+}
+
+/// How a call printed pending ended: its status, time and error.
+fn outcome_line(fmt: Output, t: &Trace, i: u32, out: &mut dyn Write) -> std::io::Result<()> {
+    let e = t.event(i);
+    let id = t.str(e.source_id);
+    let error = (e.status == Status::Error)
+        .then(|| crate::formats::payload(t, e).error.map(|x| x.message))
+        .flatten();
+    match fmt {
+        Output::Json => {
+            let v = json!({
+                "run": t.meta.id,
+                "run_name": t.meta.name,
+                "format": t.meta.format,
+                "id": (!id.is_empty()).then_some(id),
+                "index": i,
+                "kind": "call_end",
+                "call": e.kind.as_str(),
+                "name": t.name(i),
+                "status": e.status,
+                "duration_ms": e.duration.map(|d| d as f64 / 1e6),
+                "error": error,
+            });
+            crate::json::write_line(out, &v)
+        }
+        Output::Text => {
+            let end = e.start.get().zip(e.duration.get()).map(|(s, d)| s.saturating_add(d));
+            let ts = end.or(e.start.get()).map(format_ts).unwrap_or_else(|| "-".into());
+            let run = t.meta.name.as_deref().unwrap_or(&t.meta.id);
+            let mut line = format!(
+                "{ts}  {run}  {} {} {}",
+                crate::report::show::kind_label(e),
+                t.name(i),
+                e.status.as_str()
+            );
+            if let Some(d) = e.duration.get() {
+                line.push_str(&format!(" · {}", crate::model::format_duration(d)));
+            }
+            if let Some(m) = error.as_deref().and_then(|m| m.lines().find(|l| !l.trim().is_empty())) {
+                line.push_str(&format!(" · {}", crate::report::cut(m.trim(), 120)));
+            }
+            writeln!(out, "{}", crate::sanitize::line(&line))
+        }
     }
 }
 

@@ -338,6 +338,12 @@ const COMPARE: &[Entry] = &[
         "sort: as chosen, by verdict, by each column's change",
         Some("sort"),
     ),
+    e(Command::ScrollLeft, "scroll the columns left (RUN stays)", None),
+    e(
+        Command::ScrollRight,
+        "scroll the columns right, to FIRST DIVERGENCE",
+        Some("columns"),
+    ),
     MOVE[0],
     MOVE[1],
     MOVE[2],

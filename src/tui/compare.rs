@@ -16,7 +16,6 @@ use crate::diff::compare::{COLUMNS, RunDelta};
 use crate::model::Trace;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -72,6 +71,9 @@ pub struct CompareView {
     /// Position in `order`.
     pub selected: usize,
     pub offset: usize,
+    /// The first column shown after RUN (which always stays): h/l scroll sideways so that
+    /// FIRST DIVERGENCE is reachable on a narrow screen.
+    pub column: usize,
     /// Shared with the background work: set when the table is closed.
     pub cancel: Arc<AtomicBool>,
 }
@@ -211,6 +213,7 @@ pub fn open(s: &mut State) {
         sort: SortBy::Given,
         selected: 0,
         offset: 0,
+        column: 0,
         cancel: Arc::default(),
     };
     s.effects.push(Effect::Compare {
@@ -291,6 +294,9 @@ pub fn command(s: &mut State, c: Command) {
             }
         }
         c if is_move(c) => v.selected = move_sel(v.selected, v.order.len(), c, h),
+        Command::ScrollLeft => v.column = v.column.saturating_sub(1),
+        // RUN, VERDICT, the metrics, FIRST DIVERGENCE: the last can come first after RUN.
+        Command::ScrollRight => v.column = (v.column + 1).min(COLUMNS.len() + 1),
         Command::Sort => {
             v.sort = v.sort.next();
             v.resort();
@@ -393,22 +399,29 @@ pub fn cells(v: &CompareView) -> Vec<Vec<(Role, String)>> {
 pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     let Some(v) = &s.compare else { return };
     let done = v.done();
-    let head = format!(
-        " baseline {} · {done}/{} compared · sorted {} ",
-        v.baseline_name,
-        v.rows.len(),
-        v.sort.label()
-    );
-    buf.set_stringn(area.x, area.y, &head, area.width as usize, th.style(Role::Dim));
+    // The baseline's name gives way (cut with …) to the count and the sort.
+    {
+        use super::render::fields::{self, Field};
+        let mut head = vec![
+            Field::text(format!("baseline {}", v.baseline_name), Role::Dim).elastic(20),
+            Field::text(
+                format!(
+                    "{}/{} compared",
+                    crate::model::thousands(done as u64),
+                    crate::model::thousands(v.rows.len() as u64)
+                ),
+                Role::Dim,
+            ),
+            Field::text(format!("sorted {}", v.sort.label()), Role::Dim).drop_at(1),
+        ];
+        let w = area.width.saturating_sub(2);
+        fields::draw(buf, area.x + 1, area.y, &mut head, (" · ", Role::Dim), th, w);
+    }
     let boxed = Rect {
         y: area.y + 1,
         height: area.height.saturating_sub(1),
         ..area
     };
-    let title = ratatui::text::Line::from(format!(" {} runs against the baseline ", v.rows.len()));
-    let block = super::render::block(title, true, th);
-    let inner = block.inner(boxed);
-    ratatui::widgets::Widget::render(block, boxed, buf);
     let table = cells(v);
     let ncol = table[0].len();
     let widths: Vec<usize> = (0..ncol)
@@ -421,13 +434,53 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
                 })
                 .max()
                 .unwrap_or(0)
-                .min(if c == 0 { 28 } else { 60 })
+                // A metric is never cut: its whole width.
+                .min(if c == 0 {
+                    28
+                } else if c + 1 == ncol {
+                    60
+                } else {
+                    usize::MAX
+                })
         })
         .collect();
+    let inner_w = boxed.width.saturating_sub(2) as usize;
+    // RUN stays; the others from `column` on, as many whole as fit (a metric is never cut;
+    // FIRST DIVERGENCE, the last, takes what is left).
+    let first = (1 + v.column).min(ncol - 1);
+    let mut cols = vec![0];
+    let mut used = widths[0];
+    for (c, &cw) in widths.iter().enumerate().skip(first) {
+        let last = c + 1 == ncol;
+        if last || cols.len() == 1 || used + 2 + cw <= inner_w {
+            if last && used + 2 + 4 > inner_w && cols.len() > 1 {
+                break;
+            }
+            cols.push(c);
+            used += 2 + cw;
+        } else {
+            break;
+        }
+    }
+    let hidden_left = first - 1;
+    let hidden_right = ncol - 1 - (cols.len() - 1) - hidden_left;
+    let mut title = format!(" {} runs against the baseline ", v.rows.len());
+    if hidden_left + hidden_right > 0 {
+        title.push_str(&format!(
+            "· columns {}–{} of {} · h/l scroll ",
+            first + 1,
+            first + cols.len() - 1,
+            ncol
+        ));
+    }
+    let block = super::render::block(ratatui::text::Line::from(title), true, th);
+    let inner = block.inner(boxed);
+    ratatui::widgets::Widget::render(block, boxed, buf);
     let draw = |buf: &mut Buffer, y: u16, row: &[(Role, String)], selected: bool| {
         let mut x = inner.x;
         let right = inner.x + inner.width;
-        for (c, (role, t)) in row.iter().enumerate() {
+        for &c in &cols {
+            let Some((role, t)) = row.get(c) else { break };
             if x >= right {
                 break;
             }
@@ -436,9 +489,10 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
                 style = style.patch(th.style(Role::Selection));
             }
             let w = if c + 1 == ncol { (right - x) as usize } else { widths[c] };
-            let text = crate::report::cut(t, w);
-            let end = buf.set_stringn(x, y, &text, (right - x) as usize, style).0;
-            x = (end).max(x + w as u16).min(right) + 2;
+            // Cut by display width (a CJK letter is two cells), so that the columns line up.
+            let text = super::render::fit(t, w);
+            buf.set_stringn(x, y, &text, (right - x) as usize, style);
+            x = (x + w as u16).min(right).saturating_add(2);
         }
     };
     if inner.height == 0 {
@@ -453,7 +507,6 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
         }
         draw(buf, y, row, k == v.selected);
     }
-    let _ = Style::default();
 }
 
 /// The context the keymap uses for the table.

@@ -334,7 +334,8 @@ pub fn run(job: Job) -> Action {
 }
 
 fn write(job: &Job) -> anyhow::Result<u64> {
-    let f = std::fs::File::create(&job.path)?;
+    // The prompt asked before replacing a file; a symbolic link there is still not followed.
+    let f = crate::export::command::create(&job.path, true)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
     let res = match &job.source {
         Source::Run { trace, snapshot: true } => {

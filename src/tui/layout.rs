@@ -160,10 +160,10 @@ pub fn diff(area: Rect, header_lines: usize) -> DiffLayout {
     }
 }
 
-/// The help overlay: centred, most of the screen.
+/// The most the help overlay takes: the screen less a margin (its lines decide how much of it).
 pub fn help(area: Rect) -> Rect {
-    let w = area.width.saturating_sub(8).min(90);
-    let h = area.height.saturating_sub(4);
+    let w = area.width.saturating_sub(4);
+    let h = area.height.saturating_sub(2);
     Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + (area.height - h) / 2,

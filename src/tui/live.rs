@@ -274,6 +274,7 @@ impl Loader {
         let mut sent: Option<Progress> = None;
         let mut slice = SLICE;
         let mut deferred = false;
+        let mut unsummarized = false;
         loop {
             if !self.wanted() {
                 return;
@@ -359,6 +360,10 @@ impl Loader {
                 }
             };
             restarted |= p.restarted;
+            // A change within SUMMARIES of the last summaries is summarized at a later wake
+            // (it was dropped: a root span that came right after its children never reached
+            // the list, whose row kept a child's name and part of the cost).
+            unsummarized |= !p.touched.is_empty();
             changed |= p.restarted || ours.is_some_and(|k| p.touched.contains(&k));
             let behind = f.behind();
             let loading = (behind > 0).then(|| Progress {
@@ -383,8 +388,9 @@ impl Loader {
                     // the update just sent, the last step of the load on screen. The open
                     // run's list entry has that count meanwhile (`run_update`).
                     deferred = true;
-                } else if (stale && !p.touched.is_empty()) || first {
+                } else if (stale && unsummarized) || first {
                     self.summaries(&f.sink.traces, ours);
+                    unsummarized = false;
                 }
                 // Caught up: wait for the next change.
                 let w =
@@ -663,6 +669,14 @@ fn quiet_for_at_least(path: &Path, d: Duration) -> bool {
     last.and_then(|t| t.elapsed().ok()).is_none_or(|e| e >= d)
 }
 
+/// The path a load error is about.
+fn error_path(e: &crate::formats::LoadError) -> &Path {
+    use crate::formats::LoadError::*;
+    match e {
+        Io { path, .. } | NotATrace { path, .. } | Invalid { path, .. } => path,
+    }
+}
+
 /// Runs summarized before the list hears of them (see `Watcher::discover`).
 const LIST_PART: usize = 500;
 
@@ -701,7 +715,12 @@ impl Watcher {
         // its first line): they are retried, not reported.
         if first {
             for e in &d.errors {
-                let _ = self.tx.send(Action::RunsProblem(e.to_string()));
+                // By its path: said once, and over once a run is listed below it (a
+                // directory watched while still empty, as `serve`'s spool is at its start,
+                // was said again at every scan and never cleared: "2 unreadable").
+                let _ = self
+                    .tx
+                    .send(Action::RunProblem(error_path(e).to_path_buf(), e.to_string()));
             }
         }
         let mut new: Vec<RunRef> = Vec::new();
@@ -860,5 +879,47 @@ impl Watcher {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::State;
+    use crate::tui::update::update;
+
+    /// `serve`'s spool is a directory watched while still empty (issue 37): it is not listed
+    /// as unreadable once its runs appear, however many scans saw it empty.
+    #[test]
+    fn an_empty_directory_watched_is_not_unreadable_once_runs_appear_in_it() {
+        let d = tempfile::tempdir().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut w = Watcher {
+            paths: vec![d.path().to_path_buf()],
+            places: None,
+            forced: None,
+            failing: HashMap::new(),
+            skipped: Default::default(),
+            tx,
+            sh: Shared::default(),
+            known: HashMap::new(),
+            running: HashMap::new(),
+        };
+        assert!(!w.discover(true));
+        assert!(!w.discover(false), "scanned again while empty");
+        std::fs::write(
+            d.path().join("otlp-1.jsonl"),
+            "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":\"0af7651916cd43dd8448eb211c80319c\",\"spanId\":\"00f067aa0ba902b7\",\"name\":\"root\",\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"2\"}]}]}]}\n",
+        )
+        .unwrap();
+        assert!(w.discover(false));
+        drop(w);
+        let mut s = State::new(Keymap::default(), (120, 40));
+        for a in rx.try_iter() {
+            update(&mut s, a);
+        }
+        assert_eq!(s.runs.entries.len(), 1);
+        assert!(s.runs.problems.is_empty(), "{:?}", s.runs.problems);
     }
 }

@@ -1246,3 +1246,72 @@ fn the_last_update_of_a_load_shows_the_root_s_totals_from_the_full_count() {
     assert_eq!(shown.text(), fresh.text());
     assert!(shown.text().contains("gpt-4o"), "{}", shown.text());
 }
+
+/// `serve` (issue 37): spans are exported as they end, so a live run's first span is a child
+/// (an LLM call named after its model) and its root comes last. Once the root has come, the
+/// run's row has the root's name and the whole run's cost, not the first child's.
+#[test]
+fn a_live_runs_row_takes_the_root_s_name_and_the_whole_cost_when_the_root_comes() {
+    use crate::model::{RunMeta, RunStatus, Usage};
+    let call = |t: &mut Trace, k: u64| {
+        t.add(NewEvent {
+            id: Some(if k == 1 { "c1" } else { "c2" }),
+            parent: Parent::Id("root"),
+            model: Some("gpt-4o"),
+            usage: Some(Usage {
+                input: Some(1000 * k),
+                output: Some(100 * k),
+                ..Default::default()
+            }),
+            start: Some(k as i64 * 1000),
+            ..NewEvent::new(EventKind::LlmCall, "gpt-4o")
+        });
+    };
+    let d = crate::source::discover(&[PathBuf::from("sample-traces/runs/agentdbg-refund-ok")], None);
+    let mut t = Trace::new(RunMeta {
+        name: Some("gpt-4o".into()),
+        status: RunStatus::Running,
+        ..Default::default()
+    });
+    call(&mut t, 1);
+    let trace = shared(t);
+    let mut s = State::new(Keymap::default(), (120, 40));
+    update(&mut s, Action::RunsFound(super::entries(&d.runs[0]).unwrap()));
+    s.pending_entry = Some(0);
+    let generation = s.load_gen;
+    let publish = |s: &mut State| {
+        update(
+            s,
+            Action::RunUpdate {
+                generation,
+                trace: trace.clone(),
+                loading: None,
+                restarted: false,
+            },
+        )
+    };
+    publish(&mut s);
+    assert_eq!(s.runs.entries[0].summary.name.as_deref(), Some("gpt-4o"));
+    // The second call, then the root: the run is named after it and has ended.
+    {
+        let mut t = trace.write().unwrap();
+        call(&mut t, 2);
+        t.add(NewEvent {
+            id: Some("root"),
+            start: Some(0),
+            ..NewEvent::new(EventKind::Run, "invoke_agent weather")
+        });
+        t.meta.name = Some("invoke_agent weather".into());
+        t.meta.status = RunStatus::Ok;
+        t.finalize();
+    }
+    publish(&mut s);
+    let t = read(&trace);
+    let sm = &s.runs.entries[0].summary;
+    assert_eq!(sm.name.as_deref(), Some("invoke_agent weather"));
+    assert_eq!(sm.status, RunStatus::Ok);
+    assert_eq!(sm.tokens, Some(3300));
+    let whole = crate::cost::usage::run_cost(&t, super::config::prices()).total;
+    assert_eq!(sm.cost.as_ref(), Some(&whole));
+    assert!(whole.micros > 0 && whole.calls == 2, "{whole:?}");
+}

@@ -350,7 +350,15 @@ fn run_update(s: &mut State, generation: u64, trace: SharedTrace, loading: Optio
         && let Some(e) = r.entry.and_then(|i| s.runs.entries.get_mut(i))
     {
         let sm = &mut e.summary;
-        sm.status = read(&r.trace).meta.status;
+        let t = read(&r.trace);
+        sm.status = t.meta.status;
+        // The name and cost too: a live run's first span is often a child (OTLP exports
+        // spans as they end), and its row kept that child's name and cost after the root came.
+        if t.meta.name.is_some() {
+            sm.name = t.meta.name.clone();
+        }
+        drop(t);
+        sm.cost = Some(r.cost.total.clone());
         sm.events = Some(r.counts.events);
         sm.tool_calls = Some(r.counts.tool_calls);
         sm.llm_calls = Some(r.counts.llm_calls);
@@ -687,8 +695,14 @@ fn command(s: &mut State, c: Command) {
                 s.help = None;
                 s.problems_open = false;
             }
-            Command::Down => s.help = s.help.map(|o| o + 1),
-            Command::Up => s.help = s.help.map(|o| o.saturating_sub(1)),
+            c if is_move(c) => {
+                // The usual keys: j/k, arrows, pages, g/G; never past the last line.
+                let a = area(s);
+                let max = crate::tui::render::help::max_offset(s, a);
+                let page = crate::tui::render::help::page(s, a);
+                let o = s.help.unwrap_or(0).min(max);
+                s.help = Some(move_sel(o, max + 1, c, page));
+            }
             _ => {}
         }
         return;
@@ -1323,7 +1337,7 @@ fn copy_text(s: &mut State, text: String, what: &str, note: &str) {
 
 fn click(s: &mut State, x: u16, y: u16) {
     if s.help.is_some() {
-        if !layout::contains(layout::help(area(s)), x, y) {
+        if !layout::contains(crate::tui::render::help::area(s, area(s)), x, y) {
             s.help = None;
         }
         return;
@@ -1397,8 +1411,9 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
         }
     };
     if let Some(o) = s.help {
+        let max = crate::tui::render::help::max_offset(s, area(s));
         s.help = Some(if down {
-            o + WHEEL_STEP
+            (o + WHEEL_STEP).min(max)
         } else {
             o.saturating_sub(WHEEL_STEP)
         });

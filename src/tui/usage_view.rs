@@ -238,44 +238,6 @@ pub fn run_lines(rc: &RunCost) -> Vec<Line> {
     out
 }
 
-/// What the run header adds after its token count: the kinds and the cost, and the cost by
-/// model when the run used several (`in 15 · cache r 2,700 w 300 · out 44 · $0.0123`).
-pub fn header_text(rc: &RunCost) -> Option<String> {
-    let t = &rc.total;
-    if t.total_tokens == 0 && t.micros == 0 && t.unknown == 0 {
-        return None;
-    }
-    let k = &t.tokens;
-    let mut s = format!("in {}", thousands(k.input));
-    if k.cache_read + k.cache_write > 0 {
-        s.push_str(&format!(
-            " · cache r {} w {}",
-            thousands(k.cache_read),
-            thousands(k.cache_write)
-        ));
-    }
-    s.push_str(&format!(" · out {}", thousands(k.output)));
-    if k.reasoning > 0 {
-        s.push_str(&format!(" · reasoning {}", thousands(k.reasoning)));
-    }
-    s.push_str(&format!(" · cost {}", t.cost_text()));
-    if rc.by_model.len() > 1 {
-        let parts: Vec<String> = rc
-            .by_model
-            .iter()
-            .map(|(m, mt)| {
-                format!(
-                    "{} {}",
-                    sanitize::line(if m.is_empty() { "?" } else { m }),
-                    mt.cost_text()
-                )
-            })
-            .collect();
-        s.push_str(&format!(" ({})", parts.join(", ")));
-    }
-    Some(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

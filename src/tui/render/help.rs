@@ -10,6 +10,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Widget};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// What the runs list could not list ("N unreadable" in its title): which path, and why;
 /// and the directories the scan left out.
@@ -206,11 +207,117 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
     out
 }
 
-pub fn render(buf: &mut Buffer, area: Rect, s: &State, offset: usize, th: &Theme) {
+/// The key column's width: the widest key, at most a third of the box.
+fn key_width(all: &[(String, String, Role)], inner_w: u16) -> u16 {
+    let widest = all
+        .iter()
+        .filter(|(_, _, r)| *r != Role::Section)
+        .map(|(k, _, _)| k.width() as u16 + 2)
+        .max()
+        .unwrap_or(0);
+    widest.clamp(8, 24).min(inner_w / 3)
+}
+
+/// The overlay's box: as wide as its longest line needs (a line is wrapped, not cut, when
+/// the screen is narrower), as tall as its lines, within the screen less a margin.
+pub fn area(s: &State, screen: Rect) -> Rect {
+    let max = layout::help(screen);
+    let all = lines(s);
+    let kw = key_width(&all, max.width.saturating_sub(2));
+    let want = all
+        .iter()
+        .map(|(k, h, r)| {
+            if *r == Role::Section {
+                k.width() as u16 + 2
+            } else {
+                kw + 3 + h.width() as u16
+            }
+        })
+        .max()
+        .unwrap_or(0)
+        + 2;
+    // The title (`help · 1–30 of 74 · j/k PgUp/PgDn g/G scroll · ? or esc closes`) fits too.
+    let w = want.max(72).min(max.width);
+    let inner_w = w.saturating_sub(2);
+    let h = (rows(s, inner_w).len() as u16 + 2).min(max.height);
+    Rect {
+        x: screen.x + (screen.width - w) / 2,
+        y: screen.y + (screen.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+/// The overlay's screen lines at an inner width: (key, text, role), a long text wrapped onto
+/// lines of its own with no key.
+fn rows(s: &State, inner_w: u16) -> Vec<(String, String, Role)> {
+    let all = lines(s);
+    let kw = key_width(&all, inner_w);
+    let text_w = inner_w.saturating_sub(kw + 2).max(10) as usize;
+    let mut out = Vec::new();
+    for (k, h, role) in all {
+        if role == Role::Section || h.width() <= text_w {
+            out.push((k, h, role));
+            continue;
+        }
+        let mut key = Some(k);
+        for part in wrap(&h, text_w) {
+            out.push((key.take().unwrap_or_default(), part, role));
+        }
+    }
+    out
+}
+
+/// Split at spaces into lines of at most `w` cells (a word longer than that is cut into
+/// pieces of `w`).
+fn wrap(text: &str, w: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let sep = usize::from(!cur.is_empty());
+        if cur.width() + sep + word.width() <= w {
+            if sep == 1 {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+            continue;
+        }
+        if !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        for c in word.chars() {
+            if cur.width() + c.width().unwrap_or(0) > w {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The largest first line the overlay can start at (its last line at the bottom).
+pub fn max_offset(s: &State, screen: Rect) -> usize {
+    let a = area(s, screen);
+    let inner = layout::inner(a);
+    rows(s, inner.width).len().saturating_sub(inner.height as usize)
+}
+
+/// Lines a page moves.
+pub fn page(s: &State, screen: Rect) -> usize {
+    (layout::inner(area(s, screen)).height as usize)
+        .saturating_sub(1)
+        .max(1)
+}
+
+pub fn render(buf: &mut Buffer, screen: Rect, s: &State, offset: usize, th: &Theme) {
+    let area = area(s, screen);
     Clear.render(area, buf);
     let inner = layout::inner(area);
-    let all = lines(s);
-    let key_w = 22u16.min(inner.width / 3);
+    let all = rows(s, inner.width);
+    let key_w = key_width(&lines(s), inner.width);
     let offset = offset.min(all.len().saturating_sub(inner.height as usize));
     let (what, keys) = if s.problems_open && s.view == crate::tui::state::View::Runs {
         ("not listed", "! or esc")
@@ -223,7 +330,7 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, offset: usize, th: &Theme
     let title = if all.len() > inner.height as usize {
         let last = (offset + inner.height as usize).min(all.len());
         format!(
-            " {what} · {}–{last} of {} · j/k scroll · {keys} closes ",
+            " {what} · {}–{last} of {} · j/k PgUp/PgDn g/G scroll · {keys} closes ",
             offset + 1,
             all.len()
         )
@@ -253,5 +360,17 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, offset: usize, th: &Theme
             th.style(*role),
             inner.width.saturating_sub(key_w + 2),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_keeps_every_word_within_the_width() {
+        assert_eq!(wrap("the run failed badly", 10), ["the run", "failed", "badly"]);
+        assert_eq!(wrap("abcdefghijkl", 5), ["abcde", "fghij", "kl"]);
+        assert_eq!(wrap("", 5), [""]);
     }
 }

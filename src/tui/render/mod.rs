@@ -4,7 +4,10 @@
 mod detail;
 mod diff;
 mod export;
+pub(crate) mod fields;
+pub(crate) mod header;
 pub(crate) mod help;
+pub mod num;
 pub(crate) mod runs;
 mod stats;
 mod tree;
@@ -75,7 +78,7 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
                     }
                 }
                 title(buf, l.title, s, th, Some(&name), Some(&t));
-                tree::header(buf, l.header, r, &t, th);
+                header::render(buf, l.header, r, &t, th);
                 // Zoomed: the other pane has no room and is not drawn.
                 if !l.tree.is_empty() {
                     tree::render(buf, l.tree, r, &t, th);
@@ -94,7 +97,7 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
         }
     }
     if let Some(offset) = s.help {
-        help::render(buf, layout::help(area), s, offset, th);
+        help::render(buf, area, s, offset, th);
     }
     if let Some(p) = &s.export.prompt {
         export::render(buf, area, p, th);
@@ -163,7 +166,7 @@ fn fit_left(s: &str, width: usize) -> String {
 }
 
 /// Cut to a display width with an ellipsis.
-pub(super) fn fit(s: &str, width: usize) -> String {
+pub(crate) fn fit(s: &str, width: usize) -> String {
     if s.width() <= width {
         return s.to_string();
     }
@@ -202,8 +205,12 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>,
     };
     let badge = live_badge(s, trace);
     let bw = badge.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
-    let right = status_text(s);
-    let rw = right.as_ref().map(|(t, _)| t.width() as u16 + 1).unwrap_or(0);
+    // the breadcrumb keeps at least 30 cells; the message is fitted first so that the
+    // breadcrumb knows what is left (`› Bashcopied path` ran the two together)
+    let status_max = area.width.saturating_sub(bw + 30).max(area.width / 3);
+    let right = status_text(s).map(|(t, role)| (fit(&t, status_max as usize), role));
+    // two cells stand between the breadcrumb and the message
+    let rw = right.as_ref().map(|(t, _)| t.width() as u16 + 3).unwrap_or(0);
     let room = (area.x + area.width).saturating_sub(x + rw + bw);
     x = put(
         buf,
@@ -212,7 +219,7 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>,
         &(if trace.is_some() {
             fit_left(&crumb, room as usize)
         } else {
-            crumb
+            fit(&crumb, room as usize)
         }),
         th.style(Role::Text),
         room,
@@ -223,15 +230,7 @@ fn title(buf: &mut Buffer, area: Rect, s: &State, th: &Theme, run: Option<&str>,
         put_right(buf, end, area.y, t, th.style(*role), area.width / 3);
     }
     if let Some((t, role)) = right {
-        put_right(
-            buf,
-            end.saturating_sub(bw),
-            area.y,
-            &t,
-            th.style(role),
-            // the breadcrumb keeps at least 30 cells
-            area.width.saturating_sub(bw + 30).max(area.width / 3),
-        );
+        put_right(buf, end.saturating_sub(bw), area.y, &t, th.style(role), status_max);
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::{block, fit, put, put_right};
 use crate::model::Trace;
-use crate::model::{EventKind, Status, format_duration, format_ts};
+use crate::model::{EventKind, Status, format_duration};
 use crate::search::fuzzy::Fuzzy;
 use crate::tui::detail::kind_icon;
 use crate::tui::gist::{fit_numbers, llm_parts};
@@ -32,85 +32,6 @@ pub fn status_role(s: Status) -> Role {
         Status::Error => Role::Error,
         Status::Pending => Role::Pending,
         Status::Unknown => Role::Unknown,
-    }
-}
-
-pub fn header(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) {
-    let m = &t.meta;
-    let right = area.x + area.width;
-    let (st, role) = super::runs::status_cell(m.status);
-    let y = area.y;
-    let mut x = put(buf, area.x + 1, y, st, th.style(role), area.width);
-    let name = crate::sanitize::line(m.name.as_deref().unwrap_or(&m.id)).into_owned();
-    let mut facts = vec![("format", m.format.to_string())];
-    if let Some(model) = &r.model {
-        facts.push(("model", crate::sanitize::line(model).into_owned()));
-    }
-    if let Some(t) = r.span.0 {
-        facts.push(("started", format_ts(t)));
-    }
-    if let (Some(a), Some(b)) = r.span {
-        facts.push(("took", format_duration(b - a)));
-    }
-    // A long name gives way (cut with …) so that the times stay on screen.
-    use unicode_width::UnicodeWidthStr;
-    let facts_w: usize = facts.iter().map(|(k, v)| 3 + k.width() + v.width()).sum();
-    let room = (right.saturating_sub(x + 2) as usize).saturating_sub(facts_w).max(12);
-    x = put(
-        buf,
-        x + 2,
-        y,
-        &super::fit(&name, room),
-        th.style(Role::Title),
-        right.saturating_sub(x + 2),
-    );
-    for (k, v) in facts {
-        x = put(buf, x + 2, y, k, th.style(Role::Dim), right.saturating_sub(x + 2));
-        x = put(buf, x + 1, y, &v, th.style(Role::Text), right.saturating_sub(x + 1));
-    }
-    let c = &r.counts;
-    let y = area.y + 1;
-    let mut x = area.x + 1;
-    let plural = |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
-    let error_role = if c.errors > 0 { Role::Error } else { Role::Text };
-    let tokens = if c.tokens > 0 { c.tokens.to_string() } else { "-".into() };
-    let items = [
-        (plural(c.events, "event", "events"), c.events.to_string(), Role::Text),
-        (
-            plural(c.tool_calls, "tool call", "tool calls"),
-            c.tool_calls.to_string(),
-            Role::Text,
-        ),
-        (
-            plural(c.llm_calls, "LLM call", "LLM calls"),
-            c.llm_calls.to_string(),
-            Role::Text,
-        ),
-        (plural(c.errors, "error", "errors"), c.errors.to_string(), error_role),
-        ("tokens", tokens, Role::Text),
-    ];
-    for (i, (k, v, role)) in items.iter().enumerate() {
-        if i > 0 {
-            x = put(buf, x, y, " · ", th.style(Role::Dim), right.saturating_sub(x));
-        }
-        x = put(buf, x, y, v, th.style(*role), right.saturating_sub(x));
-        x = put(buf, x + 1, y, k, th.style(Role::Dim), right.saturating_sub(x + 1));
-    }
-    if let Some(cost) = crate::tui::usage_view::header_text(&r.cost) {
-        x = put(buf, x, y, " · ", th.style(Role::Dim), right.saturating_sub(x));
-        x = put(buf, x, y, &cost, th.style(Role::Text), right.saturating_sub(x));
-    }
-    for b in t.meta.badges() {
-        let b = format!(" · ⚠ {}", crate::sanitize::line(&b));
-        x = put(buf, x, y, &b, th.style(Role::Warning), right.saturating_sub(x));
-    }
-    let diags = t.diagnostics.len();
-    if diags > 0 {
-        let t = format!(
-            " · {diags} load problem{} (! lists them)",
-            if diags == 1 { "" } else { "s" }
-        );
-        put(buf, x, y, &t, th.style(Role::Warning), right.saturating_sub(x));
     }
 }
 
