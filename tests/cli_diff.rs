@@ -37,7 +37,9 @@ fn passed_exits_0() {
     diff(&snap("trip.snap.json"), &snap("passed.current.json"), &[])
         .code(0)
         .stdout(predicate::str::starts_with("PASSED\n"))
-        .stdout(predicate::str::contains("  tools[1] forecast\n"));
+        .stdout(predicate::str::contains(
+            "  tools[1] forecast  lat=38.72 lon=-9.14 days=2\n",
+        ));
 }
 
 #[test]
@@ -46,7 +48,8 @@ fn changed_calls_are_marked_and_exit_1() {
         .code(1)
         .stdout(predicate::str::starts_with("TOOLS_CHANGED\n"))
         .stdout(predicate::str::contains(
-            "~ tools[1] forecast\n      tools[1].args.days: 2 → 3\n",
+            // The row's gist, the current run's after an arrow when it differs.
+            "~ tools[1] forecast  lat=38.72 lon=-9.14 days=2 → lat=38.72 lon=-9.14 days=3\n      tools[1].args.days: 2 → 3\n",
         ))
         .stdout(predicate::str::contains("+ tools[3] restaurants\n"))
         .stdout(predicate::str::contains("tool calls  3 → 4  +1 (+33.3%)"));
@@ -60,7 +63,7 @@ fn removed_and_moved_calls_are_marked() {
     diff(&snap("trip.snap.json"), &snap("reordered.current.json"), &[])
         .code(1)
         .stdout(predicate::str::starts_with("TOOLS_REORDERED\n"))
-        .stdout(predicate::str::contains("! tools[2]→tools[1] events\n"));
+        .stdout(predicate::str::contains("! tools[2]→tools[1] events  Lisbon\n"));
 }
 
 #[test]

@@ -125,7 +125,10 @@ fn hostile_strings_render_escaped_in_every_layout() {
         assert!(!text.contains('\u{202e}'), "{text}");
     }
     assert!(
-        screens[0].contains("args.url: http://evil.example/\\x1b]0;ARGS-TITLE\\x07"),
+        // The call's gist (its URL), then the changed path, both escaped.
+        screens[0].contains(
+            "fetch_page  http://evil.example/\\x1b]0;ARGS-TITLE\\x07  args.url: http://evil.example/\\x1b]0;ARGS-TITLE"
+        ),
         "{}",
         screens[0]
     );

@@ -44,6 +44,7 @@ summary:hover{background:var(--code)}
 details[open]>summary .nm::before{content:"\25BE"}
 details.leaf>summary .nm::before{content:"\00B7"}
 .k{display:inline-block;min-width:4.2em;font-size:.78rem;color:var(--mut);text-transform:uppercase}
+.g{color:var(--mut);font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85rem}
 .k-tool{color:var(--tool)}.k-llm{color:var(--llm)}.k-message{color:var(--msg)}
 .st{font-size:.85rem}.st-error{color:var(--err);font-weight:600}.st-ok{color:var(--ok)}
 .d{text-align:right;color:var(--mut);font-variant-numeric:tabular-nums}
@@ -253,6 +254,16 @@ fn event(
         kind,
         esc(&crate::sanitize::line(t.name(i)))
     );
+    // What a call did (its command, its file): past the page's bound its payload is not
+    // shown, but its row still says it.
+    let gist = if with_payload {
+        formats::gist::from_payload(t, e, &p)
+    } else {
+        formats::gist::of(t, e)
+    };
+    if let Some(g) = gist {
+        let _ = write!(s, " <span class=\"g\">{}</span>", esc(&g));
+    }
     if let Some(n) = e.usage.get().and_then(|u| u.sum()) {
         let _ = write!(s, " <span class=\"k\">{n} tok</span>");
     }
@@ -392,4 +403,21 @@ fn usage(s: &mut String, u: &Usage) {
         let _ = write!(s, "<tr><td>cost</td><td>{}</td></tr>", crate::cost::dollars(c));
     }
     s.push_str("</table></div>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_says_what_each_call_did() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/session.jsonl");
+        let t = formats::load(&path, None).unwrap().traces.remove(0);
+        let mut out = Vec::new();
+        write(&t, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        for g in ["/home/dev/proj/notes.txt", "ls missing/", "wc -w notes.txt"] {
+            assert!(out.contains(&format!("<span class=\"g\">{g}</span>")), "{g}");
+        }
+    }
 }

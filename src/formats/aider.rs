@@ -62,6 +62,9 @@ const ERROR_STARTS: [&str; 6] = [
 ];
 
 impl Format for Aider {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "aider"
     }
@@ -648,6 +651,11 @@ fn without_thinking(text: &str) -> String {
     out.join("\n").trim().to_string()
 }
 
+/// A call's gist: the file an applied edit changed, the shell command aider ran.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    super::gist::key_or_generic(name, input, &["path", "command"])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1010,5 +1018,24 @@ ok
         let u = parse_tokens("6.3k sent, 55 received. Cost: $0.0084 message, $0.0084 session.");
         assert_eq!(u.cost, Some(8_400));
         assert!(parse_tokens("garbage").is_empty());
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn edits_and_commands() {
+        // The inputs `decode_payload` makes of `> Applied edit to X` and `> Running X`.
+        assert_eq!(
+            Aider.gist("edit", &json!({"path": "CONVENTIONS.md"})).as_deref(),
+            Some("CONVENTIONS.md")
+        );
+        assert_eq!(
+            Aider.gist("shell", &json!({"command": "pytest -q"})).as_deref(),
+            Some("pytest -q")
+        );
     }
 }

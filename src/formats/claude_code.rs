@@ -89,6 +89,9 @@ const ENVELOPE: [&str; 14] = [
 const MAX_SPAN: u64 = 64 << 20;
 
 impl Format for ClaudeCode {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "claude-code"
     }
@@ -2397,6 +2400,33 @@ fn system_error_payload(v: &Value, out: &mut Payload) {
     out.extra.push(("record".into(), rest_of(v, &["error"])));
 }
 
+/// A call's gist by Claude Code's own tools (the `tools` it sends with each request): the
+/// command, the file, the pattern, the URL or query, a Task's description, the to-do in
+/// progress; an MCP tool's (`mcp__<server>__<tool>`) first argument.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{first_arg, generic, key_or_generic, todos};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "Bash" | "bash" | "PowerShell" => by(&["command"]),
+        "Read" | "Write" | "Edit" | "MultiEdit" => by(&["file_path"]),
+        "NotebookEdit" | "NotebookRead" => by(&["notebook_path"]),
+        "Grep" | "Glob" => by(&["pattern"]),
+        "LS" => by(&["path"]),
+        "WebFetch" => by(&["url"]),
+        "WebSearch" => by(&["query"]),
+        "Task" | "Agent" => by(&["description", "prompt"]),
+        "TodoWrite" => input
+            .get("todos")
+            .and_then(|t| todos(t, &["activeForm", "content"], "status"))
+            .or_else(|| generic(name, input)),
+        "BashOutput" | "KillShell" | "KillBash" => by(&["bash_id", "shell_id"]),
+        "Skill" => by(&["skill", "command"]),
+        "SlashCommand" => by(&["command"]),
+        n if n.starts_with("mcp__") => first_arg(input),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3108,5 +3138,62 @@ mod tests {
             })
             .to_string()
         })
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        ClaudeCode.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // Inputs as Claude Code 2.1 writes them in `tool_use` blocks.
+        let cmd = json!({"command": "git status --short", "description": "Check git status"});
+        assert_eq!(g("Bash", cmd).as_deref(), Some("git status --short"));
+        assert_eq!(
+            g("Read", json!({"file_path": "/src/main.rs", "offset": 10})).as_deref(),
+            Some("/src/main.rs")
+        );
+        let write = json!({"file_path": "/tmp/hello.sh", "content": "#!/bin/bash\necho hi\n"});
+        assert_eq!(g("Write", write).as_deref(), Some("/tmp/hello.sh"));
+        let edit = json!({"replace_all": false, "file_path": "/a.py", "old_string": "x", "new_string": "y"});
+        assert_eq!(g("Edit", edit).as_deref(), Some("/a.py"));
+        assert_eq!(
+            g("MultiEdit", json!({"file_path": "/b.py", "edits": []})).as_deref(),
+            Some("/b.py")
+        );
+        let nb = json!({"notebook_path": "/n.ipynb", "new_source": "print(1)"});
+        assert_eq!(g("NotebookEdit", nb).as_deref(), Some("/n.ipynb"));
+        let grep = json!({"pattern": "fn main", "path": "/src", "output_mode": "content"});
+        assert_eq!(g("Grep", grep).as_deref(), Some("fn main"));
+        assert_eq!(g("Glob", json!({"pattern": "**/*.rs"})).as_deref(), Some("**/*.rs"));
+        let fetch = json!({"url": "https://example.com/x", "prompt": "Summarize"});
+        assert_eq!(g("WebFetch", fetch).as_deref(), Some("https://example.com/x"));
+        assert_eq!(
+            g("WebSearch", json!({"query": "rust tui"})).as_deref(),
+            Some("rust tui")
+        );
+        let task = json!({"description": "Count lines", "prompt": "S3-SUB: count", "subagent_type": "general-purpose"});
+        assert_eq!(g("Agent", task.clone()).as_deref(), Some("Count lines"));
+        assert_eq!(g("Task", task).as_deref(), Some("Count lines"));
+        let todos = json!({"todos": [
+            {"content": "Read the loader", "status": "completed", "activeForm": "Reading the loader"},
+            {"content": "Fix it", "status": "in_progress", "activeForm": "Fixing it"}
+        ]});
+        assert_eq!(g("TodoWrite", todos).as_deref(), Some("1/2 done · Fixing it"));
+        let mcp = json!({"owner": "acme", "repo": "app", "issue_number": 7});
+        assert_eq!(g("mcp__github__get_issue", mcp).as_deref(), Some("acme"));
+        assert_eq!(g("mcp__x__ping", json!({"n": 3})).as_deref(), Some("3"));
+        // Tools it does not name: the first short string argument.
+        assert_eq!(
+            g("ExitPlanMode", json!({"plan": "1. Do it"})).as_deref(),
+            Some("1. Do it")
+        );
+        assert_eq!(g("Bash", json!({})), None);
     }
 }

@@ -99,6 +99,9 @@ const ERROR_STARTS: [&str; 5] = [
 ];
 
 impl Format for Cline {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "cline"
     }
@@ -1285,6 +1288,40 @@ fn result_payload(raw: &[u8], error: bool, p: &mut Payload) {
     p.output = Some(out);
 }
 
+/// A call's gist by Cline's tools (`src/core/prompts`, `ClineDefaultTool`): the command, the
+/// file (`path`, newer `absolutePath`), the search's regex, the browser's URL or action, an
+/// MCP call's tool and first argument.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{first_arg, generic, key, key_or_generic};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "execute_command" => by(&["command"]),
+        "read_file"
+        | "write_to_file"
+        | "replace_in_file"
+        | "list_files"
+        | "list_code_definition_names"
+        | "new_rule" => by(&["path", "absolutePath"]),
+        "search_files" => by(&["regex"]),
+        "browser_action" => by(&["url", "action"]),
+        "web_fetch" => by(&["url"]),
+        "web_search" => by(&["query"]),
+        "use_mcp_tool" => {
+            let tool = key(input, &["tool_name"]);
+            let args = input.get("arguments").map(super::decode_embedded);
+            match (tool, args.as_ref().and_then(first_arg)) {
+                (Some(t), Some(a)) => Some(format!("{t} {a}")),
+                (t, a) => t.or(a).or_else(|| generic(name, input)),
+            }
+        }
+        "access_mcp_resource" => by(&["uri"]),
+        "ask_followup_question" => by(&["question"]),
+        "attempt_completion" => by(&["result"]),
+        "new_task" => by(&["context"]),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1641,5 +1678,36 @@ mod tests {
         );
         assert!(result_head("[note] something").is_none());
         assert!(result_head("plain").is_none());
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        Cline.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // `tool_use` inputs as Cline 3.51 writes them (and the XML tags' parameters).
+        let r = json!({"path": "ActionSystem.cs", "task_progress": "- [ ] Analyze"});
+        assert_eq!(g("read_file", r).as_deref(), Some("ActionSystem.cs"));
+        let w = json!({"absolutePath": "/w/BeginTurnGA.cs", "content": "using UnityEngine;"});
+        assert_eq!(g("write_to_file", w).as_deref(), Some("/w/BeginTurnGA.cs"));
+        let s = json!({"path": ".", "regex": "ServerRpc|ClientRpc", "file_pattern": "*.cs"});
+        assert_eq!(g("search_files", s).as_deref(), Some("ServerRpc|ClientRpc"));
+        let c = json!({"command": "cd /w && dotnet run", "requires_approval": false});
+        assert_eq!(g("execute_command", c).as_deref(), Some("cd /w && dotnet run"));
+        let m = json!({"server_name": "github", "tool_name": "get_issue", "arguments": "{\"number\": 7}"});
+        assert_eq!(g("use_mcp_tool", m).as_deref(), Some("get_issue 7"));
+        let b = json!({"action": "launch", "url": "http://localhost:3000"});
+        assert_eq!(g("browser_action", b).as_deref(), Some("http://localhost:3000"));
+        assert_eq!(
+            g("attempt_completion", json!({"result": "Done.\n\nAll good"})).as_deref(),
+            Some("Done.\n\nAll good")
+        );
     }
 }

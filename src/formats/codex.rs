@@ -222,6 +222,9 @@ const CALL_EVENTS: [&str; 28] = [
 ];
 
 impl Format for Codex {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "codex"
     }
@@ -3207,6 +3210,50 @@ fn record_payload(out: &mut Payload, ty: &str, pty: &str, p: &Value, v: &Value) 
     }
 }
 
+/// A call's gist by Codex's tools: the command of `shell` / `shell_command` / `local_shell`
+/// (a list of words, or `bash -lc <script>`: the script) and `exec_command` (`cmd`), the files
+/// an `apply_patch` touches (its input is the patch), a web search's query or page, the plan
+/// step in progress, the sub-agent tools' message or targets (`multi_agent_v1`), an MCP
+/// tool's (`mcp__<server>__<tool>`, `<server>.<tool>`) first argument.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{first_arg, generic, key, key_or_generic, patch_files, todos};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "shell" | "container.exec" | "shell_command" | "local_shell" => by(&["command", "cmd"]),
+        "exec_command" | "unified_exec" => by(&["cmd", "command"]),
+        "write_stdin" => by(&["chars", "session_id"]),
+        "apply_patch" => {
+            let patch = match input {
+                Value::String(s) => Some(s.as_str()),
+                _ => input
+                    .get("input")
+                    .or_else(|| input.get("patch"))
+                    .and_then(Value::as_str),
+            };
+            patch.and_then(patch_files).or_else(|| generic(name, input))
+        }
+        "web_search" => key(input, &["query", "url", "pattern"])
+            .or_else(|| {
+                input
+                    .get("queries")
+                    .and_then(|q| q.get(0))
+                    .and_then(|q| q.as_str().map(str::to_string))
+            })
+            .or_else(|| generic(name, input)),
+        "update_plan" => input
+            .get("plan")
+            .and_then(|p| todos(p, &["step"], "status"))
+            .or_else(|| generic(name, input)),
+        "view_image" => by(&["path"]),
+        "tool_search" => by(&["query"]),
+        "spawn_agent" => by(&["message", "prompt", "task"]),
+        "send_input" | "send_message" => by(&["message", "prompt"]),
+        "wait_agent" | "wait" => by(&["targets", "ids", "id"]),
+        n if n.starts_with("mcp__") || (n.contains('.') && n != "container.exec") => first_arg(input),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -4392,5 +4439,73 @@ mod tests {
         assert_eq!(get("response_id"), Some(Value::String("resp_compact".into())));
         assert_eq!(get("usage").unwrap()["output_tokens"], 2400);
         assert!(t.event(llms[1]).start.get() < t.event(c).start.get());
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        Codex.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // `arguments` as the rollouts hold them (decoded from their JSON string).
+        assert_eq!(g("shell", json!({"command": ["ls"]})).as_deref(), Some("ls"));
+        let sh = json!({"command": ["bash", "-lc", "cargo test -q"], "workdir": "/w", "timeout_ms": 120000});
+        assert_eq!(g("shell", sh).as_deref(), Some("cargo test -q"));
+        assert_eq!(
+            g("shell_command", json!({"command": "rg -n foo", "workdir": "/w"})).as_deref(),
+            Some("rg -n foo")
+        );
+        assert_eq!(
+            g("exec_command", json!({"cmd": "pytest -q", "workdir": "/workspace"})).as_deref(),
+            Some("pytest -q")
+        );
+        // local_shell_call: its `action`.
+        let ls = json!({"type": "exec", "command": ["git", "diff"], "timeout_ms": null});
+        assert_eq!(g("local_shell", ls).as_deref(), Some("git diff"));
+        // custom_tool_call apply_patch: the input is the patch text.
+        let patch = json!(
+            "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: notes.txt\n+hi\n*** End Patch"
+        );
+        assert_eq!(g("apply_patch", patch).as_deref(), Some("src/lib.rs, +notes.txt"));
+        let fpatch = json!({"input": "*** Begin Patch\n*** Delete File: old.rs\n*** End Patch"});
+        assert_eq!(g("apply_patch", fpatch).as_deref(), Some("-old.rs"));
+        // web_search_call: its `action`.
+        let ws = json!({"type": "search", "query": "example", "queries": ["example"], "url": null, "pattern": null});
+        assert_eq!(g("web_search", ws).as_deref(), Some("example"));
+        let open = json!({"type": "open_page", "url": "https://example.com"});
+        assert_eq!(g("web_search", open).as_deref(), Some("https://example.com"));
+        let plan = json!({"explanation": "x", "plan": [
+            {"step": "Read code", "status": "completed"},
+            {"step": "Write tests", "status": "in_progress"},
+            {"step": "Ship", "status": "pending"}
+        ]});
+        assert_eq!(g("update_plan", plan).as_deref(), Some("1/3 done · Write tests"));
+        let spawn = json!({"message": "S3-CODEX-SUB: count the lines of notes.txt"});
+        assert_eq!(
+            g("spawn_agent", spawn).as_deref(),
+            Some("S3-CODEX-SUB: count the lines of notes.txt")
+        );
+        let wait = json!({"targets": ["01a2221f-9259"], "timeout_ms": 20000});
+        assert_eq!(g("wait_agent", wait).as_deref(), Some("01a2221f-9259"));
+        assert_eq!(
+            g("example.example_tool", json!({"title": "example"})).as_deref(),
+            Some("example")
+        );
+        assert_eq!(g("mcp__fs__read", json!({"n": 2, "path": "a"})).as_deref(), Some("2"));
+        assert_eq!(
+            g("tool_search", json!({"query": "example"})).as_deref(),
+            Some("example")
+        );
+        assert_eq!(
+            g("view_image", json!({"path": "/tmp/a.png"})).as_deref(),
+            Some("/tmp/a.png")
+        );
+        assert_eq!(g("image_generation", json!("a red fox")).as_deref(), Some("a red fox"));
     }
 }

@@ -175,6 +175,9 @@ fn is_known_type(ty: &str) -> bool {
 const ENVELOPE: [&str; 3] = ["id", "timestamp", "parentId"];
 
 impl Format for CopilotCli {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "copilot-cli"
     }
@@ -1474,6 +1477,27 @@ fn take(v: &mut Value, k: &str) -> Option<Value> {
     v.get_mut(k).filter(|x| !x.is_null()).map(Value::take)
 }
 
+/// A call's gist by Copilot CLI's tools: the command (`bash`, `powershell`), the file
+/// (`view`, `edit`, `create`, `str_replace_editor`), the pattern, the URL or query, the
+/// intent it reports.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{first_arg, generic, key_or_generic};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "bash" | "powershell" | "shell" => by(&["command"]),
+        "view" | "edit" | "create" | "str_replace_editor" | "str_replace" | "insert" | "undo_edit" => {
+            by(&["path", "file_path"])
+        }
+        "grep" | "glob" | "rg" => by(&["pattern"]),
+        "web_fetch" | "fetch" => by(&["url"]),
+        "web_search" => by(&["query"]),
+        "report_intent" => by(&["intent"]),
+        "task" => by(&["description", "prompt"]),
+        n if n.starts_with("mcp__") || n.starts_with("github-mcp-server-") => first_arg(input),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2285,5 +2309,53 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        CopilotCli.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // `toolRequests[].arguments` as the sessions hold them.
+        assert_eq!(
+            g("bash", json!({"command": "ls", "description": "List files"})).as_deref(),
+            Some("ls")
+        );
+        assert_eq!(
+            g("view", json!({"path": "/repo/Cargo.toml"})).as_deref(),
+            Some("/repo/Cargo.toml")
+        );
+        let e = json!({"path": "/repo/a.rs", "old_str": "x", "new_str": "y"});
+        assert_eq!(g("edit", e).as_deref(), Some("/repo/a.rs"));
+        let c = json!({"file_text": "fn main() {}", "path": "/repo/b.rs"});
+        assert_eq!(g("create", c).as_deref(), Some("/repo/b.rs"));
+        let s = json!({"command": "view", "path": "/repo"});
+        assert_eq!(g("str_replace_editor", s).as_deref(), Some("/repo"));
+        assert_eq!(
+            g("grep", json!({"pattern": "fn main", "path": "src"})).as_deref(),
+            Some("fn main")
+        );
+        assert_eq!(
+            g("web_fetch", json!({"url": "https://docs.rs", "max_length": 5000})).as_deref(),
+            Some("https://docs.rs")
+        );
+        let q = json!({"query": "best Rust documentation generation tools"});
+        assert_eq!(
+            g("web_search", q).as_deref(),
+            Some("best Rust documentation generation tools")
+        );
+        let r = json!({"intent": "Investigating Rust doc tools"});
+        assert_eq!(g("report_intent", r).as_deref(), Some("Investigating Rust doc tools"));
+        assert_eq!(
+            g("task_complete", json!({"summary": "Done."})).as_deref(),
+            Some("Done.")
+        );
     }
 }

@@ -51,6 +51,9 @@ const SUBAGENTS: &str = "subagents";
 const NOTE: &str = "Cursor transcripts record no times: the run's time is the file's modification time";
 
 impl Format for Cursor {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "cursor"
     }
@@ -921,6 +924,27 @@ fn take(v: &mut Value, k: &str) -> Option<Value> {
     v.get_mut(k).filter(|x| !x.is_null()).map(Value::take)
 }
 
+/// A call's gist by Cursor's agent tools (Claude Code's names in its transcripts, and
+/// Cursor's own): the command, the file, the pattern, the URL or query, a subagent's prompt.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{first_arg, generic, key_or_generic};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "Bash" | "Shell" | "run_terminal_cmd" | "run_terminal_command" => by(&["command"]),
+        "Read" | "Write" | "Edit" | "MultiEdit" | "StrReplace" | "Delete" | "read_file" | "edit_file"
+        | "delete_file" => by(&["file_path", "path", "target_file"]),
+        "Grep" | "Glob" | "grep_search" | "file_search" | "glob_file_search" => {
+            by(&["pattern", "query", "glob_pattern"])
+        }
+        "codebase_search" | "WebSearch" | "web_search" => by(&["query", "search_term"]),
+        "WebFetch" => by(&["url"]),
+        "LS" | "list_dir" => by(&["path", "target_directory"]),
+        "Agent" | "Task" => by(&["description", "prompt"]),
+        n if n.starts_with("mcp__") || n.starts_with("mcp_") => first_arg(input),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1579,5 +1603,36 @@ mod tests {
                 prop_assert!(!v.is_object() || !message_ok, "unread: {}", String::from_utf8_lossy(&line));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        Cursor.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // `tool_use` blocks' `input` as the transcripts hold them.
+        assert_eq!(g("Bash", json!({"command": "ls -la"})).as_deref(), Some("ls -la"));
+        assert_eq!(
+            g("Read", json!({"file_path": "file1.txt"})).as_deref(),
+            Some("file1.txt")
+        );
+        assert_eq!(
+            g("Agent", json!({"prompt": "List files"})).as_deref(),
+            Some("List files")
+        );
+        assert_eq!(
+            g("Grep", json!({"pattern": "TODO", "path": "src"})).as_deref(),
+            Some("TODO")
+        );
+        let e = json!({"target_file": "src/a.ts", "instructions": "fix", "code_edit": "..."});
+        assert_eq!(g("edit_file", e).as_deref(), Some("src/a.ts"));
+        assert_eq!(g("mcp__fs__stat", json!({"path": "/x"})).as_deref(), Some("/x"));
     }
 }

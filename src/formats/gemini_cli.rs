@@ -46,6 +46,9 @@ const WHAT: &str = "Gemini CLI records";
 const TYPES: [&str; 5] = ["user", "gemini", "info", "warning", "error"];
 
 impl Format for GeminiCli {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         ID
     }
@@ -1436,6 +1439,32 @@ fn load_document(path: &Path) -> Result<Option<Loaded>, LoadError> {
     d.sink.finish(WHAT).map(Some)
 }
 
+/// A call's gist by Gemini CLI's tools (`packages/core/src/tools`): the command, the file
+/// (`file_path`, older `absolute_path`), the pattern, the first URL of a `web_fetch` prompt,
+/// the query, the directory listed, the to-do in progress.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{first_url, generic, key, key_or_generic, todos};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "run_shell_command" => by(&["command"]),
+        "read_file" | "write_file" | "replace" | "edit" => by(&["file_path", "absolute_path", "path"]),
+        "read_many_files" => by(&["paths", "include"]),
+        "list_directory" | "ls" => by(&["dir_path", "path"]),
+        "glob" | "search_file_content" | "grep_search" | "grep" => by(&["pattern"]),
+        "web_fetch" => key(input, &["url"])
+            .or_else(|| input.get("prompt").and_then(Value::as_str).and_then(first_url))
+            .or_else(|| generic(name, input)),
+        "google_web_search" | "web_search" => by(&["query"]),
+        "save_memory" => by(&["fact"]),
+        "write_todos" => input
+            .get("todos")
+            .and_then(|t| todos(t, &["description"], "status"))
+            .or_else(|| generic(name, input)),
+        "invoke_agent" | "delegate_to_agent" => by(&["agent_name", "prompt"]),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2157,5 +2186,53 @@ mod tests {
         }
         assert!(calls > 150 && rewinds > 50 && sets > 50, "{calls} {rewinds} {sets}");
         assert!(skimmed > 300, "only {skimmed} records skimmed");
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        GeminiCli.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // `toolCalls[].args` as the recordings hold them.
+        let sh = json!({"command": "ls -F", "description": "List files in the current directory."});
+        assert_eq!(g("run_shell_command", sh).as_deref(), Some("ls -F"));
+        assert_eq!(
+            g("read_file", json!({"file_path": "README.md"})).as_deref(),
+            Some("README.md")
+        );
+        assert_eq!(
+            g("read_file", json!({"absolute_path": "/p/a.md"})).as_deref(),
+            Some("/p/a.md")
+        );
+        let w = json!({"content": "# GEMINI.md\nlong text", "file_path": "GEMINI.md"});
+        assert_eq!(g("write_file", w).as_deref(), Some("GEMINI.md"));
+        let r = json!({"old_string": "a", "file_path": "GEMINI.md", "allow_multiple": false, "new_string": "b"});
+        assert_eq!(g("replace", r).as_deref(), Some("GEMINI.md"));
+        assert_eq!(
+            g("glob", json!({"pattern": "**/*.py", "dir_path": "src"})).as_deref(),
+            Some("**/*.py")
+        );
+        let s = json!({"pattern": "TODO", "include": "*.rs"});
+        assert_eq!(g("search_file_content", s).as_deref(), Some("TODO"));
+        let f = json!({"prompt": "Summarize https://example.com/news and list the points"});
+        assert_eq!(g("web_fetch", f).as_deref(), Some("https://example.com/news"));
+        assert_eq!(
+            g("google_web_search", json!({"query": "gemini cli"})).as_deref(),
+            Some("gemini cli")
+        );
+        assert_eq!(g("list_directory", json!({"dir_path": "/p"})).as_deref(), Some("/p"));
+        let t = json!({"todos": [{"description": "Analyze", "status": "in_progress"}]});
+        assert_eq!(g("write_todos", t).as_deref(), Some("0/1 done · Analyze"));
+        let a = json!({"agent_name": "generalist", "prompt": "Count the lines"});
+        assert_eq!(g("invoke_agent", a).as_deref(), Some("generalist"));
+        let c = json!({"result": {"response": "done"}});
+        assert_eq!(g("complete_task", c), None);
     }
 }

@@ -85,6 +85,9 @@ const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 const ZIP_EMPTY: &[u8] = b"PK\x05\x06";
 
 impl Format for InspectAi {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "inspect-ai"
     }
@@ -2459,6 +2462,24 @@ fn call_status(payload: &Payload, pending: bool) -> Status {
     }
 }
 
+/// A call's gist by Inspect AI's standard tools (`inspect_ai.tool`): the command (`bash`'s
+/// `cmd`), the code (`python`), the file (`text_editor`), the URL or query; the rest by the
+/// generic rule (the task's own tools).
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{generic, key_or_generic};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "bash" | "bash_session" => by(&["cmd", "command", "input"]),
+        "python" => by(&["code"]),
+        "text_editor" => by(&["path"]),
+        "web_search" => by(&["query"]),
+        "web_browser_go" => by(&["url"]),
+        "think" => by(&["thought"]),
+        "submit" => by(&["answer"]),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3819,5 +3840,30 @@ mod tests {
                 proptest::prop_assert!(plain.contains(&v), "{} is not one of the events", v);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        InspectAi.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // A `tool` event's `arguments`.
+        assert_eq!(g("bash", json!({"cmd": "ls"})).as_deref(), Some("ls"));
+        assert_eq!(
+            g("python", json!({"code": "import os\nprint(os.getcwd())"})).as_deref(),
+            Some("import os\nprint(os.getcwd())")
+        );
+        let te = json!({"command": "view", "path": "/repo/a.py", "view_range": [1, 20]});
+        assert_eq!(g("text_editor", te).as_deref(), Some("/repo/a.py"));
+        assert_eq!(g("submit", json!({"answer": "42 eggs"})).as_deref(), Some("42 eggs"));
+        assert_eq!(g("add", json!({"x": 40, "y": 2})).as_deref(), Some("x=40 y=2"));
+        assert_eq!(g("read_note", json!({"name": "shopping"})).as_deref(), Some("shopping"));
     }
 }

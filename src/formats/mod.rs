@@ -23,6 +23,7 @@
 
 pub mod document;
 pub mod engine;
+pub mod gist;
 pub mod id_map;
 pub mod jsonl;
 mod probe;
@@ -222,6 +223,13 @@ pub trait Format: Sync {
     /// [`Format::load_nested`]). The default: `follow`.
     fn follow_nested(&self, path: &Path, _nested: Option<&[PathBuf]>) -> Option<jsonl::Follow> {
         self.follow(path)
+    }
+    /// What a call to the tool `name` with arguments `input` did, in a few words: the
+    /// argument that says it (a command, a path, a pattern, a URL), as written; [`gist`]
+    /// makes it one clean line. A format maps the tools its agent has; the default is the
+    /// [`gist::generic`] rule.
+    fn gist(&self, name: &str, input: &serde_json::Value) -> Option<String> {
+        gist::generic(name, input)
     }
 }
 

@@ -63,6 +63,9 @@ const JSON_LIMIT: u64 = 64 << 20;
 const COPY_TRIES: usize = 3;
 
 impl Format for OpenCode {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         FORMAT
     }
@@ -1752,6 +1755,28 @@ fn drift_message(b: &mut Builder, role: &str, m: MessageRec) {
     });
 }
 
+/// A call's gist by OpenCode's tools (`packages/opencode/src/tool`): the command, the file
+/// (`filePath`), the pattern, the URL or query, a task's description, the to-do in progress.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{first_arg, generic, key_or_generic, todos};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "bash" => by(&["command"]),
+        "read" | "write" | "edit" | "multiedit" | "patch" => by(&["filePath", "file_path", "path"]),
+        "list" | "ls" => by(&["path"]),
+        "glob" | "grep" => by(&["pattern"]),
+        "webfetch" => by(&["url"]),
+        "websearch" | "codesearch" => by(&["query"]),
+        "task" => by(&["description", "prompt"]),
+        "todowrite" => input
+            .get("todos")
+            .and_then(|t| todos(t, &["content"], "status"))
+            .or_else(|| generic(name, input)),
+        n if n.contains('_') && !n.starts_with("todo") => first_arg(input).or_else(|| generic(name, input)),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2641,5 +2666,49 @@ mod tests {
         }
         let c: Vec<_> = l.traces.iter().map(|t| t.counts().tool_calls).collect();
         assert_eq!(c, [3, 1]);
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        OpenCode.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // A `tool` part's `state.input`.
+        assert_eq!(
+            g("bash", json!({"command": "ls -la", "description": "List files"})).as_deref(),
+            Some("ls -la")
+        );
+        assert_eq!(
+            g("read", json!({"filePath": "/p/missing.md"})).as_deref(),
+            Some("/p/missing.md")
+        );
+        let w = json!({"filePath": "/p/notes.md", "content": "# Notes\nhello\n"});
+        assert_eq!(g("write", w).as_deref(), Some("/p/notes.md"));
+        let e = json!({"filePath": "/p/a.ts", "oldString": "a", "newString": "b"});
+        assert_eq!(g("edit", e).as_deref(), Some("/p/a.ts"));
+        assert_eq!(
+            g("grep", json!({"pattern": "TODO", "include": "*.ts"})).as_deref(),
+            Some("TODO")
+        );
+        assert_eq!(
+            g("webfetch", json!({"url": "https://x.dev", "format": "markdown"})).as_deref(),
+            Some("https://x.dev")
+        );
+        let t = json!({"description": "Count lines", "prompt": "SUBTASK-7", "subagent_type": "general"});
+        assert_eq!(g("task", t).as_deref(), Some("Count lines"));
+        let todo = json!({"todos": [{"content": "Plan", "status": "in_progress", "id": "1", "priority": "high"}]});
+        assert_eq!(g("todowrite", todo).as_deref(), Some("0/1 done · Plan"));
+        // MCP tools are `<server>_<tool>`: their first argument.
+        assert_eq!(
+            g("github_get_issue", json!({"issue": 7, "repo": "a/b"})).as_deref(),
+            Some("7")
+        );
     }
 }

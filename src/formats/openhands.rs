@@ -79,6 +79,9 @@ fn is_v0_event(v: &Value) -> bool {
 }
 
 impl Format for OpenHands {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "openhands"
     }
@@ -2368,6 +2371,26 @@ impl V1 {
 #[path = "openhands_oracle.rs"]
 mod oracle;
 
+/// A call's gist by OpenHands' tools and actions: the command (`execute_bash`, `terminal`,
+/// V0 `run`), the file (`str_replace_editor`, `file_editor`, V0 `read` / `write` / `edit`),
+/// the code of an IPython cell, the URL browsed, a thought or a message.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{generic, key_or_generic};
+    let by = |keys: &[&str]| key_or_generic(name, input, keys);
+    match name {
+        "execute_bash" | "terminal" | "bash" | "run" | "execute_powershell" | "CmdRunAction" => by(&["command"]),
+        "str_replace_editor" | "file_editor" | "edit" | "read" | "write" | "FileEditAction" | "FileReadAction"
+        | "FileWriteAction" => by(&["path"]),
+        "execute_ipython_cell" | "run_ipython" | "ipython" => by(&["code"]),
+        "browser" | "browse" | "web_read" | "fetch" => by(&["url", "code"]),
+        "browse_interactive" => by(&["browser_actions", "url"]),
+        "think" => by(&["thought"]),
+        "finish" => by(&["message", "final_thought", "thought"]),
+        "task_tracker" => by(&["command"]),
+        _ => generic(name, input),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3251,5 +3274,43 @@ mod tests {
         std::fs::write(&p, br#"[{"role": "user", "content": "hi"}]"#).unwrap();
         assert!(matches!(OpenHands.load(&p), Err(LoadError::NotATrace { .. })));
         assert!(matches!(OpenHands.load(d.path()), Err(LoadError::NotATrace { .. })));
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        OpenHands.gist(name, &input)
+    }
+
+    #[test]
+    fn each_tool_says_what_it_did() {
+        // V0 `args` (with the thought and the flags beside the command) and V1 actions.
+        let run = json!({"command": "mkdir -p /workspace/todo-app", "is_input": false, "thought": "First, ...", "blocking": false});
+        assert_eq!(
+            g("execute_bash", run.clone()).as_deref(),
+            Some("mkdir -p /workspace/todo-app")
+        );
+        assert_eq!(g("run", run).as_deref(), Some("mkdir -p /workspace/todo-app"));
+        let ed = json!({"path": "/workspace/game.py", "content": "", "start": 1, "end": -1, "thought": "I'll create the file."});
+        assert_eq!(g("str_replace_editor", ed).as_deref(), Some("/workspace/game.py"));
+        let fe =
+            json!({"command": "create", "path": "/ws/config.toml", "file_text": "[app]", "security_risk": "MEDIUM"});
+        assert_eq!(g("file_editor", fe).as_deref(), Some("/ws/config.toml"));
+        let t = json!({"command": "ls -la", "security_risk": "LOW"});
+        assert_eq!(g("terminal", t).as_deref(), Some("ls -la"));
+        assert_eq!(
+            g("run_ipython", json!({"code": "print(1)", "thought": ""})).as_deref(),
+            Some("print(1)")
+        );
+        assert_eq!(
+            g("browse", json!({"url": "http://localhost:8000"})).as_deref(),
+            Some("http://localhost:8000")
+        );
+        let f = json!({"message": "Created config.toml."});
+        assert_eq!(g("finish", f).as_deref(), Some("Created config.toml."));
     }
 }

@@ -65,6 +65,9 @@ use std::path::Path;
 pub struct Otlp;
 
 impl Format for Otlp {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "otlp-json"
     }
@@ -2348,6 +2351,30 @@ impl LineParser for Parser {
     }
 }
 
+/// A call's gist from `gen_ai.tool.call.arguments` (or OpenInference's `input.value`): the
+/// agents that export OTLP name their tools as in their own files, so their tools' arguments
+/// say it (`command`, a path, a pattern, a URL, a query), else the generic rule.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{first_arg, generic, key};
+    if name.starts_with("mcp__") {
+        return first_arg(input);
+    }
+    key(
+        input,
+        &[
+            "command",
+            "cmd",
+            "file_path",
+            "filePath",
+            "path",
+            "pattern",
+            "url",
+            "query",
+        ],
+    )
+    .or_else(|| generic(name, input))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3655,5 +3682,22 @@ mod tests {
                 "events": [{"name": "exception", "attributes": [{"key": "exception.message", "value": a}]}]
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn known_arguments_first() {
+        // `gen_ai.tool.call.arguments` of Claude Code's and Copilot's exports.
+        let bash = json!({"description": "List", "command": "ls -la"});
+        assert_eq!(Otlp.gist("Bash", &bash).as_deref(), Some("ls -la"));
+        let view = json!({"view_range": [1, 5], "path": "/r/a.rs"});
+        assert_eq!(Otlp.gist("view", &view).as_deref(), Some("/r/a.rs"));
+        assert_eq!(Otlp.gist("lookup", &json!({"city": "Oslo"})).as_deref(), Some("Oslo"));
+        assert_eq!(Otlp.gist("mcp__x__y", &json!({"n": 1})).as_deref(), Some("1"));
     }
 }

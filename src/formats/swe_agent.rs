@@ -127,6 +127,9 @@ fn shape(v: &Value, traj_path: bool) -> Option<Shape> {
 }
 
 impl Format for SweAgent {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
     fn id(&self) -> &'static str {
         "swe-agent"
     }
@@ -1281,6 +1284,19 @@ fn complete(t: &mut Trace, w: Waiting, failed: bool, ts: Option<i64>, at: Origin
 #[path = "swe_agent_oracle.rs"]
 mod oracle;
 
+/// A call's gist: the action line SWE-agent ran (`open "src/a.py" 293`, `edit 1:1`), its
+/// first line (an edit's replacement text follows it); of a function call, its command.
+fn tool_gist(name: &str, input: &Value) -> Option<String> {
+    use super::gist::{generic, key_or_generic};
+    match input {
+        Value::String(s) => s.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string),
+        _ => match name {
+            "bash" | "str_replace_editor" => key_or_generic(name, input, &["command", "path"]),
+            _ => generic(name, input),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1976,5 +1992,29 @@ mod tests {
         assert_eq!(command_block("```bash\na\n```\n```bash\nb\n```"), None);
         assert_eq!(command_block("no block"), None);
         assert_eq!(command_block("```mswea_bash_command\nunclosed"), None);
+    }
+}
+
+#[cfg(test)]
+mod gist_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn g(name: &str, input: Value) -> Option<String> {
+        SweAgent.gist(name, &input)
+    }
+
+    #[test]
+    fn the_action_line_is_the_gist() {
+        // A step's `action` string, and mini-swe-agent's function calls.
+        assert_eq!(
+            g("open", json!("open pydicom/handler.py 293\n")).as_deref(),
+            Some("open pydicom/handler.py 293")
+        );
+        let edit = json!("edit 1:1\nimport numpy as np\nfrom pydicom.dataset import Dataset\nend_of_edit");
+        assert_eq!(g("edit", edit).as_deref(), Some("edit 1:1"));
+        assert_eq!(g("submit", json!("submit\n")).as_deref(), Some("submit"));
+        assert_eq!(g("bash", json!({"command": "ls -la"})).as_deref(), Some("ls -la"));
+        assert_eq!(g("ls", json!("\n\n")), None);
     }
 }

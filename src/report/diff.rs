@@ -303,11 +303,42 @@ fn text(d: &Diff, a: &Trace, b: &Trace, out: &mut dyn Write, paint: &Paint, cont
     if d.rows.is_empty() {
         writeln!(out, "  (no calls on either side)")?;
     }
+    // Each side's payloads read in file order, a window at a time, for the calls' gists.
+    let (mut ra, mut rb) = (crate::diff::PayloadReader::new(a), crate::diff::PayloadReader::new(b));
     for r in &d.rows {
-        writeln!(out, "{}", paint.op(r.op, &row_line(r)))?;
+        let mut line = row_line(r);
+        if let Some(g) = row_gist(r, a, b, &mut ra, &mut rb) {
+            line.push_str("  ");
+            line.push_str(&g);
+        }
+        writeln!(out, "{}", paint.op(r.op, &line))?;
         paths(&r.paths, out, paint, context)?;
     }
     Ok(())
+}
+
+/// What a row's call did ([`crate::formats::gist`]): the baseline's, and the current run's
+/// after an arrow when it differs (`ls → ls -la`).
+fn row_gist(
+    r: &Row,
+    a: &Trace,
+    b: &Trace,
+    ra: &mut crate::diff::PayloadReader,
+    rb: &mut crate::diff::PayloadReader,
+) -> Option<String> {
+    let one = |t: &Trace, reader: &mut crate::diff::PayloadReader, c: Option<crate::diff::CallRef>| {
+        let e = t.event(c?.event);
+        (e.kind == crate::model::EventKind::ToolCall)
+            .then(|| crate::formats::gist::from_payload(t, e, &reader.get(e)))
+            .flatten()
+            .map(|g| crate::report::cut(&g, crate::report::show::GIST_CHARS))
+    };
+    let x = one(a, ra, r.baseline);
+    let y = one(b, rb, r.current);
+    match (x, y) {
+        (Some(x), Some(y)) if x != y => Some(format!("{x} → {y}")),
+        (x, y) => x.or(y),
+    }
 }
 
 /// `~ tools[1] forecast`, `! tools[1]→tools[2] events`: the label reads like the paths below.
@@ -402,5 +433,36 @@ mod tests {
             current: None,
         };
         assert_eq!(metric_line(&d), "duration    2.00s → -");
+    }
+
+    #[test]
+    fn rows_say_what_each_call_did_and_how_it_changed() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/diff");
+        let a = open(&dir.join("booking.snap.json"), None).unwrap().trace;
+        let b = open(&dir.join("booking.current.json"), None).unwrap().trace;
+        let d = crate::diff::diff(&a, &b, &Default::default());
+        let mut out = Vec::new();
+        write(&d, &a, &b, &mut out, Output::Text, false).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("~ tools[0] search_restaurants  vegetarian\n"), "{out}");
+        assert!(out.contains("+ tools[1] check_availability  green-table\n"), "{out}");
+        // Both sides' gists, and the second when it differs.
+        let (mut ra, mut rb) = (crate::diff::PayloadReader::new(&a), crate::diff::PayloadReader::new(&b));
+        let r = d
+            .rows
+            .iter()
+            .find(|r| r.baseline.is_some() && r.current.is_some())
+            .unwrap();
+        assert_eq!(row_gist(r, &a, &b, &mut ra, &mut rb).as_deref(), Some("vegetarian"));
+        let mut b2 = b.clone();
+        let ev = r.current.unwrap().event as usize;
+        let mut p = crate::formats::payload(&b2, &b2.events[ev]);
+        p.input = Some(json!({"cuisine": "vegan"}));
+        b2.events[ev].payload = crate::model::PayloadRef::Inline(Box::new(p));
+        let mut rb2 = crate::diff::PayloadReader::new(&b2);
+        assert_eq!(
+            row_gist(r, &a, &b2, &mut ra, &mut rb2).as_deref(),
+            Some("vegetarian → vegan")
+        );
     }
 }

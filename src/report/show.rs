@@ -83,7 +83,11 @@ fn text(t: &Trace, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// One event as a line: kind, name, status, offset, duration, tokens, short args → result.
+/// Characters of a call's gist on a line of `show` and `tail --no-tui`.
+pub const GIST_CHARS: usize = 80;
+
+/// One event as a line: kind, name, status, offset, duration, tokens, the call's gist (or its
+/// short args) → result.
 pub fn row(t: &Trace, i: u32, run_start: Option<i64>) -> String {
     let e = t.event(i);
     let mut s = format!("{} {} [{}]", kind_label(e), t.name(i), e.status.as_str());
@@ -97,7 +101,10 @@ pub fn row(t: &Trace, i: u32, run_start: Option<i64>) -> String {
         s.push_str(&format!(" {n} tok"));
     }
     let p = formats::payload(t, e);
-    if let Some(inp) = &p.input {
+    // A tool call by its gist (the command, the path: what it did), else its arguments.
+    if let Some(g) = formats::gist::from_payload(t, e, &p) {
+        s.push_str(&format!("  {}", crate::report::cut(&g, GIST_CHARS)));
+    } else if let Some(inp) = &p.input {
         s.push_str(&format!("  {}", short(inp, 60)));
     }
     if let Some(o) = &p.output {
@@ -190,4 +197,27 @@ pub fn trace_json(t: &Trace) -> Value {
     // Writing into a Vec cannot fail.
     let _ = write_json(t, &mut buf);
     serde_json::from_slice(&buf).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_call_s_row_says_what_it_did() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/session.jsonl");
+        let t = formats::load(&path, None).unwrap().traces.remove(0);
+        let mut out = Vec::new();
+        text(&t, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains("tool Read [ok] +5.00s 2.00s  /home/dev/proj/notes.txt → "),
+            "{out}"
+        );
+        assert!(out.contains("tool Bash [error] +6.00s 2.00s  ls missing/ → "), "{out}");
+        assert!(
+            out.contains("tool Bash [ok] +12.00s 1.00s  wc -w notes.txt → "),
+            "{out}"
+        );
+    }
 }

@@ -304,13 +304,39 @@ fn line(fmt: Output, t: &Trace, i: u32, waits: Option<&str>, out: &mut dyn Write
         Output::Text => {
             let ts = e.start.map(format_ts).unwrap_or_else(|| "-".into());
             let run = t.meta.name.as_deref().unwrap_or(&t.meta.id);
-            let line = format!(
+            let mut line = format!(
                 "{ts}  {run}  {} {} [{}]",
                 crate::report::show::kind_label(e),
                 t.name(i),
                 e.status.as_str()
             );
+            // What the call did (its record is on disk: read back by its byte range).
+            if let Some(g) = crate::formats::gist::of(t, e) {
+                line.push_str("  ");
+                line.push_str(&crate::report::cut(&g, crate::report::show::GIST_CHARS));
+            }
             writeln!(out, "{}", crate::sanitize::line(&line))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_call_s_line_says_what_it_did() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code/session.jsonl");
+        let t = crate::formats::load(&path, None).unwrap().traces.remove(0);
+        let mut out = Vec::new();
+        for i in 0..t.len() as u32 {
+            line(Output::Text, &t, i, None, &mut out).unwrap();
+        }
+        let out = String::from_utf8(out).unwrap();
+        let tools: Vec<&str> = out.lines().filter(|l| l.contains("  tool ")).collect();
+        assert_eq!(tools.len(), 3, "{out}");
+        assert!(tools[0].ends_with("tool Read [ok]  /home/dev/proj/notes.txt"), "{out}");
+        assert!(tools[1].ends_with("tool Bash [error]  ls missing/"), "{out}");
+        assert!(tools[2].ends_with("tool Bash [ok]  wc -w notes.txt"), "{out}");
     }
 }

@@ -280,7 +280,7 @@ fn event_loop(
                 || s.diff.as_ref().is_some_and(|d| d.computing())
                 || s.run
                     .as_ref()
-                    .is_some_and(|r| r.filter.progress.is_some() || r.filter.stale);
+                    .is_some_and(|r| r.filter.progress.is_some() || r.filter.stale || r.gists.pending());
             update(s, Action::Tick);
             dirty |= animating;
         }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod detail;
 pub mod diffview;
 pub mod export;
+pub mod gist;
 pub mod keymap;
 pub mod layout;
 pub mod live;

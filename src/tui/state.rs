@@ -485,6 +485,8 @@ pub struct RunView {
     pub chat: super::chat::ChatMode,
     /// The focused pane fills the screen.
     pub zoom: bool,
+    /// The gists of the tool calls that were in view (made by `update`, read by the frame).
+    pub gists: super::gist::Gists,
 }
 
 impl RunView {
@@ -508,6 +510,7 @@ impl RunView {
             raw: false,
             chat: Default::default(),
             zoom: false,
+            gists: Default::default(),
             shape: 0,
             live: Live::default(),
             extent: (None, None),
@@ -678,6 +681,7 @@ impl RunView {
         let from = if restarted || n1 < n0 {
             // Read again from the start: indices mean other events now.
             self.collapsed = vec![false; n1];
+            self.gists.clear();
             self.filter.hits.clear();
             self.reindex_with(t);
             0

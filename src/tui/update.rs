@@ -399,6 +399,13 @@ fn settle(s: &mut State) {
         if r.following() {
             r.live.unseen = 0;
         }
+        // The gists of the rows in view, off the render path (they read payloads from disk).
+        if s.view == View::Run {
+            let view: Vec<u32> = r.rows.iter().skip(r.offset).take(th).map(|row| row.ev).collect();
+            let h = r.trace.clone();
+            let t = read(&h);
+            r.gists.fill(&t, &view);
+        }
         r.sync_detail();
         let wrap = r.wrap;
         if let Some(d) = r.detail.as_mut() {

@@ -61,6 +61,9 @@ pub struct DiffData {
     pub inline_pos: Vec<u32>,
     /// How word-level changes are shown: words of context, bracket marks (no colour).
     pub words: WordStyle,
+    /// The gists of the calls that were in view, baseline's and current run's (made by
+    /// `settle`, read by the frame).
+    pub gists: [crate::tui::gist::Gists; 2],
 }
 
 /// How word-level changes of strings are shown in the view and the pair detail.
@@ -135,6 +138,7 @@ impl DiffData {
             inline: Vec::new(),
             inline_pos: Vec::new(),
             words: WordStyle::default(),
+            gists: Default::default(),
         };
         let n = d.len();
         let mut inline = Vec::with_capacity(n);
@@ -263,9 +267,8 @@ impl DiffData {
         }
     }
 
-    /// What a side-by-side cell shows after the name: for a row with path changes, that
-    /// side's values at the changed paths (`args.limit: 10`); else the call's arguments.
-    /// Decodes one payload at most; called only for visible rows. Sanitized.
+    /// What a side-by-side cell shows after the name and gist: for a row with path changes,
+    /// that side's values at the changed paths (`args.limit: 10`). Sanitized.
     pub fn preview(&self, i: usize, baseline: bool, max: usize) -> String {
         let paths = self.paths(i);
         if !paths.is_empty() {
@@ -292,14 +295,26 @@ impl DiffData {
             }
             return out;
         }
-        let Some(ev) = self.event(i, baseline) else {
-            return String::new();
-        };
-        let t = if baseline { &self.a } else { &self.b };
-        crate::formats::payload(t, t.event(ev))
-            .input
-            .map(|v| short(&v, max))
-            .unwrap_or_default()
+        String::new()
+    }
+
+    /// The gist of item `i`'s call on one side, when made ([`DiffData::fill_gists`]).
+    pub fn gist(&self, i: usize, baseline: bool) -> Option<&str> {
+        let ev = self.event(i, baseline)?;
+        self.gists[usize::from(!baseline)].get(ev)
+    }
+
+    /// Make the gists of the calls of `items` (those in view), both sides.
+    pub fn fill_gists(&mut self, items: &[usize]) {
+        for (k, baseline) in [(0, true), (1, false)] {
+            let evs: Vec<u32> = items
+                .iter()
+                .filter(|&&i| matches!(self.item(i), Some(Item::Call(_))))
+                .filter_map(|&i| self.event(i, baseline))
+                .collect();
+            let t = if baseline { &self.a } else { &self.b };
+            self.gists[k].fill(t, &evs);
+        }
     }
 
     /// The detail of item `i`: its path changes, then both sides' events in full.

@@ -264,6 +264,11 @@ pub fn settle(s: &mut State) {
     };
     let last = (end.saturating_sub(1)).min(head + h.saturating_sub(1));
     v.offset = follow(head, follow(last, v.offset, h, lines), h, lines);
+    // The gists of the calls in view, off the render path (they read payloads from disk).
+    let items: Vec<usize> = (v.offset..v.offset + h).filter_map(|l| v.item_at(l)).collect();
+    if let Some(d) = v.data.as_mut() {
+        d.fill_gists(&items);
+    }
     let wrap = v.wrap;
     if let Some(p) = v.pair.as_mut() {
         p.offset = fit_cursor(&p.doc, p.cursor, p.offset, pbox, wrap);

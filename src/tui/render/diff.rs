@@ -198,6 +198,13 @@ fn cell(buf: &mut Buffer, x: u16, y: u16, w: u16, d: &DiffData, i: usize, baseli
             right.saturating_sub(at),
         );
     }
+    // What the call did: a tool call's gist, an LLM call's tokens and cost.
+    let room = right.saturating_sub(at + 2);
+    if room > 2
+        && let Some(g) = row_note(d, i, baseline, room as usize)
+    {
+        at = put(buf, at + 2, y, &g, base.patch(th.style(Role::Dim)), room);
+    }
     let room = right.saturating_sub(at + 2);
     if room > 2 {
         let p = d.preview(i, baseline, room as usize);
@@ -274,18 +281,17 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
                         right.saturating_sub(x),
                     );
                 }
-                // A call on one side only: its arguments (a changed pair's paths follow it).
+                // What the call did: the baseline's, and the current run's after an arrow
+                // when it differs (a changed pair's paths follow it).
                 let room = right.saturating_sub(x + 2);
-                if matches!(op, Op::Added | Op::Removed) && room > 2 {
-                    let p = d.preview(i, !current, room as usize);
-                    put(
-                        buf,
-                        x + 2,
-                        y,
-                        &fit(&p, room as usize),
-                        base.patch(th.style(Role::Dim)),
-                        room,
-                    );
+                let note = match (d.gist(i, true), d.gist(i, false)) {
+                    (Some(a), Some(b)) if a != b => Some(fit(&format!("{a} → {b}"), room as usize)),
+                    _ => row_note(d, i, d.event(i, true).is_some(), room as usize),
+                };
+                if room > 2
+                    && let Some(g) = note
+                {
+                    put(buf, x + 2, y, &g, base.patch(th.style(Role::Dim)), room);
                 }
             }
             InlineLine::Path(_, k) => {
@@ -350,6 +356,20 @@ fn inline(buf: &mut Buffer, area: Rect, v: &DiffView, d: &DiffData, th: &Theme) 
             }
         }
     }
+}
+
+/// What a row's call did on one side, fitted to `room` cells: a tool call's gist (cut), an
+/// LLM call's tokens and cost (shortened or dropped, never cut).
+fn row_note(d: &DiffData, i: usize, baseline: bool, room: usize) -> Option<String> {
+    if let Some(g) = d.gist(i, baseline) {
+        return Some(fit(g, room));
+    }
+    let t = if baseline { &d.a } else { &d.b };
+    let e = t.event(d.event(i, baseline)?);
+    let parts = crate::tui::gist::llm_parts(t, e, crate::tui::config::prices());
+    let (_, s) = crate::tui::gist::fit_numbers("", parts, room);
+    let s = s.trim_start_matches(" · ");
+    (!s.is_empty()).then(|| s.to_string())
 }
 
 /// The style a row starts from: the selection's, painted across the row, or none.

@@ -5,6 +5,7 @@ use crate::model::Trace;
 use crate::model::{EventKind, Status, format_duration};
 use crate::search::fuzzy::Fuzzy;
 use crate::tui::detail::kind_icon;
+use crate::tui::gist::{fit_numbers, llm_parts};
 use crate::tui::layout;
 use crate::tui::state::{Pane, RunView};
 use crate::tui::theme::{Role, Theme};
@@ -131,6 +132,7 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
     };
     let n = t.len().max(1) as i64;
     let name_end = inner.x + name_w;
+    let prices = crate::tui::config::prices();
     for (k, row) in r.rows.iter().enumerate().skip(r.offset).take(body.height as usize) {
         let y = body.y + (k - r.offset) as u16;
         let e = t.event(row.ev);
@@ -166,7 +168,22 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
             name_end.saturating_sub(x),
         );
         let name = crate::sanitize::line(t.str(e.name));
-        let shown = fit(&name, name_end.saturating_sub(x + 1) as usize);
+        let room = name_end.saturating_sub(x + 1) as usize;
+        // After the name: an LLM call's tokens and cost (whole: the name gives way first, then
+        // the cost, then the tokens), a tool call's gist (dimmed, cut to what is left).
+        let ((with_name, numbers), gist) = match e.kind {
+            EventKind::LlmCall => (fit_numbers(&name, llm_parts(t, e, prices), room), None),
+            EventKind::ToolCall => ((true, String::new()), r.gists.get(row.ev)),
+            _ => ((true, String::new()), None),
+        };
+        let shown = if with_name {
+            fit(
+                &name,
+                room.saturating_sub(unicode_width::UnicodeWidthStr::width(numbers.as_str())),
+            )
+        } else {
+            String::new()
+        };
         let name_style = if r.filter.active() && !hit {
             base.patch(th.style(Role::Dim))
         } else if e.is_error() {
@@ -180,7 +197,7 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
             Vec::new()
         };
         if marks.is_empty() {
-            put(buf, x, y, &shown, name_style, name_end.saturating_sub(x));
+            x = put(buf, x, y, &shown, name_style, name_end.saturating_sub(x));
         } else {
             for (ci, ch) in shown.chars().enumerate() {
                 let st = if marks.contains(&ci) {
@@ -190,6 +207,24 @@ pub fn render(buf: &mut Buffer, area: Rect, r: &RunView, t: &Trace, th: &Theme) 
                 };
                 let mut b = [0u8; 4];
                 x = put(buf, x, y, ch.encode_utf8(&mut b), st, name_end.saturating_sub(x));
+            }
+        }
+        if !numbers.is_empty() {
+            put(
+                buf,
+                x,
+                y,
+                &numbers,
+                base.patch(th.style(Role::Dim)),
+                name_end.saturating_sub(x),
+            );
+        } else if let Some(g) = gist {
+            // Two cells apart from the name; at least a few characters of it, or none.
+            let left = name_end.saturating_sub(x + 3) as usize;
+            if left >= 4 {
+                let g = fit(g, left);
+                let spans = super::highlight(&g, base.patch(th.style(Role::Dim)), &needles, th);
+                buf.set_line(x + 2, y, &Line::from(spans), left as u16);
             }
         }
         let mut x = name_end;
