@@ -10,7 +10,8 @@ use crate::cli::Output;
 use crate::cost::Prices;
 use crate::cost::usage::{Total, each_call};
 use crate::formats::{LoadError, Summary};
-use crate::model::{RunStatus, Trace};
+use crate::model::Trace;
+use crate::source::liveness::Liveness;
 use crate::source::{Discovery, RunRef};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -262,8 +263,8 @@ impl ToolRow {
 pub struct Stats {
     pub by: By,
     pub runs: usize,
-    /// Runs by status: running, ok, error, unknown.
-    pub status: [usize; 4],
+    /// Runs by status ([`STATUSES`]: the liveness rule's running, stale, ok, error, unknown).
+    pub status: [usize; 5],
     pub total: Total,
     pub groups: Vec<Group>,
     pub tools: Vec<ToolRow>,
@@ -272,7 +273,15 @@ pub struct Stats {
     pub models: Vec<(String, Total)>,
 }
 
-pub const STATUSES: [RunStatus; 4] = [RunStatus::Running, RunStatus::Ok, RunStatus::Error, RunStatus::Unknown];
+/// The statuses runs are counted by: the one rule `ls` and the runs list use (a run that says
+/// it is running but has not been written for long is stale).
+pub const STATUSES: [Liveness; 5] = [
+    Liveness::Running,
+    Liveness::Stale,
+    Liveness::Ok,
+    Liveness::Error,
+    Liveness::Unknown,
+];
 
 /// The nearest-rank percentile `p` (0-100) of sorted values.
 pub fn percentile(sorted: &[i64], p: u32) -> Option<i64> {
@@ -309,7 +318,8 @@ impl Stats {
         let mut tool_at: std::collections::HashMap<String, usize> = Default::default();
         for (ri, r) in runs.into_iter().enumerate() {
             s.runs += 1;
-            let st = STATUSES.iter().position(|x| *x == r.summary.status).unwrap_or(3);
+            let live = crate::source::liveness::now(r.summary.status, &r.summary.path);
+            let st = STATUSES.iter().position(|x| *x == live).unwrap_or(4);
             s.status[st] += 1;
             let total = r.total();
             s.total.merge(&total);

@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod index;
 pub mod liveness;
+mod not_traces;
 pub mod places;
 pub mod summary;
 
@@ -155,6 +156,18 @@ pub const MAX_DEPTH: usize = 6;
 pub const MAX_ENTRIES: usize = 200_000;
 /// `subagents/` holds Claude Code subagent transcripts, loaded as part of their session.
 const SKIP_DIRS: [&str; 5] = [".git", "node_modules", "target", "__pycache__", "subagents"];
+
+/// Whether a change at `path` (under `root`) is in a directory a scan never enters, so it
+/// cannot be a new run (a build writing `target/` or a `git` command under a watched tree
+/// made the explorer walk it again). `subagents/` is entered for its session, so it counts.
+pub fn in_skipped_dir(root: &Path, path: &Path) -> bool {
+    path.strip_prefix(root).is_ok_and(|rel| {
+        rel.components().any(|c| {
+            let c = c.as_os_str();
+            SKIP_DIRS.iter().any(|d| *d != "subagents" && c == *d)
+        })
+    })
+}
 /// Names of the files a directory scan considers (by ending); a slice, so that a format adds
 /// one line.
 const TRACE_EXTS: &[&str] = &[
@@ -376,11 +389,13 @@ fn discover_one(
     // Detection reads the head of each file: do it in parallel for large directories.
     let detected: Vec<Result<RunRef, LoadError>> = files
         .par_iter()
-        .map(|p| match forced {
-            Some(f) => Ok(RunRef::new(p.clone(), f, root.clone())),
-            None => cache::format_of(p)
-                .map_or_else(|| formats::detect(p), Ok)
-                .map(|f| RunRef::new(p.clone(), f, root.clone())),
+        .filter_map(|p| match forced {
+            Some(f) => Some(Ok(RunRef::new(p.clone(), f, root.clone()))),
+            None => match cache::format_of(p) {
+                Some(f) => Some(Ok(f)),
+                None => not_traces::detect(p),
+            }
+            .map(|r| r.map(|f| RunRef::new(p.clone(), f, root.clone()))),
         })
         .collect();
     for r in detected {

@@ -238,6 +238,11 @@ pub fn follow_print(
             // Notify reports new runs: a tick only looks at the sources known. Without it,
             // the tree is walked again, less often the longer nothing new turns up (a tree of
             // 300k other files took 80% of a core walked every half second).
+            // Notify lost events: what they would have said is found by walking again.
+            Wake::Rescan => {
+                tailer.rescan();
+                tailer.poll(None)
+            }
             Wake::Tick => {
                 if !w.is_notifying() && rescans.due() {
                     let found = !tailer.rescan().is_empty();

@@ -14,10 +14,16 @@ pub enum Wake {
     Changed(Vec<PathBuf>),
     /// Nothing was notified within the poll interval: look at everything.
     Tick,
+    /// Notify may have lost events (its queue overflowed, or it reported an error): what it
+    /// would have said is found only by walking the tree again.
+    Rescan,
 }
 
+/// What the notify handler passes on: changed paths, or `None` for "events were lost".
+type Note = Option<Vec<PathBuf>>;
+
 pub struct Watch {
-    rx: Option<Receiver<Vec<PathBuf>>>,
+    rx: Option<Receiver<Note>>,
     _watcher: Option<RecommendedWatcher>,
     poll: Duration,
     /// While notify reports changes, the safety-net tick backs off from `poll` up to
@@ -64,11 +70,18 @@ impl Watch {
             return polling;
         }
         let (tx, rx) = channel();
-        let handler = move |res: notify::Result<notify::Event>| {
-            if let Ok(e) = res
-                && is_change(&e.kind)
-            {
-                let _ = tx.send(e.paths);
+        let handler = move |res: notify::Result<notify::Event>| match res {
+            Ok(e) if e.need_rescan() => {
+                let _ = tx.send(None);
+            }
+            Ok(e) if is_change(&e.kind) => {
+                let _ = tx.send(Some(e.paths));
+            }
+            Ok(_) => {}
+            // An error may mean a lost event (a watch that could not be added to a new
+            // directory, a read of the queue that failed).
+            Err(_) => {
+                let _ = tx.send(None);
             }
         };
         let Ok(mut d) = notify::recommended_watcher(handler) else {
@@ -118,10 +131,17 @@ impl Watch {
                 self.idle.set(self.poll);
                 // Debounce: what else arrives within the window is one wake-up (a writer's
                 // burst, a file written in two parts).
-                let mut paths = first;
+                let mut lost = first.is_none();
+                let mut paths = first.unwrap_or_default();
                 let until = Instant::now() + DEBOUNCE;
                 while let Ok(more) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                    paths.extend(more);
+                    match more {
+                        Some(more) => paths.extend(more),
+                        None => lost = true,
+                    }
+                }
+                if lost {
+                    return Wake::Rescan;
                 }
                 paths.retain(|p| p.extension().is_none_or(|x| x != "tmp"));
                 paths.sort();

@@ -74,6 +74,9 @@ pub struct CompareView {
     /// The first column shown after RUN (which always stays): h/l scroll sideways so that
     /// FIRST DIVERGENCE is reachable on a narrow screen.
     pub column: usize,
+    /// The last `column` that shows more: set by the drawing (it knows the widths), so that
+    /// `l` stops once the last column is whole on screen.
+    pub max_column: std::cell::Cell<usize>,
     /// Shared with the background work: set when the table is closed.
     pub cancel: Arc<AtomicBool>,
 }
@@ -214,6 +217,7 @@ pub fn open(s: &mut State) {
         selected: 0,
         offset: 0,
         column: 0,
+        max_column: std::cell::Cell::new(usize::MAX),
         cancel: Arc::default(),
     };
     s.effects.push(Effect::Compare {
@@ -296,7 +300,7 @@ pub fn command(s: &mut State, c: Command) {
         c if is_move(c) => v.selected = move_sel(v.selected, v.order.len(), c, h),
         Command::ScrollLeft => v.column = v.column.saturating_sub(1),
         // RUN, VERDICT, the metrics, FIRST DIVERGENCE: the last can come first after RUN.
-        Command::ScrollRight => v.column = (v.column + 1).min(COLUMNS.len() + 1),
+        Command::ScrollRight => v.column = (v.column + 1).min(COLUMNS.len() + 1).min(v.max_column.get()),
         Command::Sort => {
             v.sort = v.sort.next();
             v.resort();
@@ -447,7 +451,12 @@ pub fn render(buf: &mut Buffer, area: Rect, s: &State, th: &Theme) {
     let inner_w = boxed.width.saturating_sub(2) as usize;
     // RUN stays; the others from `column` on, as many whole as fit (a metric is never cut;
     // FIRST DIVERGENCE, the last, takes what is left).
-    let first = (1 + v.column).min(ncol - 1);
+    // Scrolled no further than where the columns from there to the last are all whole.
+    let whole_from = (1..ncol)
+        .find(|&f| widths[0] + widths[f..].iter().map(|w| 2 + w).sum::<usize>() <= inner_w)
+        .unwrap_or(ncol - 1);
+    v.max_column.set(whole_from - 1);
+    let first = (1 + v.column).min(whole_from);
     let mut cols = vec![0];
     let mut used = widths[0];
     for (c, &cw) in widths.iter().enumerate().skip(first) {

@@ -8,6 +8,7 @@
 //! not hold a key: what is left is made on the next ticks, the row showing its name meanwhile.
 
 use crate::model::{Event, EventKind, Status, Trace};
+use crate::tui::render::num::{count_forms, dollar_forms};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -130,53 +131,6 @@ pub fn llm_parts(t: &Trace, e: &Event, prices: &crate::cost::Prices) -> Vec<Vec<
     if let Some(m) = crate::cost::usage::call_cost(prices, model, Some(&u)).micros {
         out.push(dollar_forms(m));
     }
-    out
-}
-
-/// A count's forms, longest first: `50,062,931`, `50.1M`, `50M` (under 1,000, one).
-pub fn count_forms(n: u64) -> Vec<String> {
-    let mut out = vec![crate::model::thousands(n)];
-    if n < 1000 {
-        return out;
-    }
-    const UNITS: [(u64, &str); 4] = [
-        (1_000, "k"),
-        (1_000_000, "M"),
-        (1_000_000_000, "B"),
-        (1_000_000_000_000, "T"),
-    ];
-    // The largest unit the number reaches once rounded (999,960 is 1.0M, not 1000k).
-    let mut at = 0;
-    while at + 1 < UNITS.len() && (n as u128 + UNITS[at].0 as u128 / 2) / UNITS[at].0 as u128 >= 1000 {
-        at += 1;
-    }
-    let (unit, suffix) = (UNITS[at].0 as u128, UNITS[at].1);
-    let tenths = (n as u128 * 10 + unit / 2) / unit;
-    if tenths < 10_000 {
-        out.push(format!("{}.{}{suffix}", tenths / 10, tenths % 10));
-    }
-    out.push(format!("{}{suffix}", (n as u128 + unit / 2) / unit));
-    out.dedup();
-    out
-}
-
-/// An amount of microdollars, longest first: `$0.0256`, `$0.03`; under a cent `$0.000123`,
-/// `$0.0001`, `<$0.01` (never `$0.00`, which reads as free).
-pub fn dollar_forms(micros: u64) -> Vec<String> {
-    let mut out = vec![crate::cost::dollars(micros)];
-    if micros == 0 {
-        return out;
-    }
-    if micros < 10_000 {
-        if micros >= 50 {
-            out.push(format!("$0.{:04}", (micros + 50) / 100));
-        }
-        out.push("<$0.01".into());
-    } else {
-        let cents = (micros + 5_000) / 10_000;
-        out.push(format!("${}.{:02}", crate::model::thousands(cents / 100), cents % 100));
-    }
-    out.dedup();
     out
 }
 
@@ -308,17 +262,6 @@ mod tests {
     }
 
     #[test]
-    fn number_forms_are_whole_and_shorter() {
-        assert_eq!(count_forms(999), ["999"]);
-        assert_eq!(count_forms(12_345), ["12,345", "12.3k", "12k"]);
-        assert_eq!(count_forms(999_960), ["999,960", "1.0M", "1M"]);
-        assert_eq!(count_forms(50_062_931), ["50,062,931", "50.1M", "50M"]);
-        assert_eq!(dollar_forms(123), ["$0.000123", "$0.0001", "<$0.01"]);
-        assert_eq!(dollar_forms(10_510_000), ["$10.5100", "$10.51"]);
-        assert_eq!(dollar_forms(0), ["$0.0000"]);
-    }
-
-    #[test]
     fn numbers_shorten_then_drop_never_cut() {
         let parts = || {
             vec![
@@ -335,8 +278,10 @@ mod tests {
         assert_eq!(fit_numbers(name, parts(), 28), (true, " · 1.2M tok · $10.51".into()));
         // Then without the name, then without the cost.
         assert_eq!(fit_numbers(name, parts(), 18), (false, "1.2M tok · $10.51".into()));
-        assert_eq!(fit_numbers(name, parts(), 16), (false, "1M tok · $10.51".into()));
-        assert_eq!(fit_numbers(name, parts(), 12), (false, "1.2M tok".into()));
+        // The forms every view uses (`render::num`): a tie in steps keeps the first the longer.
+        assert_eq!(fit_numbers(name, parts(), 16), (false, "1.2M tok · $11".into()));
+        assert_eq!(fit_numbers(name, parts(), 12), (false, "1M tok · $11".into()));
+        assert_eq!(fit_numbers(name, parts(), 11), (false, "1.2M tok".into()));
         // Each part shortens on its own: a cent's fraction keeps its digits while the
         // tokens take a unit.
         let small = vec![

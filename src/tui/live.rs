@@ -56,6 +56,9 @@ pub struct Shared {
     /// in between two slices (reading slice after slice, it would otherwise hold the lock
     /// nearly all the time, and a lock does not promise a waiting reader its turn).
     pub frame_waiting: Arc<std::sync::atomic::AtomicBool>,
+    /// Walks of the watched tree for new runs so far (a test holds that an idle explorer
+    /// walks nothing).
+    pub walks: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Shared {
@@ -736,9 +739,9 @@ const RESUMMARIZE: Duration = Duration::from_millis(250);
 /// A whole-document source is loaded again at most once in this many times its load took
 /// (a large database written all the time is not loaded all the time).
 const LOAD_SHARE: u32 = 4;
-/// With notify working, a full rescan still runs this often (a missed event); the first of
-/// these comes after 5 s, then less often while nothing new turns up.
-const RESCAN: Duration = Duration::from_secs(5);
+/// With notify, walks of the tree for changes outside the listed sources are at least this
+/// far apart (a new run still shows within a second).
+const WALK_SPACING: Duration = Duration::from_millis(500);
 /// How often running runs are looked at for turning stale.
 const STALE_CHECK: Duration = Duration::from_secs(5);
 /// Sources written to that are kept current (their readers held), at most; the ones written
@@ -753,6 +756,7 @@ impl Watcher {
     /// Discover the runs not known yet and list them; queue the ones whose summaries are
     /// provisional for indexing. Returns whether any run not known before was found.
     fn discover(&mut self, single: bool) -> bool {
+        self.sh.walks.fetch_add(1, Ordering::Relaxed);
         let first = self.known.is_empty();
         let d = match &self.places {
             Some(places) => source::discover_places(places, self.forced),
@@ -988,10 +992,13 @@ impl Watcher {
         let mut w = Watch::new_many(&self.paths, opts.poll, opts.poll_only);
         // Roots not watched yet (not there when the watch began).
         let mut unwatched: Vec<PathBuf> = self.paths.iter().filter(|p| !p.exists()).cloned().collect();
-        // The tree is walked again less often the longer nothing new turns up (an idle
-        // explorer over a tree of 300k other files walked it every half second).
+        // Without notify the tree is walked again less often the longer nothing new turns up
+        // (an idle explorer over a tree of 300k other files walked it every half second).
+        // With notify it is walked only when a change is outside every listed source, or
+        // notify lost events: an idle explorer does nothing.
         let mut polled = crate::tail::Rescans::new(opts.poll);
-        let mut safety = crate::tail::Rescans::with_max(RESCAN, Duration::from_secs(60));
+        let mut walk_wanted = false;
+        let mut last_walk = Instant::now();
         let mut stale_check = Instant::now();
         loop {
             if !opts.poll_only && !unwatched.is_empty() {
@@ -1007,32 +1014,50 @@ impl Watcher {
                         w = Watch::new_many(&self.paths, opts.poll, false);
                     }
                     unwatched.retain(|p| !p.exists());
-                    // What is in a root that appeared is found now, not at the next rescan.
+                    // What is in a root that appeared is found now, not at the next walk.
                     let found = self.discover(false);
                     polled.found(found);
                 }
             }
-            let wake = w.next_within(self.next_due(stale_check));
-            let scans = if w.is_notifying() { &mut safety } else { &mut polled };
-            let mut rescan = scans.due();
-            let look = rescan || !w.is_notifying();
-            if let Wake::Changed(paths) = &wake {
-                for p in paths {
-                    // By the path's ancestors: a scan of every known run for every event was
-                    // most of the explorer's start on a directory of 2,000 runs.
-                    match self.source_of(p) {
-                        None => rescan = true,
-                        Some(k) => self.mark_written(&k),
+            let walk_in = walk_wanted.then(|| WALK_SPACING.saturating_sub(last_walk.elapsed()));
+            let wake = w.next_within(self.next_due(stale_check, walk_in));
+            let notifying = w.is_notifying();
+            let mut look = !notifying;
+            match &wake {
+                Wake::Changed(paths) => {
+                    for p in paths {
+                        // By the path's ancestors: a scan of every known run for every event
+                        // was most of the explorer's start on a directory of 2,000 runs.
+                        match self.source_of(p) {
+                            Some(k) => self.mark_written(&k),
+                            None if self.paths.iter().any(|r| source::in_skipped_dir(r, p)) => {}
+                            None => walk_wanted = true,
+                        }
                     }
                 }
+                Wake::Rescan => {
+                    walk_wanted = true;
+                    look = true;
+                }
+                Wake::Tick => {}
             }
             if look {
                 self.look_for_writes();
             }
-            if rescan {
+            // Walks for changes are spaced (a writer of other files under the tree would
+            // have the tree walked at each write); the first comes at once.
+            let walk = if notifying {
+                walk_wanted && last_walk.elapsed() >= WALK_SPACING
+            } else {
+                polled.due()
+            };
+            if walk {
+                walk_wanted = false;
+                last_walk = Instant::now();
                 let found = self.discover(false);
-                let scans = if w.is_notifying() { &mut safety } else { &mut polled };
-                scans.found(found);
+                if !notifying {
+                    polled.found(found);
+                }
             }
             if !self.refresh() {
                 return;
@@ -1047,8 +1072,9 @@ impl Watcher {
     }
 
     /// How long the watch may wait before something is due: a source written to whose next
-    /// summary waits for its turn, or the look for runs turned stale.
-    fn next_due(&self, stale_check: Instant) -> Option<Duration> {
+    /// summary waits for its turn, a walk waiting for its turn (`walk`), or the look for runs
+    /// turned stale.
+    fn next_due(&self, stale_check: Instant, walk: Option<Duration>) -> Option<Duration> {
         let stale = STALE_CHECK.saturating_sub(stale_check.elapsed());
         let written = self
             .written
@@ -1057,7 +1083,12 @@ impl Watcher {
             .map(|w| w.wait())
             .min()
             .unwrap_or(Duration::MAX);
-        Some(stale.min(written).max(Duration::from_millis(5)))
+        Some(
+            stale
+                .min(written)
+                .min(walk.unwrap_or(Duration::MAX))
+                .max(Duration::from_millis(5)),
+        )
     }
 
     /// Summarize again the sources written to whose turn it is. False when the UI is gone.
@@ -1239,5 +1270,55 @@ mod tests {
         }
         assert_eq!(s.runs.entries.len(), 1);
         assert!(s.runs.problems.is_empty(), "{:?}", s.runs.problems);
+    }
+
+    const OTLP_LINE: &str = "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":\"0af7651916cd43dd8448eb211c80319c\",\"spanId\":\"00f067aa0ba902b7\",\"name\":\"root\",\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"2\"}]}]}]}\n";
+
+    /// Issue 37: an idle explorer over a tree of other files walked it again every 5 to 60 s
+    /// (re-opening every file). With notify it walks only for a change outside the listed
+    /// runs: none while idle, none for a write under `target/` or `.git/`, one for a new run.
+    #[test]
+    fn an_idle_watch_walks_nothing_and_a_new_run_is_found_by_its_event() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("otlp-1.jsonl"), OTLP_LINE).unwrap();
+        std::fs::create_dir_all(d.path().join("src/target")).unwrap();
+        std::fs::write(d.path().join("src/package.json"), "{\"name\":\"x\"}").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sh = Shared::default();
+        spawn_watcher(
+            vec![d.path().to_path_buf()],
+            None,
+            None,
+            tx,
+            sh.clone(),
+            LiveOptions::default(),
+            true,
+        );
+        let deadline = Instant::now() + Duration::from_secs(45);
+        let mut listed = 0;
+        let mut wait_for = |want: usize| {
+            while listed < want {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if let Action::RunsFound(l) = rx.recv_timeout(left).expect("the watcher stopped or hung") {
+                    listed += l.len();
+                }
+            }
+        };
+        wait_for(1);
+        let walks = || sh.walks.load(Ordering::Relaxed);
+        let after_start = walks();
+        // Longer than the safety rescan of the old watch (5 s) and its poll (0.5 s).
+        std::thread::sleep(Duration::from_secs(6));
+        // Writes where no run can be: a build's output.
+        std::fs::write(d.path().join("src/target/out.json"), "{}").unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        assert_eq!(walks(), after_start, "an idle watch walked the tree");
+        std::fs::write(
+            d.path().join("otlp-2.jsonl"),
+            OTLP_LINE.replace("00f067aa0ba902b7", "00f067aa0ba902b8"),
+        )
+        .unwrap();
+        wait_for(2);
+        assert!(walks() > after_start);
     }
 }
