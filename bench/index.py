@@ -78,7 +78,7 @@ def title(s):
 
 def exact(n):
     # Every run listed, nothing left to index, the totals whole.
-    return lambda s: f"runs {n} " in title(s) and "indexing" not in title(s) and "≥" not in title(s) \
+    return lambda s: f"runs {n:,} " in title(s) and "indexing" not in title(s) and "≥" not in title(s) \
         and "tok" in title(s)
 
 

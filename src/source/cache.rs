@@ -131,11 +131,22 @@ pub fn summaries(
     run: &super::RunRef,
     compute: impl FnOnce() -> Result<Vec<Summary>, LoadError>,
 ) -> Result<Vec<Summary>, LoadError> {
-    if run.format.summary_inputs(&run.path).is_none() {
+    summaries_stamped(run, compute).1
+}
+
+/// [`summaries`], with the stamp of the run's files ([`source_stamp`]) taken before they were
+/// read: a listing that keeps it took it a second time (5 more calls a session, a tenth of a
+/// warm start's on 2,000 sessions).
+pub fn summaries_stamped(
+    run: &super::RunRef,
+    compute: impl FnOnce() -> Result<Vec<Summary>, LoadError>,
+) -> (Option<u64>, Result<Vec<Summary>, LoadError>) {
+    if get().is_none() || run.format.summary_inputs(&run.path).is_none() {
+        let stamp = source_stamp(run);
         if let Some(list) = lookup(run, true) {
-            return Ok(list);
+            return (stamp, Ok(list));
         }
-        return compute();
+        return (stamp, compute());
     }
     cached(run, false, compute)
 }
@@ -147,7 +158,7 @@ pub fn exact(
     run: &super::RunRef,
     compute: impl FnOnce() -> Result<Vec<Summary>, LoadError>,
 ) -> Result<Vec<Summary>, LoadError> {
-    cached(run, true, compute)
+    cached(run, true, compute).1
 }
 
 /// The cached exact summaries of the run when its files are as they were (no computing).
@@ -215,16 +226,18 @@ fn cached(
     run: &super::RunRef,
     exact: bool,
     compute: impl FnOnce() -> Result<Vec<Summary>, LoadError>,
-) -> Result<Vec<Summary>, LoadError> {
-    let Some(c) = get() else { return compute() };
+) -> (Option<u64>, Result<Vec<Summary>, LoadError>) {
+    let inputs = inputs_of(run);
+    let stamp = stamp_inputs(&inputs);
+    let hash = stamp.as_ref().map(|s| s.hash);
+    let Some(c) = get() else { return (hash, compute()) };
     // Keyed by the absolute path: the same run listed from elsewhere is the same entry.
     let abs = std::path::absolute(&run.path).ok();
     let Some(key) = abs.as_deref().and_then(Path::to_str) else {
-        return compute();
+        return (hash, compute());
     };
-    let inputs = inputs_of(run);
-    let Some(stamp) = stamp_inputs(&inputs) else {
-        return compute();
+    let Some(stamp) = stamp else {
+        return (hash, compute());
     };
     if let Some(e) = c.get(key)
         && e.all == stamp.hash
@@ -240,9 +253,12 @@ fn cached(
         if now_secs().saturating_sub(e.used) > TOUCH_SECS {
             c.keep(key, Entry { used: now_secs(), ..e });
         }
-        return Ok(list);
+        return (hash, Ok(list));
     }
-    let list = compute()?;
+    let list = match compute() {
+        Ok(l) => l,
+        Err(e) => return (hash, Err(e)),
+    };
     let settled = stamp
         .newest
         .is_some_and(|t| t < now_ns() - SETTLED_SECS as i128 * 1_000_000_000);
@@ -268,7 +284,7 @@ fn cached(
             );
         }
     }
-    Ok(list)
+    (hash, Ok(list))
 }
 
 /// Write what this process added or used (one write, replacing the file atomically). Call

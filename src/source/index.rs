@@ -103,8 +103,8 @@ struct Item {
 const CACHE_EVERY: Duration = Duration::from_secs(2);
 
 impl Indexer {
-    /// Start `threads` workers (0: one a core) and a reporter calling `report` at most every
-    /// `every`.
+    /// Start indexing on `threads` (0: every core; 1: one source at a time, in order) and a
+    /// reporter calling `report` at most every `every`.
     pub fn start(threads: usize, every: Duration, mut report: Report) -> Indexer {
         let inner = Arc::new(Inner {
             q: Mutex::new(Queue::default()),
@@ -118,14 +118,12 @@ impl Indexer {
             threads
         };
         let mut handles = Vec::new();
-        for k in 0..n {
-            let inner = inner.clone();
-            if let Ok(h) = std::thread::Builder::new()
-                .name(format!("index-{k}"))
-                .spawn(move || worker(&inner))
-            {
-                handles.push(h);
-            }
+        let d = inner.clone();
+        if let Ok(h) = std::thread::Builder::new()
+            .name("index".into())
+            .spawn(move || dispatch(&d, n))
+        {
+            handles.push(h);
         }
         let r = inner.clone();
         if let Ok(h) = std::thread::Builder::new().name("index-report".into()).spawn(move || {
@@ -256,41 +254,64 @@ impl Inner {
     }
 }
 
-fn worker(inner: &Inner) {
+/// Sources are indexed in groups of the newest, each group loaded in parallel on rayon's
+/// pool, as `check` loads: a load's own parallel parts (the engine's skim and apply) are then
+/// taken up by the pool's idle threads. Workers of our own handed every part to the pool from
+/// outside it and kept one of two cores idle: 2,000 sessions indexed in 2.4x `check`'s time.
+fn dispatch(inner: &Inner, n: usize) {
+    use rayon::prelude::*;
     loop {
-        let item = {
+        let group: Vec<Item> = {
             let mut q = inner.lock();
             loop {
                 if inner.stop.load(Ordering::Acquire) {
                     return;
                 }
-                if let Some(it) = q.items.pop() {
-                    q.busy += 1;
-                    break it;
+                if !q.items.is_empty() {
+                    // Oldest first in the queue: the newest are at its end.
+                    let at = q.items.len().saturating_sub(GROUP_PER_THREAD * n);
+                    let g = q.items.split_off(at);
+                    q.busy += g.len();
+                    break g;
                 }
                 q = inner.work.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
-        // A panic in a format is a bug, but it must not take the indexer with it: the source
-        // is reported as unreadable.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| item.run.exact())).unwrap_or_else(|_| {
-            Err(LoadError::io(
-                &item.run.path,
-                std::io::Error::other("tracetui failed while indexing it (a bug)"),
-            ))
-        });
-        let mut q = inner.lock();
-        q.busy -= 1;
-        q.progress.done += 1;
-        q.progress.bytes_done += item.bytes;
-        q.queued.remove(&item.run.path);
-        if !q.forgotten.remove(&item.run.path) {
-            q.done.push(Indexed { run: item.run, result });
+        if n == 1 {
+            group.into_iter().rev().for_each(|it| index_one(inner, it));
+        } else {
+            group.into_par_iter().rev().for_each(|it| index_one(inner, it));
         }
-        q.changed = true;
-        drop(q);
-        inner.results.notify_one();
     }
+}
+
+/// Sources taken at a time per thread: enough that a slow one does not leave threads idle
+/// (they help with its parts), few enough that newer sources queued meanwhile go next.
+const GROUP_PER_THREAD: usize = 2;
+
+fn index_one(inner: &Inner, item: Item) {
+    if inner.stop.load(Ordering::Acquire) {
+        return;
+    }
+    // A panic in a format is a bug, but it must not take the indexer with it: the source
+    // is reported as unreadable.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| item.run.exact())).unwrap_or_else(|_| {
+        Err(LoadError::io(
+            &item.run.path,
+            std::io::Error::other("tracetui failed while indexing it (a bug)"),
+        ))
+    });
+    let mut q = inner.lock();
+    q.busy -= 1;
+    q.progress.done += 1;
+    q.progress.bytes_done += item.bytes;
+    q.queued.remove(&item.run.path);
+    if !q.forgotten.remove(&item.run.path) {
+        q.done.push(Indexed { run: item.run, result });
+    }
+    q.changed = true;
+    drop(q);
+    inner.results.notify_one();
 }
 
 /// The bytes a source is read from: the file, or the files in the directory (and in its

@@ -824,9 +824,8 @@ impl Watcher {
             let found: Vec<Listed> = part
                 .into_par_iter()
                 .map(|r| {
-                    let stamp = source::cache::source_stamp(&r);
-                    let res = r.summarize().map_err(|e| e.to_string());
-                    (r, stamp, res)
+                    let (stamp, res) = r.summarize_stamped();
+                    (r, stamp, res.map_err(|e| e.to_string()))
                 })
                 .collect();
             let mut all = Vec::new();
