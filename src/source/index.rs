@@ -254,40 +254,43 @@ impl Inner {
     }
 }
 
-/// Sources are indexed in groups of the newest, each group loaded in parallel on rayon's
-/// pool, as `check` loads: a load's own parallel parts (the engine's skim and apply) are then
-/// taken up by the pool's idle threads. Workers of our own handed every part to the pool from
-/// outside it and kept one of two cores idle: 2,000 sessions indexed in 2.4x `check`'s time.
+/// Sources are indexed newest first on rayon's pool, as `check` loads: a load's own parallel
+/// parts (the engine's skim and apply) are then taken up by the pool's idle threads. Workers of
+/// our own handed every part to the pool from outside it and kept one of two cores idle
+/// (2,000 sessions indexed in 2.4x `check`'s time); groups with a barrier between them idled
+/// at each barrier. A few sources are under way at a time, so that newer ones queued
+/// meanwhile go next.
 fn dispatch(inner: &Inner, n: usize) {
-    use rayon::prelude::*;
-    loop {
-        let group: Vec<Item> = {
-            let mut q = inner.lock();
-            loop {
-                if inner.stop.load(Ordering::Acquire) {
-                    return;
-                }
-                if !q.items.is_empty() {
-                    // Oldest first in the queue: the newest are at its end.
-                    let at = q.items.len().saturating_sub(GROUP_PER_THREAD * n);
-                    let g = q.items.split_off(at);
-                    q.busy += g.len();
-                    break g;
-                }
-                q = inner.work.wait(q).unwrap_or_else(|e| e.into_inner());
+    let next = |limit: usize| -> Option<Item> {
+        let mut q = inner.lock();
+        loop {
+            if inner.stop.load(Ordering::Acquire) {
+                return None;
             }
-        };
-        if n == 1 {
-            group.into_iter().rev().for_each(|it| index_one(inner, it));
-        } else {
-            group.into_par_iter().rev().for_each(|it| index_one(inner, it));
+            if q.busy < limit
+                && let Some(it) = q.items.pop()
+            {
+                q.busy += 1;
+                return Some(it);
+            }
+            q = inner.work.wait(q).unwrap_or_else(|e| e.into_inner());
         }
+    };
+    if n == 1 {
+        while let Some(it) = next(1) {
+            index_one(inner, it);
+        }
+        return;
     }
+    rayon::in_place_scope(|s| {
+        while let Some(it) = next(IN_FLIGHT_PER_THREAD * n) {
+            s.spawn(move |_| index_one(inner, it));
+        }
+    });
 }
 
-/// Sources taken at a time per thread: enough that a slow one does not leave threads idle
-/// (they help with its parts), few enough that newer sources queued meanwhile go next.
-const GROUP_PER_THREAD: usize = 2;
+/// Sources under way at a time, per thread: enough that a thread never waits for the next.
+const IN_FLIGHT_PER_THREAD: usize = 2;
 
 fn index_one(inner: &Inner, item: Item) {
     if inner.stop.load(Ordering::Acquire) {
@@ -312,6 +315,8 @@ fn index_one(inner: &Inner, item: Item) {
     q.changed = true;
     drop(q);
     inner.results.notify_one();
+    // The dispatcher waits for a place under way.
+    inner.work.notify_all();
 }
 
 /// The bytes a source is read from: the file, or the files in the directory (and in its
