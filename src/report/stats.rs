@@ -125,6 +125,17 @@ impl RunStats {
             by_day = vec![(run_start.map(day_of).unwrap_or_default(), rt.clone())];
             total = rt;
         }
+        // What the recorder counted and the transcript does not log (a compaction's call):
+        // the same rule as `run_cost`, on the day the run ends.
+        for (model, u) in crate::cost::usage::unlogged(t, &by_model) {
+            let c = crate::cost::usage::call_cost(prices, Some(&model), Some(&u));
+            let mut x = Total::default();
+            x.add_usage(Some(&u), &c);
+            total.merge(&x);
+            merge_into(&mut by_model, &model, &x);
+            let (_, end) = t.time_span();
+            merge_into(&mut by_day, &end.or(run_start).map(day_of).unwrap_or_default(), &x);
+        }
         // The same definition as Summary::of (run_cost over the same calls), at these prices.
         summary.cost = Some(total);
         let mut tools: std::collections::HashMap<crate::model::StrRef, ToolAgg> = Default::default();
