@@ -7,6 +7,7 @@
 //! 3,000,000), a call's cost rounded to microdollars, and totals summed in microdollars, so
 //! that thousands of calls add up without float drift.
 
+pub mod attribution;
 pub mod usage;
 
 use rustc_hash::FxHashMap as HashMap;
