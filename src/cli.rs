@@ -94,6 +94,16 @@ pub enum Command {
         /// Only runs that started on or before DATE (the whole day when a day is given).
         #[arg(long, value_name = "DATE")]
         until: Option<String>,
+        /// List the runs whose recorder wrote a cost (Claude Code's cost-state, OpenCode's and
+        /// Cline's message costs) that differs from the computed one, with the difference by
+        /// model and kind of token.
+        #[arg(long)]
+        check_costs: bool,
+        /// Instead of the tables, the costliest items across runs: `results`, the tool results
+        /// that cost most, directly (the first LLM call that read them) and carried (re-sent on
+        /// every later call of their context until a compaction).
+        #[arg(long, value_name = "WHAT", value_parser = ["results"])]
+        top: Option<String>,
         #[command(flatten)]
         fmt: FormatArgs,
     },

@@ -163,6 +163,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             by,
             since,
             until,
+            check_costs,
+            top,
             fmt,
         }) => {
             let (o, forced) = formats(&fmt)?;
@@ -183,7 +185,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if nothing_in_places(&paths, &d) {
                 return Ok(2);
             }
-            let req = report::stats::Request { by, window, output: o };
+            let req = report::stats::Request {
+                by,
+                window,
+                output: o,
+                check_costs,
+                top_results: top.is_some(),
+            };
             report::stats::run(&d, tracetui::cost::usage::current(), req, &mut out)?
         }
         Some(Command::Serve {

@@ -7,6 +7,7 @@
 //! 3,000,000), a call's cost rounded to microdollars, and totals summed in microdollars, so
 //! that thousands of calls add up without float drift.
 
+pub mod attribution;
 pub mod usage;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -24,8 +25,13 @@ pub struct Price {
     pub input: Option<Pico>,
     pub output: Option<Pico>,
     pub cache_read: Option<Pico>,
+    /// A write to the 5-minute cache (Anthropic: 1.25x input).
     pub cache_write: Option<Pico>,
+    /// A write to the 1-hour cache (Anthropic: 2x input).
+    pub cache_write_1h: Option<Pico>,
     pub reasoning: Option<Pico>,
+    /// One web search request (picodollars a request).
+    pub web_search: Option<Pico>,
     /// Other prices for calls whose prompt is longer than a threshold (long-context tiers).
     pub tier: Option<Box<Tier>>,
 }
@@ -38,6 +44,7 @@ pub struct Tier {
     pub output: Option<Pico>,
     pub cache_read: Option<Pico>,
     pub cache_write: Option<Pico>,
+    pub cache_write_1h: Option<Pico>,
 }
 
 /// Where a price comes from.
@@ -63,9 +70,94 @@ pub struct Entry {
 pub struct Tokens {
     pub input: u64,
     pub cache_read: u64,
+    /// All cache writes, whatever their tier.
     pub cache_write: u64,
     pub output: u64,
     pub reasoning: u64,
+    /// Of `cache_write`, those to the 1-hour cache.
+    pub cache_write_1h: u64,
+    /// Of `cache_write`, those whose tier the recorder did not say (priced as 5-minute).
+    pub cache_write_untiered: u64,
+    /// Web search requests.
+    pub web_search: u64,
+}
+
+impl Tokens {
+    /// Add another call's (or total's) tokens.
+    pub fn add(&mut self, t: &Tokens) {
+        self.input = self.input.saturating_add(t.input);
+        self.cache_read = self.cache_read.saturating_add(t.cache_read);
+        self.cache_write = self.cache_write.saturating_add(t.cache_write);
+        self.output = self.output.saturating_add(t.output);
+        self.reasoning = self.reasoning.saturating_add(t.reasoning);
+        self.cache_write_1h = self.cache_write_1h.saturating_add(t.cache_write_1h);
+        self.cache_write_untiered = self.cache_write_untiered.saturating_add(t.cache_write_untiered);
+        self.web_search = self.web_search.saturating_add(t.web_search);
+    }
+    /// The count of one kind (cache writes split by tier).
+    pub fn of(&self, k: Kind) -> u64 {
+        let w1h = self.cache_write_1h.min(self.cache_write);
+        match k {
+            Kind::Input => self.input,
+            Kind::CacheRead => self.cache_read,
+            Kind::CacheWrite5m => self.cache_write - w1h,
+            Kind::CacheWrite1h => w1h,
+            Kind::Output => self.output,
+            Kind::Reasoning => self.reasoning,
+            Kind::WebSearch => self.web_search,
+        }
+    }
+}
+
+/// What a call is billed for, each at its own price.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Input,
+    CacheRead,
+    CacheWrite5m,
+    CacheWrite1h,
+    Output,
+    Reasoning,
+    WebSearch,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 7] = [
+        Kind::Input,
+        Kind::CacheRead,
+        Kind::CacheWrite5m,
+        Kind::CacheWrite1h,
+        Kind::Output,
+        Kind::Reasoning,
+        Kind::WebSearch,
+    ];
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Input => "input",
+            Kind::CacheRead => "cache read",
+            Kind::CacheWrite5m => "cache write 5m",
+            Kind::CacheWrite1h => "cache write 1h",
+            Kind::Output => "output",
+            Kind::Reasoning => "reasoning",
+            Kind::WebSearch => "web search",
+        }
+    }
+    /// A name for JSON keys.
+    pub fn key(self) -> &'static str {
+        match self {
+            Kind::Input => "input",
+            Kind::CacheRead => "cache_read",
+            Kind::CacheWrite5m => "cache_write_5m",
+            Kind::CacheWrite1h => "cache_write_1h",
+            Kind::Output => "output",
+            Kind::Reasoning => "reasoning",
+            Kind::WebSearch => "web_search",
+        }
+    }
+    /// Billed per request rather than per token.
+    pub fn per_request(self) -> bool {
+        self == Kind::WebSearch
+    }
 }
 
 /// How a model name was matched to a price.
@@ -111,8 +203,8 @@ impl Prices {
     }
 
     /// The embedded list with the user's prices over it: `[prices."MODEL"]` tables with
-    /// `input`, `output`, `cache_read`, `cache_write`, `reasoning` in dollars per million
-    /// tokens. An override of a listed model replaces it; a new name is added.
+    /// `input`, `output`, `cache_read`, `cache_write` (5-minute), `cache_write_1h`,
+    /// `reasoning` in dollars per million tokens, `web_search` per million requests. An override of a listed model replaces it; a new name is added.
     pub fn with_overrides(table: &toml::Table, path: &std::path::Path) -> Result<Prices, String> {
         let mut p = Prices::builtin().clone();
         for (model, v) in table {
@@ -138,10 +230,12 @@ impl Prices {
                     "output" => price.output = pico,
                     "cache_read" => price.cache_read = pico,
                     "cache_write" => price.cache_write = pico,
+                    "cache_write_1h" => price.cache_write_1h = pico,
                     "reasoning" => price.reasoning = pico,
+                    "web_search" => price.web_search = pico,
                     other => {
                         return Err(format!(
-                            "{}: unknown price {other:?} for {model:?} (known: input, output, cache_read, cache_write, reasoning; dollars per million tokens)",
+                            "{}: unknown price {other:?} for {model:?} (known: input, output, cache_read, cache_write, cache_write_1h, reasoning; dollars per million tokens; web_search: dollars per million requests)",
                             path.display()
                         ));
                     }
@@ -179,8 +273,8 @@ impl Prices {
                 continue;
             }
             let c: Vec<&str> = line.split('\t').collect();
-            if c.len() != 12 {
-                return Err(format!("prices.tsv line {}: {} columns, expected 12", n + 1, c.len()));
+            if c.len() != 15 {
+                return Err(format!("prices.tsv line {}: {} columns, expected 15", n + 1, c.len()));
             }
             let num = |i: usize| -> Result<Option<Pico>, String> {
                 if c[i].is_empty() {
@@ -201,6 +295,7 @@ impl Prices {
                     output: num(9)?,
                     cache_read: num(10)?,
                     cache_write: num(11)?,
+                    cache_write_1h: num(13)?,
                 })),
             };
             p.entries.push(Entry {
@@ -211,7 +306,9 @@ impl Prices {
                     output: num(3)?,
                     cache_read: num(4)?,
                     cache_write: num(5)?,
+                    cache_write_1h: num(12)?,
                     reasoning: num(6)?,
+                    web_search: num(14)?,
                     tier,
                 },
                 source: Source::Builtin,
@@ -429,10 +526,50 @@ pub fn dollars(micro: u64) -> String {
     format!("${}.{:04}", tenths / 10_000, tenths % 10_000)
 }
 
-/// What a call costs at a price, in microdollars; None when a kind of token it used has no
-/// price (an unknown cost is never 0). Cache reads and writes without a price of their own
-/// are priced as input, reasoning as output; above a tier's threshold its prices apply.
-pub fn cost(p: &Price, t: Tokens) -> Option<u64> {
+/// A call's cost by kind: each kind's count and the price it is billed at (None: the list
+/// has no price for it), and whether the long-context tier's prices applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Priced {
+    pub parts: [(u64, Option<Pico>); 7],
+    pub long_context: bool,
+    /// Cache-write tokens of unknown tier, priced at the 5-minute rate.
+    pub untiered: u64,
+}
+
+impl Priced {
+    /// Picodollars of one kind; None when it is used and has no price.
+    pub fn pico(&self, k: Kind) -> Option<u128> {
+        let (n, p) = self.parts[k as usize];
+        if n == 0 {
+            return Some(0);
+        }
+        p.map(|p| n as u128 * p as u128)
+    }
+    /// Microdollars of one kind (rounded), for display.
+    pub fn micros_of(&self, k: Kind) -> Option<u64> {
+        self.pico(k).and_then(|p| u64::try_from((p + 500_000) / 1_000_000).ok())
+    }
+    /// The whole call in microdollars (the exact sum, rounded once); None when some kind it
+    /// used has no price.
+    pub fn micros(&self) -> Option<u64> {
+        let mut pico: u128 = 0;
+        for k in Kind::ALL {
+            pico += self.pico(k)?;
+        }
+        u64::try_from((pico + 500_000) / 1_000_000).ok()
+    }
+    /// The kinds used that have no price.
+    pub fn unpriced(&self) -> impl Iterator<Item = Kind> + '_ {
+        Kind::ALL.into_iter().filter(|&k| self.pico(k).is_none())
+    }
+}
+
+/// Each kind of a call at a price. Cache reads and 5-minute writes without a price of their
+/// own are priced as input, reasoning as output; a 1-hour write or a web search has no
+/// fallback (Anthropic bills a 1-hour write at 2x input, not 1.25x: pricing it as a 5-minute
+/// write is the under-count this split exists to avoid). A cache write of unknown tier is a
+/// 5-minute write. Above a tier's threshold its prices apply to every token of the call.
+pub fn price_parts(p: &Price, t: Tokens) -> Priced {
     let prompt = t.input.saturating_add(t.cache_read).saturating_add(t.cache_write);
     let tier = p.tier.as_deref().filter(|x| prompt > x.above);
     let pick = |base: Option<Pico>, tiered: Option<Option<Pico>>| tiered.flatten().or(base);
@@ -440,21 +577,28 @@ pub fn cost(p: &Price, t: Tokens) -> Option<u64> {
     let output = pick(p.output, tier.map(|x| x.output));
     let cache_read = pick(p.cache_read, tier.map(|x| x.cache_read)).or(input);
     let cache_write = pick(p.cache_write, tier.map(|x| x.cache_write)).or(input);
+    let cache_write_1h = pick(p.cache_write_1h, tier.map(|x| x.cache_write_1h));
     let reasoning = p.reasoning.or(output);
-    let mut pico: u128 = 0;
-    for (n, price) in [
-        (t.input, input),
-        (t.cache_read, cache_read),
-        (t.cache_write, cache_write),
-        (t.output, output),
-        (t.reasoning, reasoning),
-    ] {
-        if n == 0 {
-            continue;
-        }
-        pico += n as u128 * price? as u128;
+    let price = |k: Kind| match k {
+        Kind::Input => input,
+        Kind::CacheRead => cache_read,
+        Kind::CacheWrite5m => cache_write,
+        Kind::CacheWrite1h => cache_write_1h,
+        Kind::Output => output,
+        Kind::Reasoning => reasoning,
+        Kind::WebSearch => p.web_search,
+    };
+    Priced {
+        parts: Kind::ALL.map(|k| (t.of(k), price(k))),
+        long_context: tier.is_some(),
+        untiered: t.cache_write_untiered.min(t.cache_write),
     }
-    u64::try_from((pico + 500_000) / 1_000_000).ok()
+}
+
+/// What a call costs at a price, in microdollars; None when a kind of token it used has no
+/// price (an unknown cost is never 0). See [`price_parts`].
+pub fn cost(p: &Price, t: Tokens) -> Option<u64> {
+    price_parts(p, t).micros()
 }
 
 #[cfg(test)]
@@ -551,7 +695,7 @@ mod tests {
             cache_read: 2000,
             cache_write: 500,
             output: 400,
-            reasoning: 0,
+            ..Tokens::default()
         };
         assert_eq!(cost(&sonnet, t), Some(11_475));
         // Thousands of small calls sum without drift: 10,000 x 1 output token x $15/M = $0.15.
@@ -658,6 +802,72 @@ mod tests {
         };
         assert_eq!(cost(&p, short), Some(250_000 + 10_000));
         assert_eq!(cost(&p, long), Some(500_003 + 15_000));
+    }
+
+    /// Claude Sonnet 4.5 at Anthropic's published prices per million tokens: $3 input, $15
+    /// output, $0.30 cache read, $3.75 a 5-minute cache write (1.25x), $6 a 1-hour one (2x),
+    /// and $10 per 1,000 web searches.
+    #[test]
+    fn cache_writes_are_priced_by_tier_and_searches_by_request() {
+        let sonnet = price_of("claude-sonnet-4-5-20250929").2;
+        assert_eq!(
+            (sonnet.cache_write_1h, sonnet.web_search),
+            (Some(6_000_000), Some(10_000 * 1_000_000))
+        );
+        // 10 in + 60,000 written for 5 minutes + 40,000 for an hour + 1,000 out:
+        // 0.00003 + 0.225 + 0.24 + 0.015 = $0.48003.
+        let t = Tokens {
+            input: 10,
+            cache_write: 100_000,
+            cache_write_1h: 40_000,
+            output: 1_000,
+            ..Tokens::default()
+        };
+        let p = price_parts(&sonnet, t);
+        assert_eq!(p.micros(), Some(480_030));
+        assert_eq!(p.micros_of(Kind::CacheWrite5m), Some(225_000));
+        assert_eq!(p.micros_of(Kind::CacheWrite1h), Some(240_000));
+        assert_eq!((p.long_context, p.untiered), (false, 0));
+        // The same writes of unknown tier: all at the 5-minute rate (0.375), and marked.
+        let unknown = Tokens {
+            cache_write_1h: 0,
+            cache_write_untiered: 100_000,
+            ..t
+        };
+        let p = price_parts(&sonnet, unknown);
+        assert_eq!(p.micros(), Some(390_030));
+        assert_eq!(p.untiered, 100_000);
+        // Three web searches add $0.03.
+        let searched = Tokens { web_search: 3, ..t };
+        assert_eq!(cost(&sonnet, searched), Some(510_030));
+        // A 1-hour write or a search on a model with no price for it: unpriced, not guessed.
+        let gpt = price_of("gpt-4o").2;
+        let p = price_parts(&gpt, Tokens { cache_write_1h: 5, ..t });
+        assert_eq!(p.micros(), None);
+        assert_eq!(p.unpriced().collect::<Vec<_>>(), [Kind::CacheWrite1h]);
+    }
+
+    /// Gemini 2.5 Pro: $1.25 in / $10 out / $0.125 cache read up to 200,000 prompt tokens,
+    /// $2.50 / $15 / $0.25 above (the whole call at the higher prices).
+    #[test]
+    fn a_long_prompt_prices_the_whole_call_at_the_long_context_tier() {
+        let gemini = price_of("gemini-2.5-pro").2;
+        // 140,000 in + 60,000 read = 200,000: not above. 0.175 + 0.0075 + 0.02 = $0.2025.
+        let short = Tokens {
+            input: 140_000,
+            cache_read: 60_000,
+            output: 2_000,
+            ..Tokens::default()
+        };
+        let p = price_parts(&gemini, short);
+        assert_eq!((p.micros(), p.long_context), (Some(202_500), false));
+        // 150,000 + 60,000 = 210,000: above. 0.375 + 0.015 + 0.03 = $0.42.
+        let long = Tokens {
+            input: 150_000,
+            ..short
+        };
+        let p = price_parts(&gemini, long);
+        assert_eq!((p.micros(), p.long_context), (Some(420_000), true));
     }
 
     #[test]

@@ -7,7 +7,10 @@ usage: python3 src/cost/update_prices.py LIST.json "SOURCE DESCRIPTION" > src/co
 
 LIST.json is LiteLLM's model_prices_and_context_window.json (in the litellm wheel as
 litellm/model_prices_and_context_window_backup.json). Of several context tiers, the lowest
-threshold is kept (one model in the list has two).
+threshold is kept (one model in the list has two). `cache_write` is the 5-minute cache write
+price, `cache_write_1h` the 1-hour one (`cache_creation_input_token_cost_above_1hr`);
+`web_search` is the price of one web search request (`search_context_cost_per_query`, the
+medium context size LiteLLM defaults to), written per million requests like the rest.
 """
 import datetime
 import decimal
@@ -18,7 +21,8 @@ import sys
 
 MODES = {"chat", "completion", "responses"}
 COLS = ["model", "provider", "input", "output", "cache_read", "cache_write", "reasoning",
-        "tier_above", "tier_input", "tier_output", "tier_cache_read", "tier_cache_write"]
+        "tier_above", "tier_input", "tier_output", "tier_cache_read", "tier_cache_write",
+        "cache_write_1h", "tier_cache_write_1h", "web_search"]
 
 
 def per_million(v):
@@ -27,6 +31,13 @@ def per_million(v):
     d = decimal.Decimal(repr(v)) * 1_000_000
     s = format(d.normalize(), "f")
     return s
+
+
+def search_price(v):
+    """The price of one search: a number, or LiteLLM's prices by search context size."""
+    if isinstance(v, dict):
+        v = v.get("search_context_size_medium", v.get("search_context_size_low"))
+    return v
 
 
 def main():
@@ -65,12 +76,16 @@ def main():
             cell("output_cost_per_token" + suffix) if tier else "",
             cell("cache_read_input_token_cost" + suffix) if tier else "",
             cell("cache_creation_input_token_cost" + suffix) if tier else "",
+            cell("cache_creation_input_token_cost_above_1hr"),
+            cell("cache_creation_input_token_cost_above_1hr" + suffix) if tier else "",
+            per_million(search_price(v.get("search_context_cost_per_query"))),
         ])
     out = sys.stdout
     out.write(f"# source: {source}\n")
     out.write(f"# sha256 of the list: {hashlib.sha256(raw).hexdigest()}\n")
     out.write(f"# reduced on {datetime.date.today().isoformat()} by src/cost/update_prices.py: "
-              f"{len(rows)} chat/completion models; prices in dollars per million tokens\n")
+              f"{len(rows)} chat/completion models; prices in dollars per million tokens "
+              f"(web_search: per million requests)\n")
     out.write("\t".join(COLS) + "\n")
     for r in rows:
         out.write("\t".join(r) + "\n")

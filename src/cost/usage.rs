@@ -9,21 +9,29 @@ use crate::model::{EventKind, Trace, Usage};
 
 /// The tokens of one call by kind (unknown kinds count 0).
 pub fn tokens_of(u: &Usage) -> Tokens {
+    let cache_write = u.cache_write.unwrap_or(0);
     Tokens {
         input: u.input.unwrap_or(0),
         cache_read: u.cache_read.unwrap_or(0),
-        cache_write: u.cache_write.unwrap_or(0),
+        cache_write,
         output: u.output.unwrap_or(0),
         reasoning: u.reasoning.unwrap_or(0),
+        cache_write_1h: u.cache_write_1h.map_or(0, |n| n.min(cache_write)),
+        cache_write_untiered: if u.cache_write_1h.is_none() { cache_write } else { 0 },
+        web_search: u.web_search.unwrap_or(0),
     }
 }
 
 /// What one call cost and how that was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallCost {
-    /// Microdollars; None when unknown (no usage, or no price for its model).
+    /// Microdollars; None when unknown (no usage, or no price for its model). The recorded
+    /// cost where the recorder wrote one, else the computed one.
     pub micros: Option<u64>,
     pub basis: Basis,
+    /// The cost computed from the tokens at the price list's price, even where the recorder
+    /// wrote one (to be shown beside it); None when it cannot be computed.
+    pub computed: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,33 +63,37 @@ fn call_cost_with<'p>(
         return CallCost {
             micros: None,
             basis: Basis::NoUsage,
+            computed: None,
         };
     };
-    if let Some(c) = u.cost {
-        return CallCost {
-            micros: Some(c),
-            basis: Basis::Recorded,
-        };
-    }
-    let Some(model) = model.filter(|m| !m.trim().is_empty()) else {
-        return CallCost {
-            micros: None,
-            basis: Basis::NoModel,
-        };
+    let model = model.filter(|m| !m.trim().is_empty());
+    let found = model.map(|m| (m, lookup(m)));
+    let computed = match found {
+        Some((_, Some((e, _)))) => super::cost(&e.price, tokens_of(u)),
+        _ => None,
     };
-    match lookup(model) {
-        Some((e, how)) => CallCost {
-            micros: super::cost(&e.price, tokens_of(u)),
-            basis: Basis::Priced {
-                model: e.model.clone(),
-                how,
-            },
+    let basis = match found {
+        _ if u.cost.is_some() => Basis::Recorded,
+        None => Basis::NoModel,
+        Some((_, Some((e, how)))) => Basis::Priced {
+            model: e.model.clone(),
+            how,
         },
-        None => CallCost {
-            micros: None,
-            basis: Basis::UnknownModel(model.to_string()),
-        },
+        Some((m, None)) => Basis::UnknownModel(m.to_string()),
+    };
+    CallCost {
+        micros: u.cost.or(computed),
+        basis,
+        computed,
     }
+}
+
+/// A call's cost by kind at its model's price (None: no usage, no model or an unknown one).
+pub fn call_parts(prices: &Prices, model: Option<&str>, usage: Option<&Usage>) -> Option<(super::Priced, String)> {
+    let u = usage.filter(|u| !u.is_empty())?;
+    let m = model.filter(|m| !m.trim().is_empty())?;
+    let (e, _) = prices.lookup(m)?;
+    Some((super::price_parts(&e.price, tokens_of(u)), e.model.clone()))
 }
 
 /// Tokens and cost added up over some calls.
@@ -95,6 +107,13 @@ pub struct Total {
     pub micros: u64,
     /// Calls with usage whose cost is unknown (left out of `micros`).
     pub unknown: u64,
+    /// Calls whose recorder wrote their cost, and the sum of those costs (microdollars).
+    pub recorded_calls: u64,
+    pub recorded: u64,
+    /// The same calls' costs computed from their tokens (those that can be: the others are
+    /// `recorded_uncomputed`), to set beside `recorded`.
+    pub recomputed: u64,
+    pub recorded_uncomputed: u64,
 }
 
 impl Total {
@@ -105,14 +124,16 @@ impl Total {
     /// Add tokens and cost that are not one call's (a run's recorded totals).
     pub fn add_usage(&mut self, u: Option<&Usage>, c: &CallCost) {
         if let Some(u) = u {
-            let t = tokens_of(u);
-            let s = &mut self.tokens;
-            s.input = s.input.saturating_add(t.input);
-            s.cache_read = s.cache_read.saturating_add(t.cache_read);
-            s.cache_write = s.cache_write.saturating_add(t.cache_write);
-            s.output = s.output.saturating_add(t.output);
-            s.reasoning = s.reasoning.saturating_add(t.reasoning);
+            self.tokens.add(&tokens_of(u));
             self.total_tokens = self.total_tokens.saturating_add(u.sum().unwrap_or(0));
+            if let Some(r) = u.cost {
+                self.recorded_calls += 1;
+                self.recorded = self.recorded.saturating_add(r);
+                match c.computed {
+                    Some(m) => self.recomputed = self.recomputed.saturating_add(m),
+                    None => self.recorded_uncomputed += 1,
+                }
+            }
         }
         match c.micros {
             Some(m) => self.micros = self.micros.saturating_add(m),
@@ -122,15 +143,14 @@ impl Total {
     }
     pub fn merge(&mut self, o: &Total) {
         self.calls += o.calls;
-        let (s, t) = (&mut self.tokens, o.tokens);
-        s.input = s.input.saturating_add(t.input);
-        s.cache_read = s.cache_read.saturating_add(t.cache_read);
-        s.cache_write = s.cache_write.saturating_add(t.cache_write);
-        s.output = s.output.saturating_add(t.output);
-        s.reasoning = s.reasoning.saturating_add(t.reasoning);
+        self.tokens.add(&o.tokens);
         self.total_tokens = self.total_tokens.saturating_add(o.total_tokens);
         self.micros = self.micros.saturating_add(o.micros);
         self.unknown += o.unknown;
+        self.recorded_calls += o.recorded_calls;
+        self.recorded = self.recorded.saturating_add(o.recorded);
+        self.recomputed = self.recomputed.saturating_add(o.recomputed);
+        self.recorded_uncomputed += o.recorded_uncomputed;
     }
     /// The cost as a user reads it: `$0.1234`, `≥$0.1234` when some calls are unknown,
     /// `?` when none is known.
@@ -148,6 +168,131 @@ impl Total {
 pub struct RunCost {
     pub total: Total,
     pub by_model: Vec<(String, Total)>,
+    /// Of those, what the recorder counted and the transcript does not log (by model; see
+    /// [`unlogged`]): included in `total` and `by_model`, shown apart.
+    pub unlogged: Vec<(String, Total)>,
+    /// The cost the recorder wrote for the whole run (Claude Code's `cost-state`), micros.
+    pub recorded_run: Option<u64>,
+}
+
+impl RunCost {
+    /// The recorder's own cost of the run, and the computed cost of the same calls: the run's
+    /// recorded total beside the computed total, else the calls' recorded costs beside their
+    /// computed ones. None when the recorder wrote no cost.
+    pub fn recorded_vs_computed(&self) -> Option<(u64, u64)> {
+        let t = &self.total;
+        match self.recorded_run {
+            Some(r) => {
+                // The computed total: the calls' computed costs (a recorded call counts at
+                // its computed cost where it has one).
+                let computed = t.micros.saturating_sub(t.recorded).saturating_add(t.recomputed);
+                Some((r, computed))
+            }
+            None if t.recorded_calls > 0 => Some((t.recorded, t.recomputed)),
+            None => None,
+        }
+    }
+}
+
+/// Whether two costs differ by more than 1% (of the larger).
+pub fn differ(a: u64, b: u64) -> bool {
+    a.abs_diff(b) as u128 * 100 > a.max(b) as u128
+}
+
+/// The tokens and cost the recorder itself counted for the run, by model
+/// ([`crate::model::RECORDED_USAGE_ATTR`]), in the order written. A model whose counts are
+/// not numbers is left out.
+pub fn recorded_by_model(trace: &Trace) -> Vec<(String, Usage)> {
+    let Some(serde_json::Value::Object(m)) = trace
+        .meta
+        .attributes
+        .iter()
+        .find(|(k, _)| k == crate::model::RECORDED_USAGE_ATTR)
+        .map(|(_, v)| v)
+    else {
+        return Vec::new();
+    };
+    m.iter()
+        .filter_map(|(model, v)| {
+            let n = |k: &str| crate::formats::lenient_u64(v.get(k));
+            let (w5m, w1h) = (
+                n("cacheCreationEphemeral5mInputTokens"),
+                n("cacheCreationEphemeral1hInputTokens"),
+            );
+            let cache_write = n("cacheCreationInputTokens").or_else(|| w5m.zip(w1h).map(|(a, b)| a.saturating_add(b)));
+            let u = Usage {
+                input: n("inputTokens"),
+                output: n("outputTokens"),
+                cache_read: n("cacheReadInputTokens"),
+                cache_write,
+                cache_write_1h: (w5m.is_some() || w1h.is_some())
+                    .then(|| w1h.unwrap_or(0).min(cache_write.unwrap_or(0))),
+                web_search: n("webSearchRequests"),
+                cost: v.get("costUSD").and_then(super::micros_of_json),
+                ..Default::default()
+            };
+            (!u.is_empty()).then(|| (model.clone(), u))
+        })
+        .collect()
+}
+
+/// What the recorder counted for a model beyond what the run's logged calls of that model
+/// add up to (`logged`, by the model name as written), kind by kind: calls the transcript
+/// does not log. Claude Code's context compaction makes one such call (its summary request
+/// is counted in `cost-state` and written nowhere else). Only where the recorder wrote
+/// tokens by model; a kind it counted less of than the calls (a resumed session whose
+/// count restarted) adds nothing.
+pub fn unlogged(trace: &Trace, logged: &[(String, Total)]) -> Vec<(String, Usage)> {
+    let mut out = Vec::new();
+    for (model, r) in recorded_by_model(trace) {
+        let t = logged
+            .iter()
+            .find(|(m, _)| *m == model)
+            .map(|(_, t)| t.tokens)
+            .unwrap_or_default();
+        let more = |rec: Option<u64>, got: u64| rec.unwrap_or(0).saturating_sub(got);
+        let rt = tokens_of(&r);
+        let w1h = rt.cache_write_1h.saturating_sub(t.cache_write_1h);
+        let u = Usage {
+            input: Some(more(r.input, t.input)),
+            output: Some(more(r.output, t.output)),
+            cache_read: Some(more(r.cache_read, t.cache_read)),
+            cache_write: Some(more(r.cache_write, t.cache_write)),
+            cache_write_1h: r.cache_write_1h.map(|_| w1h.min(more(r.cache_write, t.cache_write))),
+            web_search: Some(more(r.web_search, t.web_search)),
+            ..Default::default()
+        };
+        if u.sum().unwrap_or(0) > 0 || u.web_search.unwrap_or(0) > 0 {
+            out.push((model, u));
+        }
+    }
+    out
+}
+
+/// Add the unlogged usage ([`unlogged`]) to a run's cost: each model's row and the total
+/// (no call is counted), and `rc.unlogged`.
+fn add_unlogged(rc: &mut RunCost, trace: &Trace, prices: &Prices) {
+    for (model, u) in unlogged(trace, &rc.by_model) {
+        let c = call_cost(prices, Some(&model), Some(&u));
+        let mut t = Total::default();
+        t.add_usage(Some(&u), &c);
+        rc.total.merge(&t);
+        match rc.by_model.iter_mut().find(|(m, _)| *m == model) {
+            Some((_, x)) => x.merge(&t),
+            None => rc.by_model.push((model.clone(), t.clone())),
+        }
+        rc.unlogged.push((model, t));
+    }
+}
+
+/// The run's recorded total cost ([`crate::model::RECORDED_COST_ATTR`]), micros.
+pub fn recorded_run_cost(trace: &Trace) -> Option<u64> {
+    trace
+        .meta
+        .attributes
+        .iter()
+        .find(|(k, _)| k == crate::model::RECORDED_COST_ATTR)
+        .and_then(|(_, v)| super::micros_of_json(v))
 }
 
 /// The prices every view uses: the embedded list, or the list with the user's config.toml
@@ -204,14 +349,21 @@ pub fn each_call_from(
 /// calls it logged add up to fewer tokens (they carry no usage, or only part of it), the
 /// run's totals are those, priced at the run's model: see [`run_totals`].
 pub fn run_cost(trace: &Trace, prices: &Prices) -> RunCost {
-    let rc = calls_cost(trace, prices);
-    match recorded_totals(trace, prices, &rc.total) {
-        Some((model, total)) => RunCost {
-            by_model: vec![(model, total.clone())],
-            total,
-        },
-        None => rc,
+    let mut rc = calls_cost(trace, prices);
+    finish(&mut rc, trace, prices);
+    rc
+}
+
+/// What is added to a run's calls once they are all counted: the run's recorded totals
+/// (where they win, see [`recorded_totals`]), the recorder's count of unlogged calls, and
+/// its recorded cost of the run.
+pub fn finish(rc: &mut RunCost, trace: &Trace, prices: &Prices) {
+    if let Some((model, total)) = recorded_totals(trace, prices, &rc.total) {
+        rc.by_model = vec![(model, total.clone())];
+        rc.total = total;
     }
+    add_unlogged(rc, trace, prices);
+    rc.recorded_run = recorded_run_cost(trace);
 }
 
 /// The run's recorded totals as a [`Total`] with its model (the run's), when they win over
@@ -320,6 +472,79 @@ mod tests {
         assert_eq!(rc.total, total);
         let names: Vec<&str> = rc.by_model.iter().map(|(m, _)| m.as_str()).collect();
         assert_eq!(names, ["claude-sonnet-4-5", "gpt-4o", "no-such-model"]);
+    }
+
+    /// A recorder's cost that differs from the computed one: kept, and both are told.
+    #[test]
+    fn a_recorded_cost_is_kept_beside_the_computed_one() {
+        use crate::model::{NewEvent, Parent, RunMeta};
+        let mut t = Trace::new(RunMeta::default());
+        // 100,000 input tokens of Claude Sonnet 4.5 at $3/M: $0.30 computed, $0.50 recorded;
+        // a second call without a recorded cost: 1,000 output at $15/M, $0.015.
+        for (u, cost) in [(100_000, Some(500_000)), (0, None)] {
+            t.add(NewEvent {
+                parent: Parent::None,
+                model: Some("claude-sonnet-4-5"),
+                usage: Some(Usage {
+                    input: Some(u),
+                    output: Some(if cost.is_some() { 0 } else { 1_000 }),
+                    cost,
+                    ..Default::default()
+                }),
+                ..NewEvent::new(EventKind::LlmCall, "call")
+            });
+        }
+        let rc = run_cost(&t, Prices::builtin());
+        assert_eq!(rc.total.micros, 515_000, "the recorded cost wins for its call");
+        assert_eq!(
+            (rc.total.recorded_calls, rc.total.recorded, rc.total.recomputed),
+            (1, 500_000, 300_000)
+        );
+        assert_eq!(rc.recorded_vs_computed(), Some((500_000, 300_000)));
+        assert!(differ(500_000, 300_000));
+        assert!(!differ(1_000_000, 990_000), "1% is not a difference");
+        assert!(differ(1_000_000, 989_999));
+    }
+
+    /// Claude Code's `cost-state` counts a call its transcript does not log (the compaction's
+    /// summary request): the difference, kind by kind, is priced and added to the run.
+    #[test]
+    fn what_the_recorder_counted_beyond_the_logged_calls_is_added() {
+        use crate::model::{NewEvent, Parent, RunMeta};
+        let mut t = Trace::new(RunMeta::default());
+        t.add(NewEvent {
+            parent: Parent::None,
+            model: Some("claude-sonnet-4-5-20250929"),
+            usage: Some(Usage {
+                input: Some(1_000),
+                output: Some(100),
+                cache_read: Some(4_000),
+                cache_write: Some(2_000),
+                cache_write_1h: Some(2_000),
+                ..Default::default()
+            }),
+            ..NewEvent::new(EventKind::LlmCall, "call")
+        });
+        t.meta.attributes.push((
+            crate::model::RECORDED_USAGE_ATTR.into(),
+            serde_json::json!({"claude-sonnet-4-5-20250929": {
+                "inputTokens": 7_000, "outputTokens": 130, "cacheReadInputTokens": 8_000,
+                "cacheCreationInputTokens": 2_000, "cacheCreationEphemeral5mInputTokens": 0,
+                "cacheCreationEphemeral1hInputTokens": 2_000, "webSearchRequests": 0, "costUSD": 0.0443}}),
+        ));
+        t.meta
+            .attributes
+            .push((crate::model::RECORDED_COST_ATTR.into(), serde_json::json!(0.0443)));
+        let rc = run_cost(&t, Prices::builtin());
+        // Logged: 1,000 x 3 + 100 x 15 + 4,000 x 0.3 + 2,000 x 6 (1-hour) = $0.0177.
+        // Unlogged: 6,000 in x 3 + 30 out x 15 + 4,000 read x 0.3 = 0.018 + 0.00045 + 0.0012.
+        assert_eq!(rc.unlogged.len(), 1);
+        assert_eq!(rc.unlogged[0].1.micros, 19_650);
+        assert_eq!(rc.unlogged[0].1.calls, 0);
+        assert_eq!(rc.total.micros, 17_700 + 19_650);
+        assert_eq!(rc.total.tokens.input, 7_000);
+        assert_eq!(rc.total.calls, 1);
+        assert_eq!(rc.recorded_vs_computed(), Some((44_300, 37_350)));
     }
 
     #[test]

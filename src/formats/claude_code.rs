@@ -942,13 +942,28 @@ fn raw_count(raw: &[u8]) -> Option<u64> {
 
 /// Anthropic's counts are already the normalized kinds: `input_tokens` excludes the cache,
 /// `cache_creation_input_tokens` were written to it, `cache_read_input_tokens` read from it.
-/// Thinking is billed as output and not counted apart, so reasoning stays unknown.
-fn usage_of(input: Option<u64>, created: Option<u64>, read: Option<u64>, output: Option<u64>) -> Usage {
+/// Thinking is billed as output and not counted apart, so reasoning stays unknown. The
+/// `cache_creation` object splits the writes by cache tier (`ephemeral_5m_input_tokens`,
+/// `ephemeral_1h_input_tokens`: a 1-hour write costs 2x input, a 5-minute one 1.25x); without
+/// it the tier is unknown. `server_tool_use.web_search_requests` are billed per request.
+/// The counts in order: input, cache write, cache read, output, 5-minute write, 1-hour
+/// write, web searches.
+fn usage_of(n: [Option<u64>; 7]) -> Usage {
+    let [input, created, read, output, w5m, w1h, searches] = n;
+    // The tier split, when written: the 1-hour part of the writes (a total missing from an
+    // older line is the parts' sum).
+    let created = created.or_else(|| w5m.zip(w1h).map(|(a, b)| a.saturating_add(b)));
+    let cache_write_1h = match (w5m, w1h) {
+        (None, None) => None,
+        (_, h) => Some(h.unwrap_or(0).min(created.unwrap_or(0))),
+    };
     Usage {
         input,
         output,
         cache_write: created,
         cache_read: read,
+        cache_write_1h,
+        web_search: searches,
         ..Default::default()
     }
 }
@@ -1181,12 +1196,16 @@ impl<'a> Rec<'a> {
             r.model = owned(m, "model");
             if let Some(u) = m.get("usage").filter(|u| u.is_object()) {
                 let n = |k: &str| super::lenient_u64(u.get(k));
-                r.usage = Some(usage_of(
+                let n2 = |o: &str, k: &str| super::lenient_u64(u.get(o).and_then(|o| o.get(k)));
+                r.usage = Some(usage_of([
                     n("input_tokens"),
                     n("cache_creation_input_tokens"),
                     n("cache_read_input_tokens"),
                     n("output_tokens"),
-                ));
+                    n2("cache_creation", "ephemeral_5m_input_tokens"),
+                    n2("cache_creation", "ephemeral_1h_input_tokens"),
+                    n2("server_tool_use", "web_search_requests"),
+                ]));
             }
         }
         let ranges = content_ranges(line);
@@ -1323,7 +1342,7 @@ fn skim_message<'a>(k: &mut Skim<'a>, line: &'a [u8], r: &mut Rec<'a>) -> Option
 }
 
 fn skim_usage(k: &mut Skim) -> Option<Usage> {
-    let mut n: [Option<u64>; 4] = [None; 4];
+    let mut n: [Option<u64>; 7] = [None; 7];
     let mut seen = Seen::default();
     k.object(|k, key| {
         let i = match key {
@@ -1331,13 +1350,38 @@ fn skim_usage(k: &mut Skim) -> Option<Usage> {
             b"cache_creation_input_tokens" => 1,
             b"cache_read_input_tokens" => 2,
             b"output_tokens" => 3,
+            // Objects whose counts serde reads with `get` (anything else: none); a key given
+            // twice is left to serde (the skim gives up).
+            b"cache_creation" | b"server_tool_use" => {
+                let (at, inner): (u32, &[(&[u8], usize)]) = if key == b"cache_creation" {
+                    (
+                        7,
+                        &[(b"ephemeral_5m_input_tokens", 4), (b"ephemeral_1h_input_tokens", 5)],
+                    )
+                } else {
+                    (8, &[(b"web_search_requests", 6)])
+                };
+                seen.first(at)?;
+                if k.peek_byte()? != b'{' {
+                    return k.skip();
+                }
+                let mut seen_inner = Seen::default();
+                return k.object(|k, key| match inner.iter().find(|(name, _)| *name == key) {
+                    Some(&(_, i)) => {
+                        seen_inner.first(i as u32)?;
+                        n[i] = raw_count(k.value()?);
+                        Some(())
+                    }
+                    None => k.skip(),
+                });
+            }
             _ => return k.skip(),
         };
         seen.first(i as u32)?;
         n[i] = raw_count(k.value()?);
         Some(())
     })?;
-    Some(usage_of(n[0], n[1], n[2], n[3]))
+    Some(usage_of(n))
 }
 
 fn skim_blocks<'a>(k: &mut Skim<'a>, line: &'a [u8]) -> Option<Vec<Block<'a>>> {
@@ -1939,21 +1983,32 @@ fn run_record(ty: &str, line: &[u8], t: &mut Trace) {
         return;
     };
     let (key, value) = match ty {
-        "cost-state" => match v.get("totalCostUSD").filter(|c| c.is_number()) {
-            Some(c) => (RECORDED_COST_ATTR, c.clone()),
-            None => return,
-        },
+        "cost-state" => {
+            // Its tokens by model too, to tell where the two costs differ (`stats
+            // --check-costs`) and what the transcript does not log (a compaction's call).
+            if let Some(m) = v.get("modelUsage").filter(|m| m.is_object()) {
+                set_attr(t, RECORDED_USAGE_ATTR, m.clone());
+            }
+            match v.get("totalCostUSD").filter(|c| c.is_number()) {
+                Some(c) => (RECORDED_COST_ATTR, c.clone()),
+                None => return,
+            }
+        }
         _ => match v.get("tools").filter(|x| x.is_array()) {
             Some(x) => ("toolsUsed", x.clone()),
             None => return,
         },
     };
+    set_attr(t, key, value);
+    if let Some(root) = t.roots.first().copied() {
+        t.events[root as usize].payload = PayloadRef::Deferred;
+    }
+}
+
+fn set_attr(t: &mut Trace, key: &str, value: Value) {
     match t.meta.attributes.iter_mut().find(|(k, _)| k == key) {
         Some(slot) => slot.1 = value,
         None => t.meta.attributes.push((key.to_string(), value)),
-    }
-    if let Some(root) = t.roots.first().copied() {
-        t.events[root as usize].payload = PayloadRef::Deferred;
     }
 }
 
@@ -2566,7 +2621,9 @@ mod tests {
             cache_read: 2700,
             cache_write: 300,
             output: 44,
-            reasoning: 0,
+            // The fixture's lines have no `cache_creation` split: tier unknown.
+            cache_write_untiered: 300,
+            ..Default::default()
         };
         assert_eq!(rc.total.tokens, want);
         // The split response holds its text, both tool calls and nothing else.
@@ -2786,6 +2843,27 @@ mod tests {
             f.sink.traces[0].counts().tool_calls,
             2,
             "polling again reads nothing twice"
+        );
+    }
+
+    /// The cache-write tiers and web searches of a current line (Claude Code 2.1.3xx), read
+    /// alike by the skimmer and serde_json; a line without the split has no tier.
+    #[test]
+    fn cache_tiers_and_web_searches_are_read() {
+        let line = br#"{"type":"assistant","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":3,"cache_creation_input_tokens":1500,"cache_read_input_tokens":9000,"output_tokens":40,"server_tool_use":{"web_search_requests":2,"web_fetch_requests":0},"cache_creation":{"ephemeral_1h_input_tokens":1000,"ephemeral_5m_input_tokens":500}}}}"#;
+        let fast = Rec::skim(line).expect("skimmed");
+        let v: Value = serde_json::from_slice(line).unwrap();
+        assert_eq!(fast, Rec::from_value(&v, line));
+        let u = fast.usage.unwrap();
+        assert_eq!(
+            (u.cache_write, u.cache_write_1h, u.web_search, u.input, u.cache_read),
+            (Some(1500), Some(1000), Some(2), Some(3), Some(9000))
+        );
+        let old = br#"{"type":"assistant","message":{"id":"m","usage":{"input_tokens":3,"cache_creation_input_tokens":1500}}}"#;
+        let u = Rec::skim(old).unwrap().usage.unwrap();
+        assert_eq!(
+            (u.cache_write, u.cache_write_1h, u.web_search),
+            (Some(1500), None, None)
         );
     }
 
@@ -3034,6 +3112,19 @@ mod tests {
                 prop::sample::select(vec![json!(5), json!("9"), json!(-1), json!(2.5), Value::Null])
             )
                 .prop_map(|(a, b)| json!({"input_tokens": a, "output_tokens": b, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 7})),
+            // The cache tiers and web searches, in the shapes they come in and some they do not.
+            (
+                prop::sample::select(vec![
+                    json!({"ephemeral_5m_input_tokens": 3, "ephemeral_1h_input_tokens": 4}),
+                    json!({"ephemeral_1h_input_tokens": "9"}),
+                    json!({"ephemeral_5m_input_tokens": null}),
+                    json!([1]),
+                    json!(7),
+                    Value::Null,
+                ]),
+                prop::sample::select(vec![json!({"web_search_requests": 2, "web_fetch_requests": 1}), json!({}), json!("x")]),
+            )
+                .prop_map(|(cc, st)| json!({"input_tokens": 1, "cache_creation_input_tokens": 7, "cache_creation": cc, "server_tool_use": st})),
             Just(json!(5)),
             Just(Value::Null),
         ];

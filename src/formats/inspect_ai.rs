@@ -1063,6 +1063,7 @@ fn model_usage(u: &Value) -> Usage {
         cache_write,
         reasoning,
         cost: u.get("total_cost").and_then(crate::cost::micros_of_json),
+        ..Default::default()
     };
     if !cache_apart {
         out = super::usage_input_with_cache(out);

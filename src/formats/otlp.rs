@@ -811,6 +811,7 @@ impl<'a> SpanRec<'a> {
             cache_write: a.u64(&K_CACHE_WRITE),
             reasoning: a.u64(&K_REASONING),
             cost: a.micros(&K_COST),
+            ..Default::default()
         });
         if cc == Some(EventKind::LlmCall) && usage.is_empty() {
             // Claude Code counts as Anthropic does: input without the cache.

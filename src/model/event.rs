@@ -106,6 +106,14 @@ pub struct Usage {
     pub reasoning: Option<u64>,
     /// What the recorder said the call cost, in microdollars (wins over a computed cost).
     pub cost: Option<u64>,
+    /// Of `cache_write`, the tokens written to the 1-hour cache (the rest went to the
+    /// 5-minute one, which costs less); None when the recorder does not say which tier
+    /// (then all are priced as 5-minute writes, and marked so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h: Option<u64>,
+    /// Web searches the call made (billed per request, not per token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<u64>,
 }
 
 impl Usage {
@@ -117,6 +125,8 @@ impl Usage {
             && self.cache_write.is_none()
             && self.reasoning.is_none()
             && self.cost.is_none()
+            && self.cache_write_1h.is_none()
+            && self.web_search.is_none()
     }
     /// Total tokens: the recorded total, else the sum of the kinds that are known.
     pub fn sum(&self) -> Option<u64> {
@@ -140,8 +150,9 @@ impl Usage {
 /// An event's token usage, or none: a [`Usage`] packed into one 24-byte allocation (the
 /// smallest the allocator hands out holds 24), where a `Box<Usage>` took 112 bytes and the
 /// allocator 128 (issue 13: an OTLP file of 4M spans has 1.4M LLM calls, 180 MB of boxes).
-/// The known fields are kept as LEB128 varints behind a presence byte; a usage whose counts
-/// do not fit in 22 bytes (counts over 2^21 in most of its fields) is boxed whole instead.
+/// The known fields are kept as LEB128 varints behind a presence byte (its top bit set: a
+/// second presence byte, for the fields after the seventh, opens `bytes`); a usage whose
+/// counts do not fit in 22 bytes (counts over 2^21 in most of its fields) is boxed whole.
 /// Read it with [`UsageCell::get`], set it with [`UsageCell::new`] / `From<Usage>`.
 #[derive(Clone, Default)]
 pub struct UsageCell(Option<Box<Packed>>);
@@ -159,7 +170,7 @@ enum Packed {
 
 impl Usage {
     /// Its fields in a fixed order (the packed order of [`UsageCell`]).
-    fn fields(&self) -> [Option<u64>; 7] {
+    fn fields(&self) -> [Option<u64>; FIELDS] {
         [
             self.input,
             self.output,
@@ -168,10 +179,22 @@ impl Usage {
             self.cache_write,
             self.reasoning,
             self.cost,
+            self.cache_write_1h,
+            self.web_search,
         ]
     }
-    fn from_fields(f: [Option<u64>; 7]) -> Usage {
-        let [input, output, total, cache_read, cache_write, reasoning, cost] = f;
+    fn from_fields(f: [Option<u64>; FIELDS]) -> Usage {
+        let [
+            input,
+            output,
+            total,
+            cache_read,
+            cache_write,
+            reasoning,
+            cost,
+            cache_write_1h,
+            web_search,
+        ] = f;
         Usage {
             input,
             output,
@@ -180,6 +203,8 @@ impl Usage {
             cache_write,
             reasoning,
             cost,
+            cache_write_1h,
+            web_search,
         }
     }
 }
@@ -207,14 +232,32 @@ impl UsageCell {
     }
 }
 
+/// Fields of a [`Usage`]; the first seven are marked in `known`, the others in the extra
+/// presence byte.
+const FIELDS: usize = 9;
+/// `known`'s bit saying that `bytes` opens with the presence byte of fields 7 on.
+const MORE: u8 = 0x80;
+
 impl Packed {
     fn of(u: &Usage) -> Packed {
+        let f = u.fields();
         let mut known = 0u8;
         let mut bytes = [0u8; 22];
         let mut at = 0;
-        for (k, v) in u.fields().into_iter().enumerate() {
+        let more: u8 = f[7..]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (k, v)| m | (u8::from(v.is_some()) << k));
+        if more != 0 {
+            known |= MORE;
+            bytes[0] = more;
+            at = 1;
+        }
+        for (k, v) in f.into_iter().enumerate() {
             let Some(mut v) = v else { continue };
-            known |= 1 << k;
+            if k < 7 {
+                known |= 1 << k;
+            }
             loop {
                 let Some(b) = bytes.get_mut(at) else {
                     return Packed::Big(Box::new(*u));
@@ -236,9 +279,15 @@ impl Packed {
             Packed::Small { known, bytes } => (*known, bytes),
         };
         let mut at = 0;
-        let mut f = [None; 7];
+        let mut more = 0u8;
+        if known & MORE != 0 {
+            more = bytes[0];
+            at = 1;
+        }
+        let mut f = [None; FIELDS];
         for (k, slot) in f.iter_mut().enumerate() {
-            if known & (1 << k) == 0 {
+            let present = if k < 7 { known & (1 << k) } else { more & (1 << (k - 7)) };
+            if present == 0 {
                 continue;
             }
             let (mut v, mut shift) = (0u64, 0);
@@ -458,6 +507,8 @@ mod tests {
             cache_write: None,
             reasoning: Some(127),
             cost: Some(128),
+            cache_write_1h: Some(1 << 40),
+            web_search: Some(3),
         };
         for u in [
             Usage::default(),
@@ -471,6 +522,18 @@ mod tests {
             assert_eq!(UsageCell::from(u).get(), Some(u));
         }
         assert!(matches!(*UsageCell::from(big).0.unwrap(), Packed::Big(_)));
+        // A Claude Code call with its cache tier and web searches stays in the 24 bytes.
+        let cc = Usage {
+            input: Some(3),
+            output: Some(1_500),
+            cache_read: Some(150_000),
+            cache_write: Some(20_000),
+            cache_write_1h: Some(20_000),
+            web_search: Some(0),
+            ..Default::default()
+        };
+        assert!(matches!(*UsageCell::from(cc).0.unwrap(), Packed::Small { .. }));
+        assert_eq!(UsageCell::from(cc).get(), Some(cc));
         assert_eq!(UsageCell::NONE.get(), None);
         assert_eq!(UsageCell::new(None), UsageCell::NONE);
     }
@@ -486,7 +549,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_usage_reads_back(f in proptest::array::uniform7(field())) {
+        fn any_usage_reads_back(f in proptest::array::uniform9(field())) {
             let u = Usage::from_fields(f);
             prop_assert_eq!(UsageCell::from(u).get(), Some(u));
             prop_assert_eq!(format!("{:?}", UsageCell::from(u)), format!("{:?}", Some(Box::new(u))));

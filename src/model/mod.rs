@@ -14,7 +14,8 @@ pub use payload::{ErrorInfo, Marker, Payload, PayloadRef, markers_in};
 pub use strings::{StrRef, Strings};
 pub use time::{format_duration, format_ts, parse_timestamp, parse_timestamp_ms, parse_timestamp_str};
 pub use trace::{
-    Counts, Diagnostic, NewEvent, Parent, RECORDED_COST_ATTR, RunMeta, RunStatus, Severity, Skipped, Trace, counts_of,
+    Counts, Diagnostic, NewEvent, Parent, RECORDED_COST_ATTR, RECORDED_USAGE_ATTR, RunMeta, RunStatus, Severity,
+    Skipped, Trace, counts_of,
 };
 
 /// `12345` → `12,345`: every count tracetui prints, whole and grouped.

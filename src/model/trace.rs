@@ -124,6 +124,13 @@ pub const BADGES_ATTR: &str = "tracetui.badges";
 /// dollars (Claude Code's `cost-state`): kept beside the cost tracetui computes from tokens.
 pub const RECORDED_COST_ATTR: &str = "recorded_cost_usd";
 
+/// The run attribute holding the tokens and cost the recorder itself counted for the whole
+/// run, by model, as it wrote them (Claude Code's `cost-state.modelUsage`: per model
+/// `inputTokens`, `outputTokens`, `cacheReadInputTokens`, `cacheCreationInputTokens`,
+/// `cacheCreationEphemeral5mInputTokens`, `cacheCreationEphemeral1hInputTokens`,
+/// `webSearchRequests`, `costUSD`); read by `cost::usage::recorded_by_model`.
+pub const RECORDED_USAGE_ATTR: &str = "recorded_usage";
+
 impl RunMeta {
     /// The shared attributes, then the run's own.
     pub fn all_attributes(&self) -> impl Iterator<Item = &(String, Value)> {

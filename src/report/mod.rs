@@ -8,6 +8,7 @@ pub mod diff_html;
 pub mod diff_md;
 pub mod grep;
 pub mod ls;
+pub mod money;
 pub mod prices;
 pub mod show;
 pub mod sources;

@@ -25,6 +25,10 @@ pub enum By {
     Tool,
     Run,
     Format,
+    /// The subagent (nested run) the calls are in; `(main)` for the run's own context.
+    Subagent,
+    /// The run's project.
+    Project,
 }
 
 impl By {
@@ -35,6 +39,8 @@ impl By {
             By::Tool => "tool",
             By::Run => "run",
             By::Format => "format",
+            By::Subagent => "subagent",
+            By::Project => "project",
         }
     }
 }
@@ -67,7 +73,34 @@ pub struct RunStats {
     /// neither is known).
     pub by_day: Vec<(String, Total)>,
     pub tools: Vec<(String, ToolAgg)>,
+    /// By subagent (`""`: the main context), by tool (each tool's results' direct and
+    /// carried cost; `calls` counts its results, `total_tokens` their estimated tokens; the
+    /// row `""` is the cost that is no tool result's), and the run's costliest results.
+    pub by_subagent: Vec<(String, Total)>,
+    pub by_tool: Vec<(String, Total)>,
+    pub top: Vec<TopResult>,
+    /// The run's project (set by `collect`).
+    pub project: String,
 }
+
+/// A tool result and what it cost (`stats --top results`).
+#[derive(Clone, Debug)]
+pub struct TopResult {
+    pub run: String,
+    pub path: std::path::PathBuf,
+    pub tool: String,
+    /// The call's own id, else its event index.
+    pub call: String,
+    pub bytes: u64,
+    pub tokens: u64,
+    pub method: &'static str,
+    pub direct: u64,
+    pub carried: u64,
+    pub resent: u32,
+}
+
+/// How many of a run's costliest results it keeps for `--top results`.
+pub const TOP_RESULTS: usize = 20;
 
 fn add_to(
     list: &mut Vec<(String, Total)>,
@@ -126,6 +159,17 @@ impl RunStats {
             by_day = vec![(run_start.map(day_of).unwrap_or_default(), rt.clone())];
             total = rt;
         }
+        // What the recorder counted and the transcript does not log (a compaction's call):
+        // the same rule as `run_cost`, on the day the run ends.
+        for (model, u) in crate::cost::usage::unlogged(t, &by_model) {
+            let c = crate::cost::usage::call_cost(prices, Some(&model), Some(&u));
+            let mut x = Total::default();
+            x.add_usage(Some(&u), &c);
+            total.merge(&x);
+            merge_into(&mut by_model, &model, &x);
+            let (_, end) = t.time_span();
+            merge_into(&mut by_day, &end.or(run_start).map(day_of).unwrap_or_default(), &x);
+        }
         // The same definition as Summary::of (run_cost over the same calls), at these prices.
         summary.cost = Some(total);
         let mut tools: std::collections::HashMap<crate::model::StrRef, ToolAgg> = Default::default();
@@ -150,11 +194,62 @@ impl RunStats {
                 None => named.push((name.to_string(), v)),
             }
         }
+        let att = crate::cost::attribution::attribute(t, prices);
+        let mut by_tool: Vec<(String, Total)> = att
+            .by_tool()
+            .into_iter()
+            .map(|(name, n, d, c)| {
+                let tokens: u64 = att.results.iter().filter(|r| r.tool == name).map(|r| r.tokens).sum();
+                let t = Total {
+                    calls: n,
+                    total_tokens: tokens,
+                    micros: d + c,
+                    ..Default::default()
+                };
+                (name, t)
+            })
+            .collect();
+        let rest = Total {
+            micros: total_micros_of(&summary).saturating_sub(by_tool.iter().map(|(_, t)| t.micros).sum()),
+            unknown: summary.cost.as_ref().map_or(0, |c| c.unknown),
+            ..Default::default()
+        };
+        by_tool.push((String::new(), rest));
+        let mut top: Vec<&crate::cost::attribution::ResultCost> = att.results.iter().collect();
+        top.sort_by_key(|r| std::cmp::Reverse(r.direct + r.carried));
+        let top = top
+            .into_iter()
+            .take(TOP_RESULTS)
+            .map(|r| {
+                let e = t.event(r.event);
+                let id = t.str(e.source_id);
+                TopResult {
+                    run: summary.name.clone().unwrap_or_else(|| summary.id.clone()),
+                    path: summary.path.clone(),
+                    tool: r.tool.clone(),
+                    call: if id.is_empty() {
+                        format!("#{}", r.event)
+                    } else {
+                        id.to_string()
+                    },
+                    bytes: r.bytes,
+                    tokens: r.tokens,
+                    method: r.method.as_str(),
+                    direct: r.direct,
+                    carried: r.carried,
+                    resent: r.resent,
+                }
+            })
+            .collect();
         RunStats {
             summary,
             by_model,
             by_day,
             tools: named,
+            by_subagent: att.by_subagent,
+            by_tool,
+            top,
+            project: String::new(),
         }
     }
 
@@ -163,14 +258,27 @@ impl RunStats {
     }
 }
 
+fn total_micros_of(s: &Summary) -> u64 {
+    s.cost.as_ref().map_or(0, |c| c.micros)
+}
+
 /// A run that could not be loaded.
 pub type Failed = (RunRef, LoadError);
 
 /// Load every run in parallel and reduce each trace to its [`RunStats`].
 pub fn collect(runs: &[RunRef], prices: &Prices) -> (Vec<RunStats>, Vec<Failed>) {
+    let places = crate::source::places::resolve_env();
     let per = crate::source::load_each(runs, |r, res| match res {
         Ok(loaded) => {
-            let s: Vec<RunStats> = loaded.traces.iter().map(|t| RunStats::of(t, prices)).collect();
+            let project = r.project(&places);
+            let s: Vec<RunStats> = loaded
+                .traces
+                .iter()
+                .map(|t| RunStats {
+                    project: project.clone(),
+                    ..RunStats::of(t, prices)
+                })
+                .collect();
             super::drop_in_background(loaded);
             Ok(s)
         }
@@ -344,7 +452,9 @@ impl Stats {
                     group_runs.push(1);
                     run_of.push(Some(ri));
                 }
-                By::Tool => {}
+                By::Tool => r.by_tool.iter().for_each(|(k, t)| touch(k, t, None)),
+                By::Subagent => r.by_subagent.iter().for_each(|(k, t)| touch(k, t, None)),
+                By::Project => touch(&r.project, &total, None),
             }
             for (k, t) in &r.by_day {
                 merge_into(&mut s.days, k, t);
@@ -441,7 +551,8 @@ impl Stats {
             .to_vec(),
         ];
         if self.by == By::Tool {
-            rows[0][0] = "LLM".into();
+            // Tool rows: the results' count, estimated tokens and direct + carried cost.
+            rows[0][2] = "RESULTS".into();
         }
         let cells = |key: String, runs: usize, t: &Total| {
             vec![
@@ -462,6 +573,9 @@ impl Stats {
                 (By::Run, Some(r)) => r.summary.name.clone().unwrap_or_else(|| r.summary.id.clone()),
                 (By::Model, _) if g.key.is_empty() => "(no model)".into(),
                 (By::Day, _) if g.key.is_empty() => "(no time)".into(),
+                (By::Tool, _) if g.key.is_empty() => "(not tool results)".into(),
+                (By::Subagent, _) if g.key.is_empty() => "(main)".into(),
+                (By::Project, _) if g.key.is_empty() => "(no project)".into(),
                 _ => g.key.clone(),
             };
             rows.push(cells(crate::sanitize::line(&key).into_owned(), g.runs, &g.total));
@@ -613,6 +727,58 @@ pub struct Request {
     pub by: By,
     pub window: Window,
     pub output: Output,
+    /// `--check-costs`: the runs whose recorded cost differs from the computed one.
+    pub check_costs: bool,
+    /// `--top results`: the costliest tool results across runs instead of the tables.
+    pub top_results: bool,
+}
+
+/// The costliest tool results of some runs, costliest first (at most [`TOP_RESULTS`]).
+pub fn top_results(runs: &[RunStats]) -> Vec<&TopResult> {
+    let mut all: Vec<&TopResult> = runs.iter().flat_map(|r| r.top.iter()).collect();
+    all.sort_by(|a, b| {
+        (b.direct + b.carried)
+            .cmp(&(a.direct + a.carried))
+            .then_with(|| a.run.cmp(&b.run))
+            .then_with(|| a.call.cmp(&b.call))
+    });
+    all.truncate(TOP_RESULTS);
+    all
+}
+
+fn top_json(r: &TopResult) -> Value {
+    let mut v = json!({
+        "run": r.run, "tool": r.tool, "call": r.call, "bytes": r.bytes, "tokens": r.tokens,
+        "tokens_from": r.method, "resent": r.resent, "direct_micros": r.direct,
+        "carried_micros": r.carried, "cost_micros": r.direct + r.carried,
+    });
+    crate::json::put_path(&mut v, "path", &r.path);
+    v
+}
+
+fn top_table(top: &[&TopResult]) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        [
+            "RUN", "TOOL", "CALL", "BYTES", "TOKENS", "FROM", "RESENT", "DIRECT", "CARRIED", "COST",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for r in top {
+        rows.push(vec![
+            crate::sanitize::line(&r.run).into_owned(),
+            crate::sanitize::line(&r.tool).into_owned(),
+            crate::sanitize::line(&r.call).into_owned(),
+            r.bytes.to_string(),
+            r.tokens.to_string(),
+            r.method.to_string(),
+            r.resent.to_string(),
+            crate::cost::dollars(r.direct),
+            crate::cost::dollars(r.carried),
+            crate::cost::dollars(r.direct + r.carried),
+        ]);
+    }
+    rows
 }
 
 /// Run `stats` over what discovery found; returns the exit code (2 when a source could
@@ -628,6 +794,22 @@ pub fn run(d: &Discovery, prices: &Prices, req: Request, out: &mut dyn Write) ->
     for e in &d.errors {
         eprintln!("{}", crate::sanitize::line(&format!("tracetui: {e}")));
         code = 2;
+    }
+    if req.check_costs {
+        let (mut checked, failed) = super::money::collect(&d.runs, prices);
+        for (_, e) in &failed {
+            eprintln!("{}", crate::sanitize::line(&format!("tracetui: {e}")));
+            code = 2;
+        }
+        checked.retain(|c| req.window.contains(c.summary.start));
+        checked.sort_by(|a, b| {
+            b.summary
+                .start
+                .cmp(&a.summary.start)
+                .then_with(|| a.summary.id.cmp(&b.summary.id))
+        });
+        super::money::report(&checked, req.output, out)?;
+        return Ok(code);
     }
     let (mut runs, failed) = collect(&d.runs, prices);
     for (_, e) in &failed {
@@ -653,6 +835,18 @@ pub fn run(d: &Discovery, prices: &Prices, req: Request, out: &mut dyn Write) ->
             .then_with(|| a.name.cmp(&b.name))
             .then_with(|| a.id.cmp(&b.id))
     });
+    if req.top_results {
+        let top = top_results(&runs);
+        match req.output {
+            Output::Json => {
+                let v = json!({"top_results": top.iter().map(|r| top_json(r)).collect::<Vec<_>>()});
+                crate::json::write_line(out, &v)?;
+            }
+            Output::Text if top.is_empty() => writeln!(out, "no tool result was read by a later LLM call")?,
+            Output::Text => write_table(out, &top_table(&top))?,
+        }
+        return Ok(code);
+    }
     let s = Stats::build(&runs, req.by);
     match req.output {
         Output::Json => {

@@ -675,6 +675,10 @@ struct Cached {
     badges: Vec<String>,
     /// calls, input, cache read, cache write, output, reasoning, total tokens, micros, unknown.
     cost: Option<[u64; 9]>,
+    /// cache write 1h, cache write of unknown tier, web searches, recorded calls, recorded
+    /// micros, their computed micros, recorded calls not computed.
+    #[serde(default)]
+    cost2: Option<[u64; 7]>,
     #[serde(default)]
     resume: Option<String>,
 }
@@ -729,6 +733,18 @@ impl Cached {
                     c.unknown,
                 ]
             }),
+            cost2: cost.as_ref().map(|c| {
+                let t = &c.tokens;
+                [
+                    t.cache_write_1h,
+                    t.cache_write_untiered,
+                    t.web_search,
+                    c.recorded_calls,
+                    c.recorded,
+                    c.recomputed,
+                    c.recorded_uncomputed,
+                ]
+            }),
             resume: resume.clone(),
         })
     }
@@ -756,18 +772,28 @@ impl Cached {
             tokens: self.tokens,
             problems: self.problems,
             badges: self.badges.clone(),
-            cost: self.cost.map(|c| crate::cost::usage::Total {
-                calls: c[0],
-                tokens: crate::cost::Tokens {
-                    input: c[1],
-                    cache_read: c[2],
-                    cache_write: c[3],
-                    output: c[4],
-                    reasoning: c[5],
-                },
-                total_tokens: c[6],
-                micros: c[7],
-                unknown: c[8],
+            cost: self.cost.map(|c| {
+                let d = self.cost2.unwrap_or_default();
+                crate::cost::usage::Total {
+                    calls: c[0],
+                    tokens: crate::cost::Tokens {
+                        input: c[1],
+                        cache_read: c[2],
+                        cache_write: c[3],
+                        output: c[4],
+                        reasoning: c[5],
+                        cache_write_1h: d[0],
+                        cache_write_untiered: d[1],
+                        web_search: d[2],
+                    },
+                    total_tokens: c[6],
+                    micros: c[7],
+                    unknown: c[8],
+                    recorded_calls: d[3],
+                    recorded: d[4],
+                    recomputed: d[5],
+                    recorded_uncomputed: d[6],
+                }
             }),
             resume: self.resume.clone(),
         })

@@ -118,7 +118,7 @@ pub fn command(s: &mut State, c: Command) {
                 By::Model => By::Day,
                 By::Day => By::Format,
                 By::Format => By::Run,
-                By::Run | By::Tool => By::Model,
+                By::Run | By::Tool | By::Subagent | By::Project => By::Model,
             };
             v.rebuild();
             let msg = format!("grouped by {}", v.by.as_str());

@@ -66,7 +66,9 @@ pub fn lines(t: &Trace, e: &Event, prices: &Prices) -> Vec<Line> {
                 let model = model_of(t, e);
                 let mut out = vec![token_line("tokens", u)];
                 if e.kind == EventKind::LlmCall || u.cost.is_some() {
-                    out.push(cost_line(&call_cost(prices, model, Some(u)), prices));
+                    let c = call_cost(prices, model, Some(u));
+                    out.push(cost_line(&c, prices));
+                    out.extend(parts_line(&c, prices, model, u));
                 }
                 out
             }
@@ -110,6 +112,38 @@ fn tokens_line(label: &str, t: &Tokens, total: u64) -> Line {
         s.push((Tok::Num, thousands(v)));
     }
     line(s)
+}
+
+/// The call's cost by kind and cache tier (`by kind  in $0.0030 · cache write 1h $0.2400 · …`),
+/// whether the long-context tier applied or a cache write's tier is unknown, and the computed
+/// cost beside a recorded one.
+fn parts_line(c: &CallCost, prices: &Prices, model: Option<&str>, u: &Usage) -> Option<Line> {
+    let (p, _) = crate::cost::usage::call_parts(prices, model, Some(u))?;
+    let mut s = vec![(Tok::Dim, "by kind".to_string())];
+    for k in crate::cost::Kind::ALL {
+        let n = p.parts[k as usize].0;
+        if n == 0 {
+            continue;
+        }
+        s.push((Tok::Dim, format!("  {} ", k.label())));
+        s.push(match p.micros_of(k) {
+            Some(m) => (Tok::Num, dollars(m)),
+            None => (Tok::Pending, "unpriced".into()),
+        });
+    }
+    if p.long_context {
+        s.push((Tok::Dim, "  (long-context prices)".into()));
+    }
+    if p.untiered > 0 {
+        s.push((Tok::Dim, "  (cache write tier not recorded: priced as 5-minute)".into()));
+    }
+    if c.basis == Basis::Recorded
+        && let Some(m) = c.computed
+    {
+        s.push((Tok::Dim, "  computed ".into()));
+        s.push((Tok::Num, dollars(m)));
+    }
+    (s.len() > 1).then(|| line(s))
 }
 
 /// `cost $0.0123  claude-sonnet-4-5 (exact name): in $3/M · cache read $0.3/M · …`.
@@ -182,27 +216,26 @@ fn cost_text(t: &Total) -> String {
 
 /// The cost the agent itself recorded for the run (DESIGN §8: kept beside the computed one),
 /// after the run cost line, with how far the two differ when that is more than 1%.
-fn with_recorded(mut out: Vec<Line>, rc: &RunCost, t: &Trace) -> Vec<Line> {
-    let Some(usd) = t
-        .meta
-        .attributes
-        .iter()
-        .find(|(k, _)| k == crate::model::RECORDED_COST_ATTR)
-        .and_then(|(_, v)| v.as_f64())
-        .filter(|x| x.is_finite() && *x >= 0.0)
-    else {
+fn with_recorded(mut out: Vec<Line>, rc: &RunCost, _t: &Trace) -> Vec<Line> {
+    let Some((recorded, computed)) = rc.recorded_vs_computed() else {
         return out;
     };
-    let recorded = (usd * 1e6).round() as u64;
     let mut spans = vec![
         (Tok::Dim, "recorded cost ".into()),
         (Tok::Num, dollars(recorded)),
         (Tok::Dim, " (by the agent)".into()),
     ];
-    let computed = rc.total.micros;
-    if computed > 0 && recorded.abs_diff(computed) * 100 > computed {
+    if computed > 0 && crate::cost::usage::differ(recorded, computed) {
         let pct = (recorded as f64 - computed as f64) / computed as f64 * 100.0;
+        spans.push((Tok::Dim, "  computed ".into()));
+        spans.push((Tok::Num, dollars(computed)));
         spans.push((Tok::Pending, format!("  {pct:+.1}% from the computed cost")));
+    }
+    for (m, u) in &rc.unlogged {
+        spans.push((
+            Tok::Dim,
+            format!("  incl. {} not logged ({}) ", u.cost_text(), sanitize::line(m)),
+        ));
     }
     let at = out.len().min(2);
     out.insert(at, line(spans));
