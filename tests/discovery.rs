@@ -124,15 +124,23 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/swe-agent/stats-mean-empty.traj",
         project: "ada/default/stats-mean-empty",
     },
+    Row {
+        agent: "factory-droid",
+        format: "factory-droid",
+        dest: "home/.factory/sessions/-home-dev-inventory",
+        fixture: "sample-traces/factory-droid/-home-dev-inventory",
+        project: "-home-dev-inventory",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.
-const AGENT_VARS: [&str; 5] = [
+const AGENT_VARS: &[&str] = &[
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "GEMINI_CLI_HOME",
     "COPILOT_HOME",
     "INSPECT_LOG_DIR",
+    "FACTORY_DIR",
 ];
 
 fn copy(from: &Path, to: &Path) {

@@ -44,6 +44,7 @@ pub mod cline;
 pub mod codex;
 pub mod copilot_cli;
 pub mod cursor;
+pub mod factory_droid;
 pub mod gemini_cli;
 pub mod inspect_ai;
 pub mod maida;
@@ -80,6 +81,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &cursor::Cursor,
     &opencode::OpenCode,
     &gemini_cli::GeminiCli,
+    &factory_droid::FactoryDroid,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

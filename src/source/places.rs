@@ -168,6 +168,16 @@ pub static PLACES: &[Place] = &[
     },
     // SWE-agent writes trajectories/<user>/<run>/<instance>/<instance>.traj.
     cwd("swe-agent", "trajectories"),
+    // Factory Droid: `sessions/<encoded cwd>/<id>.jsonl` (and `<id>.settings.json`).
+    // FACTORY_DIR stands for `~/.factory`, as ccusage's Droid reader takes it.
+    jsonl(
+        "factory-droid",
+        by_project(home(
+            "factory-droid",
+            ".factory/sessions",
+            Some(("FACTORY_DIR", "sessions")),
+        )),
+    ),
 ];
 
 /// A place resolved against the environment.
