@@ -131,6 +131,13 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/factory-droid/-home-dev-inventory",
         project: "-home-dev-inventory",
     },
+    Row {
+        agent: "kimi-cli",
+        format: "kimi-cli",
+        dest: "home/.kimi-code/sessions/wd_inventory_9f8e7d6c5b4a/session_5d6e7f80-9a1b-4c2d-8e3f-405162738495",
+        fixture: "sample-traces/kimi-cli/wd_inventory_9f8e7d6c5b4a/session_5d6e7f80-9a1b-4c2d-8e3f-405162738495",
+        project: "wd_inventory_9f8e7d6c5b4a",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.
@@ -141,6 +148,7 @@ const AGENT_VARS: &[&str] = &[
     "COPILOT_HOME",
     "INSPECT_LOG_DIR",
     "FACTORY_DIR",
+    "KIMI_CODE_HOME",
 ];
 
 fn copy(from: &Path, to: &Path) {

@@ -47,6 +47,7 @@ pub mod cursor;
 pub mod factory_droid;
 pub mod gemini_cli;
 pub mod inspect_ai;
+pub mod kimi_cli;
 pub mod maida;
 pub mod openai_chat;
 pub mod opencode;
@@ -82,6 +83,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &opencode::OpenCode,
     &gemini_cli::GeminiCli,
     &factory_droid::FactoryDroid,
+    &kimi_cli::KimiCli,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

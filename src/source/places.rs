@@ -178,6 +178,13 @@ pub static PLACES: &[Place] = &[
             Some(("FACTORY_DIR", "sessions")),
         )),
     ),
+    // Kimi Code: `sessions/wd_<dir>_<hash>/<session>/agents/<agent>/wire.jsonl`; KIMI_CODE_HOME
+    // stands for `~/.kimi-code`.
+    by_project(home(
+        "kimi-cli",
+        ".kimi-code/sessions",
+        Some(("KIMI_CODE_HOME", "sessions")),
+    )),
 ];
 
 /// A place resolved against the environment.
