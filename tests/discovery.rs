@@ -138,6 +138,13 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/kimi-cli/wd_inventory_9f8e7d6c5b4a/session_5d6e7f80-9a1b-4c2d-8e3f-405162738495",
         project: "wd_inventory_9f8e7d6c5b4a",
     },
+    Row {
+        agent: "pi",
+        format: "pi",
+        dest: "home/.pi/agent/sessions/--home-dev-inventory--/2026-11-23T15-20-00-000Z_2c3d4e5f-6a7b-4c8d-9e0f-a1b2c3d4e5f6.jsonl",
+        fixture: "sample-traces/pi/--home-dev-inventory--/2026-11-23T15-20-00-000Z_2c3d4e5f-6a7b-4c8d-9e0f-a1b2c3d4e5f6.jsonl",
+        project: "--home-dev-inventory--",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.
@@ -149,6 +156,7 @@ const AGENT_VARS: &[&str] = &[
     "INSPECT_LOG_DIR",
     "FACTORY_DIR",
     "KIMI_CODE_HOME",
+    "PI_CODING_AGENT_DIR",
 ];
 
 fn copy(from: &Path, to: &Path) {

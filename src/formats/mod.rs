@@ -53,6 +53,7 @@ pub mod openai_chat;
 pub mod opencode;
 pub mod openhands;
 pub mod otlp;
+pub mod pi;
 pub mod swe_agent;
 
 pub use probe::Probe;
@@ -84,6 +85,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &gemini_cli::GeminiCli,
     &factory_droid::FactoryDroid,
     &kimi_cli::KimiCli,
+    &pi::Pi,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

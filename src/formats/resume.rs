@@ -32,6 +32,8 @@ pub fn command(meta: &RunMeta) -> Option<String> {
         "cursor" if attr("parentSession").is_none() => ("cursor-agent --resume", meta.id.as_str(), None),
         // Kimi Code resumes a session (its directory's name) from its working directory; a
         // subagent's journal through its session.
+        // pi takes a session id (or its prefix) and looks in the current project first.
+        "pi" => ("pi --session", meta.id.as_str(), attr("cwd")),
         "kimi-cli" if attr("agent").is_none_or(|a| a == "main") => ("kimi --session", attr("session")?, attr("cwd")),
         _ => return None,
     };

@@ -185,6 +185,15 @@ pub static PLACES: &[Place] = &[
         ".kimi-code/sessions",
         Some(("KIMI_CODE_HOME", "sessions")),
     )),
+    // pi: `sessions/--<cwd>--/<time>_<id>.jsonl`; PI_CODING_AGENT_DIR stands for `~/.pi/agent`.
+    jsonl(
+        "pi",
+        by_project(home(
+            "pi",
+            ".pi/agent/sessions",
+            Some(("PI_CODING_AGENT_DIR", "sessions")),
+        )),
+    ),
 ];
 
 /// A place resolved against the environment.
