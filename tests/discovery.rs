@@ -145,6 +145,13 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/pi/--home-dev-inventory--/2026-11-23T15-20-00-000Z_2c3d4e5f-6a7b-4c8d-9e0f-a1b2c3d4e5f6.jsonl",
         project: "--home-dev-inventory--",
     },
+    Row {
+        agent: "mistral-vibe",
+        format: "mistral-vibe",
+        dest: "home/.vibe/logs/session/session_20261124_141500_4e5f6a7b",
+        fixture: "sample-traces/mistral-vibe/session/session_20261124_141500_4e5f6a7b",
+        project: "",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.
@@ -157,6 +164,7 @@ const AGENT_VARS: &[&str] = &[
     "FACTORY_DIR",
     "KIMI_CODE_HOME",
     "PI_CODING_AGENT_DIR",
+    "VIBE_HOME",
 ];
 
 fn copy(from: &Path, to: &Path) {

@@ -49,6 +49,7 @@ pub mod gemini_cli;
 pub mod inspect_ai;
 pub mod kimi_cli;
 pub mod maida;
+pub mod mistral_vibe;
 pub mod openai_chat;
 pub mod opencode;
 pub mod openhands;
@@ -86,6 +87,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &factory_droid::FactoryDroid,
     &kimi_cli::KimiCli,
     &pi::Pi,
+    &mistral_vibe::MistralVibe,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

@@ -34,6 +34,8 @@ pub fn command(meta: &RunMeta) -> Option<String> {
         // subagent's journal through its session.
         // pi takes a session id (or its prefix) and looks in the current project first.
         "pi" => ("pi --session", meta.id.as_str(), attr("cwd")),
+        // Vibe resumes a session by id; a subagent's through its parent's.
+        "mistral-vibe" if attr("parent_session_id").is_none() => ("vibe --resume", meta.id.as_str(), attr("cwd")),
         "kimi-cli" if attr("agent").is_none_or(|a| a == "main") => ("kimi --session", attr("session")?, attr("cwd")),
         _ => return None,
     };

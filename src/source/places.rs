@@ -194,6 +194,12 @@ pub static PLACES: &[Place] = &[
             Some(("PI_CODING_AGENT_DIR", "sessions")),
         )),
     ),
+    // Mistral Vibe: a directory a session; VIBE_HOME stands for `~/.vibe`.
+    home(
+        "mistral-vibe",
+        ".vibe/logs/session",
+        Some(("VIBE_HOME", "logs/session")),
+    ),
 ];
 
 /// A place resolved against the environment.
