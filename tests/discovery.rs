@@ -124,15 +124,47 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/swe-agent/stats-mean-empty.traj",
         project: "ada/default/stats-mean-empty",
     },
+    Row {
+        agent: "factory-droid",
+        format: "factory-droid",
+        dest: "home/.factory/sessions/-home-dev-inventory",
+        fixture: "sample-traces/factory-droid/-home-dev-inventory",
+        project: "-home-dev-inventory",
+    },
+    Row {
+        agent: "kimi-cli",
+        format: "kimi-cli",
+        dest: "home/.kimi-code/sessions/wd_inventory_9f8e7d6c5b4a/session_5d6e7f80-9a1b-4c2d-8e3f-405162738495",
+        fixture: "sample-traces/kimi-cli/wd_inventory_9f8e7d6c5b4a/session_5d6e7f80-9a1b-4c2d-8e3f-405162738495",
+        project: "wd_inventory_9f8e7d6c5b4a",
+    },
+    Row {
+        agent: "pi",
+        format: "pi",
+        dest: "home/.pi/agent/sessions/--home-dev-inventory--/2026-11-23T15-20-00-000Z_2c3d4e5f-6a7b-4c8d-9e0f-a1b2c3d4e5f6.jsonl",
+        fixture: "sample-traces/pi/--home-dev-inventory--/2026-11-23T15-20-00-000Z_2c3d4e5f-6a7b-4c8d-9e0f-a1b2c3d4e5f6.jsonl",
+        project: "--home-dev-inventory--",
+    },
+    Row {
+        agent: "mistral-vibe",
+        format: "mistral-vibe",
+        dest: "home/.vibe/logs/session/session_20261124_141500_4e5f6a7b",
+        fixture: "sample-traces/mistral-vibe/session/session_20261124_141500_4e5f6a7b",
+        project: "",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.
-const AGENT_VARS: [&str; 5] = [
+const AGENT_VARS: &[&str] = &[
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "GEMINI_CLI_HOME",
     "COPILOT_HOME",
     "INSPECT_LOG_DIR",
+    "FACTORY_DIR",
+    "KIMI_CODE_HOME",
+    "PI_CODING_AGENT_DIR",
+    "VIBE_HOME",
 ];
 
 fn copy(from: &Path, to: &Path) {

@@ -44,13 +44,17 @@ pub mod cline;
 pub mod codex;
 pub mod copilot_cli;
 pub mod cursor;
+pub mod factory_droid;
 pub mod gemini_cli;
 pub mod inspect_ai;
+pub mod kimi_cli;
 pub mod maida;
+pub mod mistral_vibe;
 pub mod openai_chat;
 pub mod opencode;
 pub mod openhands;
 pub mod otlp;
+pub mod pi;
 pub mod swe_agent;
 
 pub use probe::Probe;
@@ -80,6 +84,10 @@ pub static REGISTRY: &[&dyn Format] = &[
     &cursor::Cursor,
     &opencode::OpenCode,
     &gemini_cli::GeminiCli,
+    &factory_droid::FactoryDroid,
+    &kimi_cli::KimiCli,
+    &pi::Pi,
+    &mistral_vibe::MistralVibe,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

@@ -30,6 +30,13 @@ pub fn command(meta: &RunMeta) -> Option<String> {
         "copilot-cli" => ("copilot --resume", meta.id.as_str(), attr("cwd")),
         "opencode" if attr("parent session").is_none() => ("opencode --session", meta.id.as_str(), attr("directory")),
         "cursor" if attr("parentSession").is_none() => ("cursor-agent --resume", meta.id.as_str(), None),
+        // Kimi Code resumes a session (its directory's name) from its working directory; a
+        // subagent's journal through its session.
+        // pi takes a session id (or its prefix) and looks in the current project first.
+        "pi" => ("pi --session", meta.id.as_str(), attr("cwd")),
+        // Vibe resumes a session by id; a subagent's through its parent's.
+        "mistral-vibe" if attr("parent_session_id").is_none() => ("vibe --resume", meta.id.as_str(), attr("cwd")),
+        "kimi-cli" if attr("agent").is_none_or(|a| a == "main") => ("kimi --session", attr("session")?, attr("cwd")),
         _ => return None,
     };
     if id.is_empty()

@@ -168,6 +168,38 @@ pub static PLACES: &[Place] = &[
     },
     // SWE-agent writes trajectories/<user>/<run>/<instance>/<instance>.traj.
     cwd("swe-agent", "trajectories"),
+    // Factory Droid: `sessions/<encoded cwd>/<id>.jsonl` (and `<id>.settings.json`).
+    // FACTORY_DIR stands for `~/.factory`, as ccusage's Droid reader takes it.
+    jsonl(
+        "factory-droid",
+        by_project(home(
+            "factory-droid",
+            ".factory/sessions",
+            Some(("FACTORY_DIR", "sessions")),
+        )),
+    ),
+    // Kimi Code: `sessions/wd_<dir>_<hash>/<session>/agents/<agent>/wire.jsonl`; KIMI_CODE_HOME
+    // stands for `~/.kimi-code`.
+    by_project(home(
+        "kimi-cli",
+        ".kimi-code/sessions",
+        Some(("KIMI_CODE_HOME", "sessions")),
+    )),
+    // pi: `sessions/--<cwd>--/<time>_<id>.jsonl`; PI_CODING_AGENT_DIR stands for `~/.pi/agent`.
+    jsonl(
+        "pi",
+        by_project(home(
+            "pi",
+            ".pi/agent/sessions",
+            Some(("PI_CODING_AGENT_DIR", "sessions")),
+        )),
+    ),
+    // Mistral Vibe: a directory a session; VIBE_HOME stands for `~/.vibe`.
+    home(
+        "mistral-vibe",
+        ".vibe/logs/session",
+        Some(("VIBE_HOME", "logs/session")),
+    ),
 ];
 
 /// A place resolved against the environment.
