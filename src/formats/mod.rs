@@ -29,6 +29,7 @@ pub mod jsonl;
 mod probe;
 pub mod resume;
 pub mod skim;
+pub mod sqlite;
 #[cfg(test)]
 mod testing;
 mod util;
