@@ -217,6 +217,15 @@ pub fn follow_print(
         printer.skip_existing(&tailer);
     }
     let mut w = Watch::new(root, opts.poll, opts.poll_only);
+    // A run begun between the first walk and the watch's start sent its event to no one;
+    // with notify no periodic walk would find it.
+    if w.is_notifying() {
+        tailer.rescan();
+        let changes = tailer.poll(None);
+        if printer.print(&tailer, &changes, out)? > 0 {
+            out.flush()?;
+        }
+    }
     let mut rescans = Rescans::new(opts.poll);
     while !stop.load(Ordering::Relaxed) {
         if !opts.poll_only && !w.is_notifying() && root.exists() {

@@ -59,6 +59,9 @@ pub struct Shared {
     /// Walks of the watched tree for new runs so far (a test holds that an idle explorer
     /// walks nothing).
     pub walks: Arc<std::sync::atomic::AtomicUsize>,
+    /// Set once the watch is in place and the walk that follows it is done: from then on a
+    /// walk is for a change (a test waits for it).
+    pub watching: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Shared {
@@ -996,8 +999,13 @@ impl Watcher {
         // With notify it is walked only when a change is outside every listed source, or
         // notify lost events: an idle explorer does nothing.
         let mut polled = crate::tail::Rescans::new(opts.poll);
-        let mut walk_wanted = false;
-        let mut last_walk = Instant::now();
+        // A run begun between the first listing and the watch's start sent its event to no
+        // one (a receiver's first batch, written as the explorer starts): with notify there
+        // is no periodic walk to find it, so one walk follows the watch's start.
+        let mut walk_wanted = w.is_notifying();
+        let mut last_walk = Instant::now()
+            .checked_sub(WALK_SPACING)
+            .unwrap_or_else(Instant::now);
         let mut stale_check = Instant::now();
         loop {
             if !opts.poll_only && !unwatched.is_empty() {
@@ -1057,6 +1065,9 @@ impl Watcher {
                 if !notifying {
                     polled.found(found);
                 }
+            }
+            if !walk_wanted {
+                self.sh.watching.store(true, Ordering::Release);
             }
             if !self.refresh() {
                 return;
@@ -1304,6 +1315,11 @@ mod tests {
             }
         };
         wait_for(1);
+        // The walk that follows the watch's start is not idleness.
+        while !sh.watching.load(Ordering::Acquire) {
+            assert!(Instant::now() < deadline, "the watch never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let walks = || sh.walks.load(Ordering::Relaxed);
         let after_start = walks();
         // Longer than the safety rescan of the old watch (5 s) and its poll (0.5 s).
