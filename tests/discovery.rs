@@ -152,10 +152,39 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/mistral-vibe/session/session_20261124_141500_4e5f6a7b",
         project: "",
     },
+    Row {
+        agent: "gptme",
+        format: "gptme",
+        dest: "home/.local/share/gptme/logs/2026-11-24-count-the-lines",
+        fixture: "sample-traces/gptme/logs/2026-11-24-count-the-lines",
+        project: "",
+    },
+    Row {
+        agent: "zed",
+        format: "zed",
+        dest: "home/.local/share/zed/threads",
+        fixture: "sample-traces/zed/threads",
+        project: "",
+    },
+    Row {
+        agent: "roo-code",
+        format: "roo-code",
+        dest: "home/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/1767225600000",
+        fixture: "sample-traces/roo-code/tasks/1767225600000",
+        project: "",
+    },
+    Row {
+        agent: "kilo-code",
+        format: "kilo-code",
+        dest: "home/.config/Code/User/globalStorage/kilocode.kilo-code/tasks/1767312000000",
+        fixture: "sample-traces/kilo-code/tasks/1767312000000",
+        project: "",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.
 const AGENT_VARS: &[&str] = &[
+    "FLATPAK_XDG_DATA_HOME",
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "GEMINI_CLI_HOME",

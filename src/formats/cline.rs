@@ -53,9 +53,9 @@ const META: &str = "task_metadata.json";
 /// The largest `task_metadata.json` read (it lists files in context: small).
 const META_LIMIT: u64 = 16 << 20;
 
-/// Cline's tool names (v3.0's list and v3.5x's `ClineDefaultTool`), for tool uses written as
-/// XML tags in the assistant's text.
-const TOOL_NAMES: [&str; 30] = [
+/// Cline's tool names (v3.0's list and v3.5x's `ClineDefaultTool`) and its forks' (Roo Code's
+/// and Kilo Code's `toolNames`), for tool uses written as XML tags in the assistant's text.
+const TOOL_NAMES: [&str; 48] = [
     "execute_command",
     "read_file",
     "write_to_file",
@@ -86,6 +86,25 @@ const TOOL_NAMES: [&str; 30] = [
     "use_skill",
     "insert_content",
     "search_and_replace",
+    // Roo Code and Kilo Code.
+    "search_replace",
+    "edit_file",
+    "edit_file_roo",
+    "edit_file_anthropic",
+    "edit_file_grok",
+    "edit_file_gemini",
+    "edit_file_codex",
+    "switch_mode",
+    "fetch_instructions",
+    "codebase_search",
+    "update_todo_list",
+    "run_slash_command",
+    "generate_image",
+    "custom_tool",
+    "read_command_output",
+    "fast_edit_file",
+    "delete_file",
+    "skill",
 ];
 
 /// How a tool result's text begins when the tool failed or was refused (Cline's
@@ -98,39 +117,59 @@ const ERROR_STARTS: [&str; 5] = [
     "Access to ",
 ];
 
-impl Format for Cline {
-    fn gist(&self, name: &str, input: &Value) -> Option<String> {
-        tool_gist(name, input)
-    }
-    fn id(&self) -> &'static str {
-        "cline"
-    }
-    fn describe(&self) -> &'static str {
-        "Cline task folder (tasks/<taskId>/ with api_conversation_history.json and ui_messages.json), under VS Code's globalStorage/saoudrizwan.claude-dev/ or ~/.cline/data/"
+/// An extension (or CLI) that keeps its tasks in Cline's layout: Cline, and its forks Roo Code
+/// and Kilo Code, each under its own storage id. The same reader reads them all; the storage
+/// id in a folder's path says whose it is.
+pub struct Flavor {
+    pub id: &'static str,
+    pub describe: &'static str,
+    /// Directory names its task folders are below (a VS Code extension's `globalStorage` id,
+    /// a CLI's data dir).
+    pub storage: &'static [&'static str],
+}
+
+pub const CLINE: Flavor = Flavor {
+    id: "cline",
+    describe: "Cline task folder (tasks/<taskId>/ with api_conversation_history.json and ui_messages.json), under VS Code's globalStorage/saoudrizwan.claude-dev/ or ~/.cline/data/",
+    storage: &["saoudrizwan.claude-dev", ".cline"],
+};
+pub const ROO_CODE: Flavor = Flavor {
+    id: "roo-code",
+    describe: "Roo Code task folder (tasks/<taskId>/ in Cline's layout) under VS Code's globalStorage/rooveterinaryinc.roo-cline/",
+    storage: &["rooveterinaryinc.roo-cline"],
+};
+pub const KILO_CODE: Flavor = Flavor {
+    id: "kilo-code",
+    describe: "Kilo Code task folder (tasks/<taskId>/ in Cline's layout) under VS Code's globalStorage/kilocode.kilo-code/ or ~/.kilocode/cli/global/",
+    storage: &["kilocode.kilo-code", ".kilocode"],
+};
+const FLAVORS: [&Flavor; 3] = [&CLINE, &ROO_CODE, &KILO_CODE];
+
+impl Flavor {
+    /// Whether `path` is below one of this flavor's storage directories.
+    fn holds(&self, path: &Path) -> bool {
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        abs.components()
+            .any(|c| self.storage.iter().any(|s| c.as_os_str() == *s))
     }
 
-    fn detect(&self, p: &Probe) -> u8 {
-        if p.is_dir {
-            return if p.has_entry(HISTORY) || p.has_entry(UI) {
-                100
-            } else {
-                0
-            };
+    /// Cline's layout, and a path of this flavor's (a folder of the layout below no flavor's
+    /// storage is Cline's).
+    pub(crate) fn detect(&self, p: &Probe) -> u8 {
+        let layout = detect_layout(p);
+        if layout == 0 || self.holds(&p.path) {
+            return layout;
         }
-        // The history is a JSON list of {role, content} that the openai-chat detector also
-        // claims (at 90): Cline's file names decide.
-        match p.file_name() {
-            HISTORY | UI => 100,
-            UI_OLD if p.path.parent().is_some_and(|d| d.join(HISTORY).is_file()) => 100,
-            _ => 0,
-        }
+        let others = FLAVORS.iter().any(|f| f.id != self.id && f.holds(&p.path));
+        if self.id == CLINE.id && !others { layout } else { 0 }
     }
 
-    fn is_run_dir(&self, dir: &Path) -> bool {
-        dir.join(HISTORY).is_file() || dir.join(UI).is_file()
+    /// Whether task folder `dir` is this flavor's ([`Flavor::detect`] for a directory).
+    pub(crate) fn detect_dir(&self, dir: &Path) -> bool {
+        self.holds(dir) || (self.id == CLINE.id && !FLAVORS.iter().any(|f| f.id != self.id && f.holds(dir)))
     }
 
-    fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
+    pub(crate) fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
         let dir = if path.is_dir() {
             path.to_path_buf()
         } else {
@@ -142,26 +181,81 @@ impl Format for Cline {
             return Err(LoadError::NotATrace {
                 path: path.to_path_buf(),
                 reason: format!("no {HISTORY} or {UI} in {}", dir.display()),
-                tried: "cline".into(),
+                tried: self.id.into(),
             });
         }
         Ok(Loaded {
-            traces: vec![load_task(&dir, &history, ui.as_deref())?],
+            traces: vec![load_task(self.id, &dir, &history, ui.as_deref())?],
         })
     }
 
     /// From the ui rows' first and last bytes only (the task, its first and last times, and
     /// whether it completed or failed): the history is read when the run is opened.
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    pub(crate) fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
         let dir = if path.is_dir() {
             path.to_path_buf()
         } else {
             path.parent().map(Path::to_path_buf).unwrap_or_default()
         };
         match [UI, UI_OLD].iter().map(|n| dir.join(n)).find(|p| p.is_file()) {
-            Some(ui) => Ok(vec![summary(&dir, &ui)?]),
+            Some(ui) => Ok(vec![summary(self.id, &dir, &ui)?]),
             None => Ok(self.load(path)?.traces.iter().map(Summary::of).collect()),
         }
+    }
+}
+
+fn detect_layout(p: &Probe) -> u8 {
+    if p.is_dir {
+        return if p.has_entry(HISTORY) || p.has_entry(UI) {
+            100
+        } else {
+            0
+        };
+    }
+    // The history is a JSON list of {role, content} that the openai-chat detector also
+    // claims (at 90): Cline's file names decide.
+    match p.file_name() {
+        HISTORY | UI => 100,
+        UI_OLD if p.path.parent().is_some_and(|d| d.join(HISTORY).is_file()) => 100,
+        _ => 0,
+    }
+}
+
+/// Whether `dir` is a task folder of the layout.
+pub(crate) fn is_task_dir(dir: &Path) -> bool {
+    dir.join(HISTORY).is_file() || dir.join(UI).is_file()
+}
+
+/// A payload of a task's event, decoded when shown.
+pub(crate) fn decode_task_payload(trace: &Trace, event: &Event, raw: &[&[u8]]) -> Payload {
+    decode(trace, event, raw)
+}
+
+impl Format for Cline {
+    fn gist(&self, name: &str, input: &Value) -> Option<String> {
+        tool_gist(name, input)
+    }
+    fn id(&self) -> &'static str {
+        CLINE.id
+    }
+    fn describe(&self) -> &'static str {
+        CLINE.describe
+    }
+
+    fn detect(&self, p: &Probe) -> u8 {
+        CLINE.detect(p)
+    }
+
+    fn is_run_dir(&self, dir: &Path) -> bool {
+        is_task_dir(dir) && CLINE.detect_dir(dir)
+    }
+
+    fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
+        CLINE.load(path)
+    }
+
+    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+        CLINE.summarize(path)
     }
 
     fn decode_payload(&self, trace: &Trace, event: &Event, raw: &[&[u8]]) -> Payload {
@@ -173,7 +267,7 @@ impl Format for Cline {
 const SUMMARY_HEAD: u64 = 256 << 10;
 const SUMMARY_TAIL: u64 = 64 << 10;
 
-fn summary(dir: &Path, ui: &Path) -> Result<Summary, LoadError> {
+fn summary(format: &'static str, dir: &Path, ui: &Path) -> Result<Summary, LoadError> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = super::open_regular(ui).map_err(|e| LoadError::io(ui, e))?;
     let len = f.metadata().map_err(|e| LoadError::io(ui, e))?.len();
@@ -228,7 +322,7 @@ fn summary(dir: &Path, ui: &Path) -> Result<Summary, LoadError> {
     Ok(Summary {
         name: head.task.or_else(|| Some(id.clone())),
         id,
-        format: "cline",
+        format,
         path: dir.to_path_buf(),
         status: run_status(&[], rows),
         start,
@@ -701,7 +795,7 @@ fn xml_params(body: &str) -> Vec<(&str, &str)> {
 
 // ---- building the trace ----
 
-fn load_task(dir: &Path, history: &Path, ui: Option<&Path>) -> Result<Trace, LoadError> {
+fn load_task(format: &'static str, dir: &Path, history: &Path, ui: Option<&Path>) -> Result<Trace, LoadError> {
     let task_id = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -709,7 +803,7 @@ fn load_task(dir: &Path, history: &Path, ui: Option<&Path>) -> Result<Trace, Loa
     let mut t = Trace::new(RunMeta {
         id: task_id.clone(),
         name: Some(task_id.clone()),
-        format: "cline",
+        format,
         source: dir.to_path_buf(),
         ..Default::default()
     });
@@ -1291,7 +1385,7 @@ fn result_payload(raw: &[u8], error: bool, p: &mut Payload) {
 /// A call's gist by Cline's tools (`src/core/prompts`, `ClineDefaultTool`): the command, the
 /// file (`path`, newer `absolutePath`), the search's regex, the browser's URL or action, an
 /// MCP call's tool and first argument.
-fn tool_gist(name: &str, input: &Value) -> Option<String> {
+pub(crate) fn tool_gist(name: &str, input: &Value) -> Option<String> {
     use super::gist::{first_arg, generic, key, key_or_generic};
     let by = |keys: &[&str]| key_or_generic(name, input, keys);
     match name {
@@ -1323,7 +1417,7 @@ fn tool_gist(name: &str, input: &Value) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::formats::testing::Rng;
     use serde_json::json;
@@ -1331,7 +1425,7 @@ mod tests {
     /// Drift in a task folder's two documents: ui rows of a kind no Cline writes yet and
     /// unknown fields in rows; blocks of a new type in the assistant's messages and unknown
     /// fields in messages. Returns the records inserted.
-    fn drift_task_file(f: &Path, rng: &mut Rng) -> usize {
+    pub(crate) fn drift_task_file(f: &Path, rng: &mut Rng) -> usize {
         let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name != UI && name != HISTORY {
             return 0;

@@ -47,8 +47,10 @@ pub mod copilot_cli;
 pub mod cursor;
 pub mod factory_droid;
 pub mod gemini_cli;
+pub mod gptme;
 pub mod inspect_ai;
 pub mod kimi_cli;
+pub mod kilo_code;
 pub mod maida;
 pub mod mistral_vibe;
 pub mod openai_chat;
@@ -56,7 +58,9 @@ pub mod opencode;
 pub mod openhands;
 pub mod otlp;
 pub mod pi;
+pub mod roo_code;
 pub mod swe_agent;
+pub mod zed;
 
 pub use probe::Probe;
 pub use util::*;
@@ -89,6 +93,10 @@ pub static REGISTRY: &[&dyn Format] = &[
     &kimi_cli::KimiCli,
     &pi::Pi,
     &mistral_vibe::MistralVibe,
+    &gptme::Gptme,
+    &zed::Zed,
+    &roo_code::RooCode,
+    &kilo_code::KiloCode,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

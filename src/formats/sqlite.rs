@@ -153,7 +153,10 @@ fn check_tables(conn: &rusqlite::Connection, db: &Path, kind: &Kind) -> Result<(
     {
         return Err(LoadError::invalid(
             db,
-            format!("`{name}` is a {ty}, not a table: not {} database; refused", kind.agent_a()),
+            format!(
+                "`{name}` is a {ty}, not a table: not {} database; refused",
+                kind.agent_a()
+            ),
         ));
     }
     Ok(())

@@ -288,18 +288,25 @@ pub enum Drift {
 pub fn drift_check_as(sources: &[PathBuf], seed: u64, mutate: &dyn Fn(&Path, &mut Rng) -> usize, how: Drift) {
     let mut rng = Rng::new(seed);
     for src in sources {
-        let dir = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        // A file is copied into a directory of its own directory's name: some formats name a
+        // run by it (gptme's `<conversation>/conversation.jsonl`).
+        let dir = match src.parent().and_then(|p| p.file_name()) {
+            Some(parent) if src.is_file() => tmp.path().join(parent),
+            _ => tmp.path().to_path_buf(),
+        };
+        std::fs::create_dir_all(&dir).unwrap();
         let name = src.file_name().unwrap();
-        let copy = dir.path().join(name);
+        let copy = dir.join(name);
         copy_tree(src, &copy);
         if src.is_file() {
             let sib = src.with_file_name(stem(src));
             if sib.is_dir() {
-                copy_tree(&sib, &dir.path().join(sib.file_name().unwrap()));
+                copy_tree(&sib, &dir.join(sib.file_name().unwrap()));
             }
         }
         let mut files = Vec::new();
-        files_in(dir.path(), &mut files);
+        files_in(&dir, &mut files);
         let inserted: usize = files.iter().map(|f| mutate(f, &mut rng)).sum();
         let load = |p: &Path| {
             let d = crate::source::discover(&[p.to_path_buf()], None);

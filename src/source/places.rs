@@ -35,6 +35,8 @@ pub enum Project {
     FirstDir,
     /// No project in the layout: the run's parent directory relative to the place.
     Parent,
+    /// A directory a run and no project (gptme's `logs/<conversation>/`): none.
+    None,
 }
 
 /// One place runs are looked for.
@@ -200,6 +202,83 @@ pub static PLACES: &[Place] = &[
         ".vibe/logs/session",
         Some(("VIBE_HOME", "logs/session")),
     ),
+    // gptme: `logs/<date>-<name>/conversation.jsonl` in its data dir (platformdirs').
+    Place {
+        agent: "gptme",
+        base: Base::XdgData,
+        default: "gptme/logs",
+        env: None,
+        os: Os::NotMacOs,
+        project: Project::None,
+        jsonl: None,
+    },
+    Place {
+        agent: "gptme",
+        base: Base::Home,
+        default: "Library/Application Support/gptme/logs",
+        env: None,
+        os: Os::MacOs,
+        project: Project::None,
+        jsonl: None,
+    },
+    // Zed's agent threads: threads/threads.db in its data dir (Flatpak's data dir first).
+    Place {
+        agent: "zed",
+        base: Base::XdgData,
+        default: "zed/threads",
+        env: Some(("FLATPAK_XDG_DATA_HOME", "zed/threads")),
+        os: Os::NotMacOs,
+        project: Project::Parent,
+        jsonl: None,
+    },
+    Place {
+        agent: "zed",
+        base: Base::Home,
+        default: "Library/Application Support/Zed/threads",
+        env: None,
+        os: Os::MacOs,
+        project: Project::Parent,
+        jsonl: None,
+    },
+    // Roo Code and Kilo Code (Cline's forks) keep tasks in VS Code's global storage too, under
+    // their own extension ids; the first Kilo CLI in ~/.kilocode.
+    Place {
+        agent: "roo-code",
+        base: Base::XdgConfig,
+        default: "Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks",
+        env: None,
+        os: Os::NotMacOs,
+        project: Project::Parent,
+        jsonl: None,
+    },
+    Place {
+        agent: "roo-code",
+        base: Base::Home,
+        default: "Library/Application Support/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks",
+        env: None,
+        os: Os::MacOs,
+        project: Project::Parent,
+        jsonl: None,
+    },
+    Place {
+        agent: "kilo-code",
+        base: Base::XdgConfig,
+        default: "Code/User/globalStorage/kilocode.kilo-code/tasks",
+        env: None,
+        os: Os::NotMacOs,
+        project: Project::Parent,
+        jsonl: None,
+    },
+    Place {
+        agent: "kilo-code",
+        base: Base::Home,
+        default: "Library/Application Support/Code/User/globalStorage/kilocode.kilo-code/tasks",
+        env: None,
+        os: Os::MacOs,
+        project: Project::Parent,
+        jsonl: None,
+    },
+    home("kilo-code", ".kilocode/cli/global/tasks", None),
 ];
 
 /// A place resolved against the environment.
@@ -306,6 +385,7 @@ pub fn project(root: &Path, path: &Path, places: &[Resolved]) -> String {
             .parent()
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default(),
+        Project::None => String::new(),
     }
 }
 
@@ -355,6 +435,12 @@ mod tests {
         assert_eq!(claude.via, Some("CLAUDE_CONFIG_DIR"));
         if !cfg!(target_os = "macos") {
             assert!(r.iter().any(|r| r.path == Path::new("/cfg").join(CLINE_VSCODE)));
+            assert_eq!(path_of(&r, "zed"), Path::new("/d/zed/threads"));
+            let r = resolve(&env(&[("HOME", "/h"), ("FLATPAK_XDG_DATA_HOME", "/f")]));
+            assert_eq!(path_of(&r, "zed"), Path::new("/f/zed/threads"));
+            assert!(r.iter().any(|r| r.path
+                == Path::new("/h/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks")));
+            assert!(r.iter().any(|r| r.path == Path::new("/h/.kilocode/cli/global/tasks")));
         }
     }
 
