@@ -78,8 +78,7 @@ impl Format for Gptme {
         if p.is_dir {
             return 0;
         }
-        let in_place = p.file_name() == CONVERSATION
-            || p.path.ancestors().skip(1).any(|a| a.ends_with("gptme/logs"));
+        let in_place = p.file_name() == CONVERSATION || p.path.ancestors().skip(1).any(|a| a.ends_with("gptme/logs"));
         if !in_place {
             return 0;
         }
@@ -157,7 +156,10 @@ fn skim(line: &[u8]) -> Option<Rec<'_>> {
     let line = std::str::from_utf8(line).ok()?;
     let env: LineRec = serde_json::from_str(line).ok()?;
     let role = env.role.and_then(|r| raw_text(r.0));
-    let ts = env.timestamp.and_then(|t| raw_text(t.0)).and_then(|t| parse_timestamp_str(&t));
+    let ts = env
+        .timestamp
+        .and_then(|t| raw_text(t.0))
+        .and_then(|t| parse_timestamp_str(&t));
     let text = env.content.and_then(|c| raw_text(c.0));
     let (mut model, mut usage) = (None, None);
     if let Some(m) = env.metadata.and_then(|m| serde_json::from_str::<Value>(m.0).ok()) {
@@ -417,7 +419,10 @@ impl Parser {
                             status: Status::Ok,
                             payload: PayloadRef::Deferred,
                             origin,
-                            ..NewEvent::new(EventKind::Message(Role::System), if hidden { "system prompt" } else { "system" })
+                            ..NewEvent::new(
+                                EventKind::Message(Role::System),
+                                if hidden { "system prompt" } else { "system" },
+                            )
                         });
                     }
                 }
@@ -534,7 +539,9 @@ fn decode(t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
         let role = v.get("role").and_then(Value::as_str).unwrap_or("").to_string();
         match (ev.kind, n) {
             (EventKind::ToolCall, 0) => {
-                let Some(text) = content.as_ref().and_then(Value::as_str) else { continue };
+                let Some(text) = content.as_ref().and_then(Value::as_str) else {
+                    continue;
+                };
                 // Which use: the number after `#` in the event's id (set when it was read).
                 out.input = call_index(t, ev)
                     .and_then(|k| tool_uses(text).into_iter().nth(k))
@@ -607,7 +614,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn load(name: &str) -> Trace {
-        let l = Gptme.load(&fixture("gptme", &format!("{name}/conversation.jsonl"))).unwrap();
+        let l = Gptme
+            .load(&fixture("gptme", &format!("{name}/conversation.jsonl")))
+            .unwrap();
         assert_eq!(l.traces.len(), 1);
         l.traces.into_iter().next().unwrap()
     }
@@ -638,19 +647,33 @@ mod tests {
         );
         let c = t.counts();
         assert_eq!(c.llm_calls, 4);
-        assert_eq!(c.tokens, (1200 + 40 + 800) + (300 + 30 + 2000) + (250 + 70 + 2300) + (320 + 60 + 2400));
-        let llm = (0..t.len() as u32).find(|&i| t.event(i).kind == EventKind::LlmCall).unwrap();
+        assert_eq!(
+            c.tokens,
+            (1200 + 40 + 800) + (300 + 30 + 2000) + (250 + 70 + 2300) + (320 + 60 + 2400)
+        );
+        let llm = (0..t.len() as u32)
+            .find(|&i| t.event(i).kind == EventKind::LlmCall)
+            .unwrap();
         assert_eq!(t.event(llm).usage.get().unwrap().cost, Some(5100));
         let shells: Vec<u32> = (0..t.len() as u32).filter(|&i| t.name(i) == "shell").collect();
         let p = crate::formats::payload(&t, t.event(shells[1]));
-        assert_eq!(p.input.as_ref().unwrap()["content"], "python -m pytest tests/test_export.py -q");
+        assert_eq!(
+            p.input.as_ref().unwrap()["content"],
+            "python -m pytest tests/test_export.py -q"
+        );
         assert!(p.error.is_some());
         assert!(p.output.unwrap().as_str().unwrap().contains("Return code: 1"));
         let patch = (0..t.len() as u32).find(|&i| t.name(i) == "patch").unwrap();
         let p = crate::formats::payload(&t, t.event(patch));
         assert_eq!(p.input.as_ref().unwrap()["args"], serde_json::json!(["export.py"]));
-        assert_eq!(crate::formats::gist::of(&t, t.event(patch)).as_deref(), Some("export.py"));
-        assert_eq!(crate::formats::gist::of(&t, t.event(shells[0])).as_deref(), Some("grep -n header export.py"));
+        assert_eq!(
+            crate::formats::gist::of(&t, t.event(patch)).as_deref(),
+            Some("export.py")
+        );
+        assert_eq!(
+            crate::formats::gist::of(&t, t.event(shells[0])).as_deref(),
+            Some("grep -n header export.py")
+        );
     }
 
     #[test]
@@ -679,7 +702,9 @@ mod tests {
 
     #[test]
     fn tool_uses_are_found_as_gptme_finds_them() {
-        let u = tool_uses("a\n```shell\nls\n```\n```python\nx\n```\n````save a.md\n```\ninner\n```\n````\n@read(c1): {\"path\": \"b\"}\n```shell\nunclosed");
+        let u = tool_uses(
+            "a\n```shell\nls\n```\n```python\nx\n```\n````save a.md\n```\ninner\n```\n````\n@read(c1): {\"path\": \"b\"}\n```shell\nunclosed",
+        );
         let got: Vec<(&str, Option<&str>)> = u.iter().map(|u| (u.tool.as_str(), u.call_id.as_deref())).collect();
         assert_eq!(got, vec![("shell", None), ("save", None), ("read", Some("c1"))]);
         assert_eq!(u[1].content.as_deref(), Some("```\ninner\n```"));
@@ -719,10 +744,7 @@ mod tests {
     fn unknown_record(rng: &mut crate::formats::testing::Rng, near: &Value) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("role".into(), Value::String(rng.type_name()));
-        m.insert(
-            "content".into(),
-            Value::String(rng.maybe_text().unwrap_or_default()),
-        );
+        m.insert("content".into(), Value::String(rng.maybe_text().unwrap_or_default()));
         if let Some(t) = near.get("timestamp") {
             m.insert("timestamp".into(), t.clone());
         }

@@ -1003,9 +1003,7 @@ impl Watcher {
         // one (a receiver's first batch, written as the explorer starts): with notify there
         // is no periodic walk to find it, so one walk follows the watch's start.
         let mut walk_wanted = w.is_notifying();
-        let mut last_walk = Instant::now()
-            .checked_sub(WALK_SPACING)
-            .unwrap_or_else(Instant::now);
+        let mut last_walk = Instant::now().checked_sub(WALK_SPACING).unwrap_or_else(Instant::now);
         let mut stale_check = Instant::now();
         loop {
             if !opts.poll_only && !unwatched.is_empty() {
