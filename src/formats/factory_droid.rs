@@ -442,7 +442,7 @@ impl Parser {
                         });
                         self.last = Last::Reply;
                     }
-                    Role::Other => return self.drift(role_s, line, root, origin, ts, sink),
+                    Role::Other => self.drift(role_s, line, root, origin, ts, sink),
                     r => {
                         sink.traces[0].add(NewEvent {
                             parent: Parent::Index(root),

@@ -167,7 +167,7 @@ fn read_db(source: &Path, db: &Path) -> Result<Loaded, LoadError> {
     }
     let err = |e| sqlite::sql_err(db, &DB, "threads", e);
     let mut st = c.conn.prepare("SELECT * FROM threads").map_err(err)?;
-    let names: Vec<String> = st.column_names().into_iter().map(str::to_owned).collect();
+    let names: Vec<String> = st.column_names().map(str::to_owned).collect();
     let col = |n: &str| names.iter().position(|x| x == n);
     let (Some(id_c), Some(type_c), Some(data_c)) = (col("id"), col("data_type"), col("data")) else {
         return Err(LoadError::NotATrace {
