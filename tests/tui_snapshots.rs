@@ -267,3 +267,22 @@ fn detail_search_and_zoom() {
     press(&mut s, &["enter", "n", "+"]);
     insta::assert_snapshot!(screen(&s, 120, 30));
 }
+
+/// `$` on a Claude Code run: its cost by model and tool, the costliest calls and results,
+/// at the three sizes; figures whole at each.
+#[test]
+fn run_cost_view_at_three_sizes() {
+    for (w, h) in [(80, 24), (120, 40), (200, 50)] {
+        let mut s = opened("../claude-code/recorder-2.1.3xx.jsonl", (w, h));
+        press(&mut s, &["$"]);
+        insta::assert_snapshot!(format!("run_cost_view_{w}x{h}"), screen(&s, w, h));
+    }
+}
+
+/// A run with a subagent whose models have no price: `?`, not `$0`.
+#[test]
+fn run_cost_view_of_unpriced_calls() {
+    let mut s = opened("../claude-code/sess-sub.jsonl", (120, 40));
+    press(&mut s, &["$"]);
+    insta::assert_snapshot!(screen(&s, 120, 40));
+}

@@ -136,6 +136,11 @@ const TREE: &[Entry] = &[
         None,
     ),
     e(Command::Follow, "follow new events of a live run (G too)", None),
+    e(
+        Command::Stats,
+        "the run's cost: by model, subagent and tool, its costliest calls and results (enter goes to one)",
+        Some("cost"),
+    ),
     e(Command::Zoom, "zoom: this pane fills the screen, and back", None),
     e(
         Command::Transcript,

@@ -1109,6 +1109,12 @@ pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
     for l in super::usage_view::lines(t, e, super::config::prices()) {
         d.push(l);
     }
+    // A tool call: what its result cost, read by the next LLM call and carried on the later ones.
+    if let Some(text) = super::cost_view::result_cost_text(t, i) {
+        let mut l = Line::default();
+        l.push(Tok::Dim, "result cost ").push(Tok::Text, text);
+        d.push(l);
+    }
     let mut l = Line::default();
     l.push(Tok::Dim, "source ");
     let mut src = format!("{}", sanitize::line(&file_name(t, e.origin.file)));

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod commands;
 pub mod compare;
 pub mod config;
+pub mod cost_view;
 pub mod detail;
 pub mod diffview;
 pub mod export;

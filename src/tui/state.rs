@@ -1143,6 +1143,8 @@ pub struct State {
     pub runs_visual: Option<usize>,
     /// Help overlay open, with its scroll offset.
     pub help: Option<usize>,
+    /// The open run's cost view (`$`), over the run view.
+    pub run_cost: Option<super::cost_view::CostView>,
     /// The overlay lists the open run's load problems instead of the keys.
     pub problems_open: bool,
     /// A running run quiet for longer than this is shown as stale ([`STALE`]).
@@ -1190,6 +1192,7 @@ impl State {
             runs_selection: Default::default(),
             runs_visual: None,
             help: None,
+            run_cost: None,
             problems_open: false,
             stale_after: STALE,
             prompt: None,
@@ -1214,6 +1217,10 @@ impl State {
     pub fn context(&self) -> Context {
         if self.help.is_some() {
             return Context::Help;
+        }
+        // The cost view takes the tree's keys (enter goes to, esc closes).
+        if self.run_cost.is_some() && self.view == View::Run {
+            return Context::Tree;
         }
         self.view_context()
     }

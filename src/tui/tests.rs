@@ -1405,3 +1405,90 @@ fn a_cost_sort_is_partial_while_runs_are_indexed_then_whole() {
         .collect();
     assert!(costs.windows(2).all(|w| w[0] >= w[1]), "costliest first: {costs:?}");
 }
+
+/// A run of two LLM calls with a tool result between them, at list prices
+/// (claude-sonnet-4-5: input $3/M, output $15/M).
+fn priced_run() -> Trace {
+    use crate::model::{Origin, RunMeta, Usage};
+    let mut t = Trace::new(RunMeta {
+        id: "cost".into(),
+        ..Default::default()
+    });
+    let root = t.add(NewEvent::new(EventKind::Run, "cost"));
+    let call = |t: &mut Trace, input: u64, output: u64| {
+        t.add(NewEvent {
+            parent: Parent::Index(root),
+            model: Some("claude-sonnet-4-5"),
+            usage: Some(Usage {
+                input: Some(input),
+                output: Some(output),
+                ..Default::default()
+            }),
+            ..NewEvent::new(EventKind::LlmCall, "assistant")
+        })
+    };
+    call(&mut t, 1000, 100);
+    let tool = t.add(NewEvent {
+        parent: Parent::Index(root),
+        status: Status::Ok,
+        origin: Origin {
+            len: 4000,
+            ..Default::default()
+        },
+        ..NewEvent::new(EventKind::ToolCall, "Read")
+    });
+    assert_eq!(tool, 2);
+    call(&mut t, 3000, 50);
+    t
+}
+
+#[test]
+fn the_cost_view_adds_up_by_hand_and_enter_goes_to_the_costliest_call() {
+    let mut s = with_run(priced_run());
+    press(&mut s, &["$"]);
+    let v = s.run_cost.as_ref().expect("$ opens the run's cost view");
+    let row = |label: &str| {
+        v.rows
+            .iter()
+            .find(|r| r.label.starts_with(label))
+            .unwrap_or_else(|| panic!("no row {label}: {:?}", v.rows))
+            .clone()
+    };
+    // 1,000 in × $3/M + 100 out × $15/M = $0.0045; 3,000 × $3/M + 50 × $15/M = $0.00975 (under a
+    // cent: six decimals); $0.01425 in all, to four.
+    assert_eq!(row("total").figs, ["2", "4,150 tok", "$0.0143"]);
+    assert_eq!(row("claude-sonnet-4-5").figs, ["2", "4,150 tok", "$0.0143"]);
+    // The result: the prompt grew by 3,000 - (1,000 + 100) = 1,900 tokens, read once at $3/M.
+    assert_eq!(row("Read").figs, ["1", "$0.005700", "$0.0000"]);
+    // The costliest call is the second; the first selectable row.
+    let first = v.selected.map(|i| v.rows[i].clone()).unwrap();
+    assert_eq!(first.event, Some(3));
+    assert_eq!(first.figs, ["", "3,050 tok", "$0.009750"]);
+    press(&mut s, &["j"]);
+    let v = s.run_cost.as_ref().unwrap();
+    assert_eq!(v.selected.and_then(|i| v.rows[i].event), Some(1));
+    press(&mut s, &["j"]);
+    let v = s.run_cost.as_ref().unwrap();
+    let res = v.selected.map(|i| v.rows[i].clone()).unwrap();
+    assert_eq!(res.event, Some(2));
+    assert_eq!(res.figs, ["1,900 tok", "$0.005700", "$0.0000"]);
+    assert!(res.label.contains("re-sent 0×, tokens by usage delta"), "{}", res.label);
+    press(&mut s, &["enter"]);
+    assert!(s.run_cost.is_none(), "enter closes the view");
+    assert_eq!(run(&s).selected_event(), Some(2), "and selects the result's call");
+    assert_eq!(run(&s).focus, Pane::Tree);
+    press(&mut s, &["$", "esc"]);
+    assert!(s.run_cost.is_none(), "esc closes it");
+    assert!(s.run.is_some(), "and stays in the run");
+}
+
+#[test]
+fn a_tool_calls_detail_says_what_its_result_cost() {
+    let t = priced_run();
+    let d = super::detail::build(&t, 2, false, None);
+    let text = d.text();
+    assert!(
+        text.contains("result cost direct $0.005700 · carried $0.0000 on 0 later calls · ≈1,900 tok (by usage delta)"),
+        "{text}"
+    );
+}

@@ -99,6 +99,7 @@ pub fn update(s: &mut State, a: Action) {
                 r.rebuild_rows();
             }
             super::stats::tick(s);
+            super::cost_view::tick(s);
         }
         Action::Resize(w, h) => s.size = (w, h),
         Action::StatsPart { generation, results } => super::stats::part(s, generation, results),
@@ -726,6 +727,15 @@ fn command(s: &mut State, c: Command) {
         }
         return;
     }
+    if s.view != View::Run {
+        s.run_cost = None;
+    }
+    if let Some(v) = &s.run_cost {
+        let page = super::render::cost_height(area(s), v);
+        if super::cost_view::command(s, c, page) {
+            return;
+        }
+    }
     if c == Command::Help {
         s.help = Some(0);
         return;
@@ -737,6 +747,10 @@ fn command(s: &mut State, c: Command) {
     if c == Command::Problems && s.run.is_some() && s.view != View::Runs {
         s.help = Some(0);
         s.problems_open = true;
+        return;
+    }
+    if c == Command::Stats && s.context() == Context::Tree {
+        super::cost_view::open(s);
         return;
     }
     match s.context() {
@@ -945,7 +959,7 @@ fn jump(s: &mut State, forward: bool, what: &str, pred: Wanted) {
 }
 
 /// Expand every collapsed ancestor of `ev` (rebuilding the rows only if one was collapsed).
-fn reveal(r: &mut RunView, ev: u32) {
+pub(super) fn reveal(r: &mut RunView, ev: u32) {
     let mut changed = false;
     let h = r.trace.clone();
     let t = read(&h);

@@ -1,6 +1,7 @@
 //! Views: everything is drawn from `&State`; nothing here changes it. Only what is visible
 //! is touched, so a frame costs the same for ten events or a million.
 
+mod cost;
 mod detail;
 mod diff;
 mod export;
@@ -86,6 +87,10 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
                 if !l.detail.is_empty() {
                     detail::render(buf, l.detail, r, &t, th);
                 }
+                if let Some(v) = &s.run_cost {
+                    let run = crate::sanitize::line(t.meta.name.as_deref().unwrap_or(&t.meta.id)).into_owned();
+                    cost::render(buf, area, v, &run, th);
+                }
             }
             footer(buf, l.footer, s, th);
         }
@@ -128,6 +133,11 @@ fn too_small(buf: &mut Buffer, area: Rect, th: &Theme) {
         },
         buf,
     );
+}
+
+/// Rows the run's cost view shows at once on a screen.
+pub fn cost_height(screen: Rect, v: &crate::tui::cost_view::CostView) -> usize {
+    cost::height(screen, v)
 }
 
 /// Write `text` at (x, y), at most `max` cells wide; returns the x after it.
