@@ -128,10 +128,14 @@ def main():
     print("\n| format | size | floor | wc -l | check | x floor | peak RSS | CPU | lnav (text) | x lnav | lnav (JSON) | x lnav JSON | exit |"
           + ex_head)
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|---:|" if a.explorer else ""))
-    lnav_dir = os.path.join(ROOT, "bench", "lnav")
-    # lnav keeps state under $HOME: a home of its own, so that a user's config plays no part.
+    # lnav keeps state under $HOME and writes its default formats and configs into the
+    # directory -I names (a run once left ~5,000 lines of them at the top of the repository):
+    # a home of its own and a copy of bench/lnav in it, so that neither a user's config plays a
+    # part nor anything is written into the checkout.
     lnav_home = os.path.join(ROOT, "target", "bench-lnav-home")
-    os.makedirs(lnav_home, exist_ok=True)
+    lnav_dir = os.path.join(lnav_home, "lnav-formats")
+    shutil.rmtree(lnav_dir, ignore_errors=True)
+    shutil.copytree(os.path.join(ROOT, "bench", "lnav"), lnav_dir)
     figures = {}
     for fmt in fmts:
         g = generate(fmt, a.events, a.data)
@@ -139,7 +143,7 @@ def main():
         cmds = [("floor", [floor] + g["files"]), ("wc", ["wc", "-l"] + g["files"]),
                 ("check", [tt, "check", "--format", g["format"], g["load"]])]
         if lnav and len(g["files"]) == 1:
-            cmds.append(("lnav", [lnav, "-n", "-c", ":goto 100%", g["files"][0]]))
+            cmds.append(("lnav", ["env", "HOME=" + lnav_home, lnav, "-n", "-c", ":goto 100%", g["files"][0]]))
         if lnav and os.path.exists(os.path.join(lnav_dir, "formats", "installed", fmt + ".json")):
             # The file lnav parses as JSON: the format's own (the session of claude-code).
             cmds.append(("lnav_json", ["env", "HOME=" + lnav_home, lnav, "-I", lnav_dir, "-n", "-c", ":goto 100%",
