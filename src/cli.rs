@@ -1,6 +1,6 @@
 //! Command-line definitions (clap). `main.rs` dispatches; nothing here runs a command.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -284,12 +284,7 @@ pub enum ConfigCommand {
     Path,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
-pub enum Output {
-    #[default]
-    Text,
-    Json,
-}
+pub use crate::output::Output;
 
 /// `--format` takes an output format (text, json) and/or a trace format name; it may be given
 /// twice (`--format json --format agentdbg`). The two sets of names do not overlap.

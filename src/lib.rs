@@ -11,6 +11,7 @@ pub mod formats;
 pub mod in_order;
 pub mod json;
 pub mod model;
+pub mod output;
 pub mod report;
 pub mod sanitize;
 pub mod search;

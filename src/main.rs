@@ -282,8 +282,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             context,
             output,
         }) => {
-            let (report_fmt, rest) = report::compare::split_report(&fmt);
-            let (_, forced) = formats(&rest)?;
+            let (report_fmt, rest) = report::compare::split_report(&fmt.format);
+            let (_, forced) = formats(&FormatArgs { format: rest })?;
             let fail_on = report::diff::fail_on(&fail_on).map_err(usage)?;
             let opts = tracetui::diff::Options {
                 strict,

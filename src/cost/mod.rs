@@ -448,64 +448,7 @@ fn pico_of(s: &str) -> Option<Pico> {
     whole.checked_mul(1_000_000)?.checked_add(f + round_up as u64)
 }
 
-/// A dollar amount as a recorder wrote it (`0.0123`, `1.5e-05`, `"$0.01"`) → microdollars,
-/// exactly from its decimal digits (no float on the way; half a microdollar rounds up).
-/// None for anything else, a negative amount or one too large.
-pub fn micros_of_decimal(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let s = s.strip_prefix('$').unwrap_or(s).trim_start();
-    let s = s.strip_prefix('+').unwrap_or(s);
-    let (mant, exp) = match s.find(['e', 'E']) {
-        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
-        None => (s, 0),
-    };
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    if (int.is_empty() && frac.is_empty())
-        || !int.bytes().all(|c| c.is_ascii_digit())
-        || !frac.bytes().all(|c| c.is_ascii_digit())
-    {
-        return None;
-    }
-    // All digits, with the decimal point moved so that the unit is the microdollar.
-    let digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|c| c - b'0').collect();
-    let point = int.len() as i64 + exp as i64 + 6;
-    let mut whole: u64 = 0;
-    let mut round = false;
-    for (i, &d) in digits.iter().enumerate() {
-        let i = i as i64;
-        if i < point {
-            whole = whole.checked_mul(10)?.checked_add(d as u64)?;
-        } else if i == point {
-            round = d >= 5;
-            break;
-        }
-    }
-    // Integer digits the mantissa does not write (`1e3`): zeros.
-    for _ in digits.len() as i64..point.min(40) {
-        whole = whole.checked_mul(10)?;
-    }
-    if point > 40 {
-        return None;
-    }
-    whole.checked_add(round as u64)
-}
-
-/// A recorded cost as the raw JSON text of a value (a fast skimmer's view): read as
-/// [`micros_of_json`] reads the parsed value, so that both paths agree.
-pub fn micros_of_raw(raw: &[u8]) -> Option<u64> {
-    micros_of_json(&serde_json::from_slice(raw).ok()?)
-}
-
-/// A recorded cost in a JSON value (a number or a numeric string) → microdollars, exactly as
-/// written: serde_json prints a float back in its shortest round-trip form, the digits the
-/// recorder wrote.
-pub fn micros_of_json(v: &serde_json::Value) -> Option<u64> {
-    match v {
-        serde_json::Value::Number(n) => micros_of_decimal(&n.to_string()),
-        serde_json::Value::String(s) => micros_of_decimal(s),
-        _ => None,
-    }
-}
+pub use crate::model::micros::{micros_of_decimal, micros_of_json, micros_of_raw};
 
 /// Picodollars a token → dollars per million tokens, for display.
 pub fn per_million(p: Pico) -> String {

@@ -575,7 +575,7 @@ fn parse_tokens(s: &str) -> Usage {
     u.cost = cost
         .split(',')
         .find_map(|p| p.trim().strip_suffix(" message"))
-        .and_then(crate::cost::micros_of_decimal);
+        .and_then(crate::model::micros::micros_of_decimal);
     super::usage_input_with_cache(u)
 }
 

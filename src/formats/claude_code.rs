@@ -1134,7 +1134,7 @@ impl<'a> Rec<'a> {
                 }
                 b"costUSD" => {
                     seen.first(26)?;
-                    r.cost = crate::cost::micros_of_raw(k.value()?);
+                    r.cost = crate::model::micros::micros_of_raw(k.value()?);
                 }
                 b"retryAttempt" | b"retryInMs" => {
                     seen.first(if key == b"retryAttempt" { 27 } else { 28 })?;
@@ -1186,7 +1186,7 @@ impl<'a> Rec<'a> {
         r.ai_title = owned(v, "aiTitle");
         r.data_agent = v.get("data").and_then(|d| owned(d, "agentId"));
         r.parent_tool_use_id = owned(v, "parentToolUseID");
-        r.cost = v.get("costUSD").and_then(crate::cost::micros_of_json);
+        r.cost = v.get("costUSD").and_then(crate::model::micros::micros_of_json);
         r.retry = ["retryAttempt", "retryInMs"]
             .iter()
             .any(|k| super::lenient_u64(v.get(*k)).is_some_and(|n| n > 0));

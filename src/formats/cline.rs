@@ -545,7 +545,7 @@ impl Reader {
                 cost: t
                     .get("cost")
                     .or_else(|| m.metrics.as_ref()?.get("cost"))
-                    .and_then(crate::cost::micros_of_json),
+                    .and_then(crate::model::micros::micros_of_json),
                 ..Default::default()
             }
         });
@@ -605,7 +605,7 @@ impl Reader {
                         output: n("tokensOut"),
                         cache_write: n("cacheWrites"),
                         cache_read: n("cacheReads"),
-                        cost: info.get("cost").and_then(crate::cost::micros_of_json),
+                        cost: info.get("cost").and_then(crate::model::micros::micros_of_json),
                         ..Default::default()
                     };
                     row.usage = Some(u).filter(|u| !u.is_empty());

@@ -1062,7 +1062,7 @@ fn model_usage(u: &Value) -> Usage {
         cache_read,
         cache_write,
         reasoning,
-        cost: u.get("total_cost").and_then(crate::cost::micros_of_json),
+        cost: u.get("total_cost").and_then(crate::model::micros::micros_of_json),
         ..Default::default()
     };
     if !cache_apart {

@@ -1190,7 +1190,10 @@ fn finish_step(b: &mut Builder, s: &Step, p: &mut PartRec, end: Option<i64>) {
     let d = &p.data;
     // OpenCode's own cost of the step (dollars); 0 is what it writes for a model it cannot
     // price, so it is left unknown.
-    let cost = d.get("cost").and_then(crate::cost::micros_of_json).filter(|&c| c > 0);
+    let cost = d
+        .get("cost")
+        .and_then(crate::model::micros::micros_of_json)
+        .filter(|&c| c > 0);
     if let Some(u) = usage_of(d.get("tokens")) {
         b.t.event_mut(s.event).usage = Usage { cost, ..u }.into();
     }

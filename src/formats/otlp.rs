@@ -671,9 +671,9 @@ impl<'a> Attrs<'a> {
     /// A recorded cost in dollars → microdollars, exactly as written.
     fn micros(&self, keys: &[usize]) -> Option<u64> {
         keys.iter().find_map(|&k| match self.get(k)? {
-            Av::Str(s) => crate::cost::micros_of_decimal(s),
+            Av::Str(s) => crate::model::micros::micros_of_decimal(s),
             Av::Int(n) => u64::try_from(*n).ok()?.checked_mul(1_000_000),
-            Av::V(v) => crate::cost::micros_of_json(v),
+            Av::V(v) => crate::model::micros::micros_of_json(v),
         })
     }
 
@@ -1260,7 +1260,7 @@ fn log_rec(bytes: &[u8], resource: u32) -> LogRec<'_> {
                 output: attr_u64(&attrs, "output_tokens"),
                 cache_read: attr_u64(&attrs, "cache_read_tokens"),
                 cache_write: attr_u64(&attrs, "cache_creation_tokens"),
-                cost: get(&attrs, "cost_usd").and_then(crate::cost::micros_of_json),
+                cost: get(&attrs, "cost_usd").and_then(crate::model::micros::micros_of_json),
                 ..Default::default()
             });
         }

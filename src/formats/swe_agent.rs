@@ -654,7 +654,7 @@ impl Msg {
                 // A cost of 0 is what it writes when LiteLLM could not price the model: unknown.
                 let cost = extra
                     .and_then(|e| e.get("cost"))
-                    .and_then(crate::cost::micros_of_json)
+                    .and_then(crate::model::micros::micros_of_json)
                     .filter(|&c| c > 0);
                 msg.usage = match (response.and_then(|r| r.get("usage")).map(super::usage_of_openai), cost) {
                     (Some(u), c) => Some(Usage { cost: c, ..u }),
@@ -873,7 +873,7 @@ fn from_swe(path: &Path, v: &Value, steps: &[Located<Step>], task: Option<&str>)
     let stat = |k: &str| super::lenient_u64(stats.and_then(|s| s.get(k))).filter(|&n| n > 0);
     let cost = stats
         .and_then(|s| s.get("instance_cost"))
-        .and_then(crate::cost::micros_of_json)
+        .and_then(crate::model::micros::micros_of_json)
         .filter(|&c| c > 0);
     let usage = Usage {
         input: stat("tokens_sent"),

@@ -133,7 +133,7 @@ fn from_swe(path: &Path, mut v: Value) -> Trace {
     let stat = |k: &str| crate::formats::lenient_u64(stats.and_then(|s| s.get(k))).filter(|&n| n > 0);
     let cost = stats
         .and_then(|s| s.get("instance_cost"))
-        .and_then(crate::cost::micros_of_json)
+        .and_then(crate::model::micros::micros_of_json)
         .filter(|&c| c > 0);
     let usage = Usage {
         input: stat("tokens_sent"),
@@ -305,7 +305,7 @@ fn from_mini(path: &Path, doc: &Value, messages: &[Value], list: &str) -> Trace 
                 // A cost of 0 is what it writes when LiteLLM could not price the model: unknown.
                 let cost = extra
                     .and_then(|e| e.get("cost"))
-                    .and_then(crate::cost::micros_of_json)
+                    .and_then(crate::model::micros::micros_of_json)
                     .filter(|&c| c > 0);
                 let usage = match (
                     response

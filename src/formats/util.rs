@@ -230,7 +230,7 @@ pub fn usage_of_openai(u: &Value) -> crate::model::Usage {
         reasoning: n(&["reasoning_tokens"])
             .or_else(|| nested("completion_tokens_details", "reasoning_tokens"))
             .or_else(|| nested("output_tokens_details", "reasoning_tokens")),
-        cost: u.get("cost").and_then(crate::cost::micros_of_json),
+        cost: u.get("cost").and_then(crate::model::micros::micros_of_json),
         ..Default::default()
     })
 }

@@ -3,6 +3,7 @@
 
 pub mod chat;
 mod event;
+pub mod micros;
 mod payload;
 mod strings;
 mod time;

@@ -1,8 +1,8 @@
 //! `tracetui check`: load, report format, counts and diagnostics.
 
-use crate::cli::Output;
 use crate::formats::LoadError;
 use crate::model::{Diagnostic, Severity, Skipped, Trace};
+use crate::output::Output;
 use crate::source::Discovery;
 use serde_json::{Value, json};
 use std::io::Write;

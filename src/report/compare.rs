@@ -244,11 +244,11 @@ pub enum Report {
 }
 
 /// `--format` values of `diff`: the report formats `markdown` (`md`) and `html` taken out, the
-/// rest (text, json, a trace format) left for [`crate::cli::FormatArgs::split`].
-pub fn split_report(f: &crate::cli::FormatArgs) -> (Option<Report>, crate::cli::FormatArgs) {
+/// rest (text, json, a trace format) left for the entry point's `--format` reading.
+pub fn split_report(format: &[String]) -> (Option<Report>, Vec<String>) {
     let mut report = None;
     let mut rest = Vec::new();
-    for x in &f.format {
+    for x in format {
         match x.as_str() {
             "markdown" | "md" => report = Some(Report::Markdown),
             "html" => report = Some(Report::Html),
@@ -263,7 +263,7 @@ pub fn split_report(f: &crate::cli::FormatArgs) -> (Option<Report>, crate::cli::
             _ => rest.push(x.clone()),
         }
     }
-    (report, crate::cli::FormatArgs { format: rest })
+    (report, rest)
 }
 
 /// What `tracetui diff` (not on the explorer) is asked to do.
@@ -298,11 +298,11 @@ pub fn run(r: &Request, out: &mut dyn Write) -> Result<u8, RunError> {
                 &a.trace,
                 &b.trace,
                 out,
-                crate::cli::Output::Text,
+                crate::output::Output::Text,
                 r.color,
                 r.context,
             )?,
-            Report::Json => super::diff::write(&d, &a.trace, &b.trace, out, crate::cli::Output::Json, false)?,
+            Report::Json => super::diff::write(&d, &a.trace, &b.trace, out, crate::output::Output::Json, false)?,
             Report::Markdown => super::diff_md::write(&d, &a.trace, &b.trace, out, r.context)?,
             Report::Html => super::diff_html::write(&d, &a.trace, &b.trace, out, r.context)?,
         }

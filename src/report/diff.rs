@@ -4,11 +4,11 @@
 //! `PATH#N` (1-based, in discovery order) or `PATH#ID` (trace id or name); without a selector
 //! the first trace is used and stderr says so.
 
-use crate::cli::Output;
 use crate::diff::words::{Mark, Shown};
 use crate::diff::{Diff, Op, PathChange, Row, Verdict};
 use crate::formats::Format;
 use crate::model::Trace;
+use crate::output::Output;
 use crate::report::short;
 use crate::sanitize;
 use serde_json::{Value, json};

@@ -1,8 +1,8 @@
 //! `tracetui grep`: every event under the paths whose name, arguments, result, prompt,
 //! response or error contains a pattern, one line (or JSON object) per match.
 
-use crate::cli::Output;
 use crate::model::Trace;
+use crate::output::Output;
 use crate::sanitize;
 use crate::search::grep::{Hit, Options, SourceResult, breadcrumb, search_source_caught};
 use crate::source::{Discovery, RunRef};

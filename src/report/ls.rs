@@ -1,8 +1,8 @@
 //! `tracetui ls`: one row per run, with its loaded numbers (`--fast`: from cheap metadata).
 
-use crate::cli::Output;
 use crate::formats::LoadError;
 use crate::formats::Summary;
+use crate::output::Output;
 use crate::report::{dur_or_dash, num_or_dash, ts_or_dash};
 use crate::source::{Discovery, RunRef};
 use std::io::Write;

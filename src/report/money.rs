@@ -198,9 +198,9 @@ fn model_json(m: &ModelCheck) -> Value {
 
 /// `stats --check-costs`: every run whose recorded cost differs from the computed one beyond
 /// rounding, with the difference by model and kind. Returns how many differ.
-pub fn report(checked: &[Checked], output: crate::cli::Output, out: &mut dyn Write) -> std::io::Result<usize> {
+pub fn report(checked: &[Checked], output: crate::output::Output, out: &mut dyn Write) -> std::io::Result<usize> {
     let differ: Vec<&Checked> = checked.iter().filter(|c| c.check.differs()).collect();
-    if output == crate::cli::Output::Json {
+    if output == crate::output::Output::Json {
         let runs: Vec<Value> = differ
             .iter()
             .map(|c| {

@@ -1,7 +1,7 @@
 //! `tracetui prices [MODEL]`: the prices costs are computed with, and where they come from.
 
-use crate::cli::Output;
 use crate::cost::{Entry, How, Pico, Prices, Source, per_million};
+use crate::output::Output;
 use crate::report::cut;
 use std::io::Write;
 

@@ -1,8 +1,8 @@
 //! `tracetui show`: the normalized event tree, as indented text or as JSON of the model.
 
-use crate::cli::Output;
 use crate::formats;
 use crate::model::{Event, EventKind, NO_PARENT, Trace, format_duration};
+use crate::output::Output;
 use crate::report::{dur_or_dash, short, ts_or_dash};
 use serde_json::{Value, json};
 use std::io::Write;

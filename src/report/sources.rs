@@ -1,7 +1,7 @@
 //! `tracetui sources`: the places tracetui looks in when given no PATH, whether each exists and
 //! how many runs it holds.
 
-use crate::cli::Output;
+use crate::output::Output;
 use crate::source::places::Resolved;
 use std::io::Write;
 

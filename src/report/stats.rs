@@ -6,11 +6,11 @@
 //! [`crate::cost::usage`] (the one definition every view uses); the counts are
 //! [`crate::formats::Summary::of`]'s, as in `ls`, `show`, `check` and the runs list.
 
-use crate::cli::Output;
 use crate::cost::Prices;
 use crate::cost::usage::{Total, each_call};
 use crate::formats::{LoadError, Summary};
 use crate::model::Trace;
+use crate::output::Output;
 use crate::source::liveness::Liveness;
 use crate::source::{Discovery, RunRef};
 use serde_json::{Value, json};

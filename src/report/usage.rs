@@ -1,12 +1,13 @@
 //! A run's tokens by kind and cost in `show` and `check` output, from `cost::usage` (the one
-//! definition every view shares), priced with the user's config over the embedded list.
+//! definition every view shares), priced with the user's config over the embedded list (set at
+//! start-up: `cost::usage::set_current`).
 
 use crate::cost::usage::{RunCost, run_cost};
 use crate::model::Trace;
 use serde_json::{Value, json};
 
 pub fn of(t: &Trace) -> RunCost {
-    run_cost(t, crate::tui::config::prices())
+    run_cost(t, crate::cost::usage::current())
 }
 
 /// `tokens in 942 · cache read 0 · cache write 0 · out 60 · reasoning 0 · total 1,002 · cost
@@ -17,7 +18,7 @@ pub fn text(rc: &RunCost) -> Option<String> {
         return None;
     }
     let k = &t.tokens;
-    let n = crate::tui::usage_view::thousands;
+    let n = crate::model::thousands;
     let mut s = format!(
         "tokens in {} · cache read {} · cache write {} · out {} · reasoning {} · total {} · cost {}",
         n(k.input),

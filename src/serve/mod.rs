@@ -13,9 +13,9 @@ pub mod bound;
 pub mod receiver;
 pub mod spool;
 
-use crate::cli::Output;
 use crate::formats::otlp;
 use crate::model::{RunStatus, Trace};
+use crate::output::Output;
 use crate::source::RunRef;
 use crate::tail::Tailer;
 use crate::tail::print::Printer;

@@ -7,10 +7,10 @@
 pub mod print;
 pub mod watch;
 
-use crate::cli::Output;
 use crate::formats::jsonl::Follow;
 use crate::formats::{self, Format, LoadError};
 use crate::model::Trace;
+use crate::output::Output;
 use crate::source::{self, RunRef};
 use print::Printer;
 use std::io::Write;

@@ -8,8 +8,8 @@
 //! per end: again only after it was seen going on (running) and ended again.
 
 use super::{Change, Tailer};
-use crate::cli::Output;
 use crate::model::{NO_PARENT, RunStatus, Status, Trace, format_ts};
+use crate::output::Output;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
