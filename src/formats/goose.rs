@@ -879,7 +879,7 @@ mod tests {
         rusqlite::Connection::open(&db)
             .unwrap()
             .execute_batch(
-                r#"INSERT INTO sessions (id, name, working_dir) VALUES ('s', 'q', '/w'), ('bad', 'b', '/w');
+                r#"INSERT INTO sessions (id, name, working_dir, created_at) VALUES ('s', 'q', '/w', '2025-10-01T12:00:00.25+00:00'), ('bad', 'b', '/w', '2025-10-01 12:00:00.5+00:00');
                 INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES
                 ('s', 'user', '[{"type":"text","text":"hi"}]', 1795165200),
                 ('bad', 'user', '[{"type":"text","text":"do it"}]', 1795165200),
@@ -890,6 +890,15 @@ mod tests {
             .unwrap();
         let l = Goose.load(&db).unwrap();
         assert_eq!(by_id(&l, "s").meta.status, RunStatus::Running);
+        // Times as sqlx binds them (imported sessions) as well as SQLite's own.
+        assert_eq!(
+            by_id(&l, "s").meta.start,
+            parse_timestamp_str("2025-10-01T12:00:00.250Z")
+        );
+        assert_eq!(
+            by_id(&l, "bad").meta.start,
+            parse_timestamp_str("2025-10-01T12:00:00.500Z")
+        );
         let b = by_id(&l, "bad");
         assert_eq!(b.meta.status, RunStatus::Ok);
         assert_eq!(tools(b), vec![("invalid tool call".into(), Status::Error)]);
