@@ -167,6 +167,13 @@ const ROWS: &[Row] = &[
         project: "",
     },
     Row {
+        agent: "goose",
+        format: "goose",
+        dest: "home/.local/share/goose/sessions",
+        fixture: "sample-traces/goose/sessions",
+        project: "",
+    },
+    Row {
         agent: "roo-code",
         format: "roo-code",
         dest: "home/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/1767225600000",
@@ -194,6 +201,7 @@ const AGENT_VARS: &[&str] = &[
     "KIMI_CODE_HOME",
     "PI_CODING_AGENT_DIR",
     "VIBE_HOME",
+    "GOOSE_PATH_ROOT",
 ];
 
 fn copy(from: &Path, to: &Path) {

@@ -705,3 +705,76 @@ mod otlp_receiver {
         }
     }
 }
+
+mod goose {
+    use super::*;
+    use tracetui::formats::{Format, goose::Goose};
+
+    /// A content item of a type goose writes (or not), with fields of any shape.
+    fn item() -> impl Strategy<Value = Value> {
+        let ty = prop::sample::select(
+            &[
+                "text",
+                "image",
+                "toolRequest",
+                "toolResponse",
+                "frontendToolRequest",
+                "toolConfirmationRequest",
+                "actionRequired",
+                "thinking",
+                "redactedThinking",
+                "systemNotification",
+                "new",
+            ][..],
+        );
+        let id = prop::sample::select(&["a", "b", ""][..]);
+        (ty, id, json_value(), json_value(), json_value()).prop_map(|(ty, id, call, result, text)| {
+            json!({"type": ty, "id": id, "text": text, "toolCall": call, "toolResult": {"status": "success", "value": result}})
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+        /// goose's sessions.db: content lists of any items (and content that is no list),
+        /// session columns of any type.
+        #[test]
+        fn goose_database(
+            messages in prop::collection::vec((prop::sample::select(&["user", "assistant", "system"][..]), prop::collection::vec(item(), 0..4), any::<i64>()), 1..6),
+            odd in json_value(),
+            cell in prop::collection::vec(any::<u8>(), 0..32),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("sessions")).unwrap();
+            let db = dir.path().join("sessions/sessions.db");
+            let c = rusqlite::Connection::open(&db).unwrap();
+            c.execute_batch(
+                "CREATE TABLE sessions (id, name, working_dir, created_at, updated_at, accumulated_input_tokens, model_config_json, accumulated_cost);
+                 CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id, role, content_json, created_timestamp, metadata_json);",
+            )
+            .unwrap();
+            let blob = rusqlite::types::Value::Blob(cell.clone());
+            c.execute("INSERT INTO sessions VALUES ('s', ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![blob, odd.to_string(), String::from_utf8_lossy(&cell), blob, -5, odd.to_string(), blob]).unwrap();
+            for (role, items, created) in &messages {
+                c.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json) VALUES ('s', ?1, ?2, ?3, ?4)",
+                    rusqlite::params![role, Value::Array(items.clone()).to_string(), created, odd.to_string()]).unwrap();
+            }
+            c.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES ('s', 'user', ?1, ?2)",
+                rusqlite::params![odd.to_string(), blob]).unwrap();
+            drop(c);
+            for path in [dir.path().join("sessions"), db.clone()] {
+                let _ = formats::detect(&path);
+                if let Ok(l) = Goose.load(&path) {
+                    for t in &l.traces {
+                        for (i, _) in t.walk() {
+                            let _ = formats::payload(t, t.event(i));
+                            let _ = Goose.gist(t.str(t.event(i).name), &Value::Null);
+                        }
+                        let _ = t.counts();
+                    }
+                }
+            }
+        }
+    }
+}

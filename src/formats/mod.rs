@@ -47,6 +47,7 @@ pub mod copilot_cli;
 pub mod cursor;
 pub mod factory_droid;
 pub mod gemini_cli;
+pub mod goose;
 pub mod gptme;
 pub mod inspect_ai;
 pub mod kilo_code;
@@ -95,6 +96,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &mistral_vibe::MistralVibe,
     &gptme::Gptme,
     &zed::Zed,
+    &goose::Goose,
     &roo_code::RooCode,
     &kilo_code::KiloCode,
 ];

@@ -1,6 +1,7 @@
 //! How to go on with a session in the agent that wrote it: the agent's own resume command,
 //! from each agent's CLI docs (`claude --resume <id>`, `codex resume <id>`, `gemini --resume
-//! <id>`, `copilot --resume <id>`, `opencode --session <id>`, `cursor-agent --resume <id>`).
+//! <id>`, `copilot --resume <id>`, `opencode --session <id>`, `cursor-agent --resume <id>`, `goose session --resume
+//! --session-id <id>`).
 //! Agents that scope sessions to a project (Claude Code, Gemini CLI, OpenCode) resume only from
 //! that directory: the command starts with `cd` there when the session recorded it.
 //!
@@ -37,6 +38,11 @@ pub fn command(meta: &RunMeta) -> Option<String> {
         // Vibe resumes a session by id; a subagent's through its parent's.
         "mistral-vibe" if attr("parent_session_id").is_none() => ("vibe --resume", meta.id.as_str(), attr("cwd")),
         "kimi-cli" if attr("agent").is_none_or(|a| a == "main") => ("kimi --session", attr("session")?, attr("cwd")),
+        // goose resumes a session by id from anywhere (it keeps the session's directory); a
+        // subagent's session is not resumed on its own.
+        "goose" if attr("session_type") != Some("sub_agent") => {
+            ("goose session --resume --session-id", meta.id.as_str(), None)
+        }
         _ => return None,
     };
     if id.is_empty()
@@ -110,6 +116,11 @@ mod tests {
             command(&meta("opencode", "ses_3f1c", &[("directory", json!("/srv/x"))])).unwrap(),
             "cd '/srv/x' && opencode --session ses_3f1c"
         );
+        assert_eq!(
+            command(&meta("goose", "20261120_1", &[("working_dir", json!("/srv/x"))])).unwrap(),
+            "goose session --resume --session-id 20261120_1"
+        );
+        assert!(command(&meta("goose", "20261121_2", &[("session_type", json!("sub_agent"))])).is_none());
         assert!(command(&meta("aider", "x", &[])).is_none());
     }
 

@@ -240,6 +240,17 @@ pub static PLACES: &[Place] = &[
         project: Project::Parent,
         jsonl: None,
     },
+    // goose: sessions/sessions.db in its data dir (the XDG layout on macOS too);
+    // `GOOSE_PATH_ROOT` moves all of goose's dirs below it (`data/`).
+    Place {
+        agent: "goose",
+        base: Base::XdgData,
+        default: "goose/sessions",
+        env: Some(("GOOSE_PATH_ROOT", "data/sessions")),
+        os: Os::Any,
+        project: Project::Parent,
+        jsonl: None,
+    },
     // Roo Code and Kilo Code (Cline's forks) keep tasks in VS Code's global storage too, under
     // their own extension ids; the first Kilo CLI in ~/.kilocode.
     Place {
@@ -431,6 +442,9 @@ mod tests {
         assert_eq!(path_of(&r, "gemini-cli"), Path::new("/g/.gemini/tmp"));
         assert_eq!(path_of(&r, "copilot-cli"), Path::new("/p/session-state"));
         assert_eq!(path_of(&r, "opencode"), Path::new("/d/opencode"));
+        assert_eq!(path_of(&r, "goose"), Path::new("/d/goose/sessions"));
+        let g = resolve(&env(&[("HOME", "/h"), ("GOOSE_PATH_ROOT", "/gr")]));
+        assert_eq!(path_of(&g, "goose"), Path::new("/gr/data/sessions"));
         let claude = r.iter().find(|r| r.place.agent == "claude-code").unwrap();
         assert_eq!(claude.via, Some("CLAUDE_CONFIG_DIR"));
         if !cfg!(target_os = "macos") {
