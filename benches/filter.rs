@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tracetui::model::*;
 use tracetui::tui::state::{RunView, SharedTrace, read, shared};
-use tracetui::tui::update::apply_filter;
+use tracetui::tui::filter::apply_filter;
 
 fn synthetic() -> Trace {
     let mut t = Trace::new(RunMeta {

@@ -7,8 +7,8 @@
 use super::action::Command;
 use super::detail::{self, CopyTarget, Doc, Line, Tok};
 use super::markdown;
+use super::nav::say;
 use super::state::{Pane, RunView, State};
-use super::update::say;
 use crate::formats;
 use crate::model::chat::{Message, Part, human_size};
 use crate::model::{EventKind, Trace};

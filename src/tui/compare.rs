@@ -9,9 +9,9 @@
 use super::action::Command;
 use super::diffview::Source;
 use super::keymap::Context;
+use super::nav::{follow, is_move, move_sel, say};
 use super::state::{Effect, RunEntry, State, View};
 use super::theme::{Role, Theme};
-use super::update::{follow, is_move, move_sel, say};
 use crate::diff::compare::{COLUMNS, RunDelta};
 use crate::model::Trace;
 use ratatui::buffer::Buffer;
@@ -351,9 +351,9 @@ pub fn scroll(s: &mut State, down: bool) {
     let Some(v) = s.compare.as_mut() else { return };
     let n = v.order.len();
     v.selected = if down {
-        (v.selected + super::update::WHEEL_STEP).min(n.saturating_sub(1))
+        (v.selected + super::nav::WHEEL_STEP).min(n.saturating_sub(1))
     } else {
-        v.selected.saturating_sub(super::update::WHEEL_STEP)
+        v.selected.saturating_sub(super::nav::WHEEL_STEP)
     };
 }
 

@@ -5,9 +5,9 @@
 //! more often than eight times as long as the last making took).
 
 use super::action::Command;
+use super::nav::{is_move, move_sel, say};
 use super::state::{Pane, RunView, State, read};
 use super::theme::Role;
-use super::update::{is_move, move_sel, say};
 use crate::cost::attribution::{Attribution, attribute};
 use crate::cost::dollars;
 use crate::model::{EventKind, Trace, thousands};
@@ -372,7 +372,7 @@ pub fn command(s: &mut State, c: Command, page: usize) -> bool {
 
 /// Select `ev` in the tree, its collapsed ancestors expanded, the tree focused.
 fn go_to(r: &mut RunView, ev: u32) {
-    super::update::reveal(r, ev);
+    super::nav::reveal(r, ev);
     if let Some(p) = r.rows.iter().position(|row| row.ev == ev) {
         r.selected = p;
     }

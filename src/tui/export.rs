@@ -5,8 +5,8 @@
 //! The file is written on a background thread; the status line says where it went.
 
 use super::action::Action;
+use super::nav::say;
 use super::state::{Effect, SharedTrace, State, View, read};
-use super::update::say;
 use crate::export::To;
 use crate::model::{RunStatus, Trace};
 use std::io::Write;

@@ -126,7 +126,7 @@ pub fn batch(s: &mut State, generation: u64, hits: Vec<(usize, usize)>, done: us
     }
     // Results stream in under the user's cursor: it stays on the run it was on.
     let keep = s.runs.entry_at(s.runs.selected);
-    super::update::refresh_runs(s);
+    super::runs_list::refresh_runs(s);
     if let Some(k) = keep
         && let Some(row) = (0..s.runs.order.len()).find(|&r| s.runs.entry_at(r) == Some(k))
     {
@@ -161,7 +161,7 @@ pub fn land(s: &mut State) {
     };
     let limit = s.sync_search_limit;
     if let Some(r) = s.run.as_mut()
-        && let Some(e) = super::update::apply_filter(r, text, limit)
+        && let Some(e) = super::filter::apply_filter(r, text, limit)
     {
         s.effects.push(e);
     }

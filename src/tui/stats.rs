@@ -4,8 +4,8 @@
 //! in the runs list its loaded counts, tokens and cost (in place of metadata values).
 
 use super::action::{Action, Command};
+use super::nav::{is_move, move_sel, say};
 use super::state::{Effect, State, View};
-use super::update::{is_move, move_sel, say};
 use crate::report::stats::{By, RunStats, Stats};
 use crate::source::RunRef;
 use rayon::prelude::*;
@@ -129,7 +129,7 @@ pub fn command(s: &mut State, c: Command) {
             v.cancel.store(true, Ordering::Relaxed);
             s.stats = None;
             s.view = View::Runs;
-            super::update::refresh_runs(s);
+            super::runs_list::refresh_runs(s);
         }
         _ => {}
     }
@@ -161,7 +161,7 @@ pub fn part(s: &mut State, generation: u64, results: Vec<(usize, Result<Box<RunS
     if !v.loading() {
         v.rebuild();
         // Every listed run is loaded: a sort by tokens or cost is now exact.
-        super::update::refresh_runs(s);
+        super::runs_list::refresh_runs(s);
     }
 }
 

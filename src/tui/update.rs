@@ -3,21 +3,19 @@
 //! done here (threads, clipboard) is queued in `State::effects` for the app loop.
 
 use super::action::{Action, Command};
+pub use super::clipboard::{CLIPBOARD_MAX, take};
 use super::detail;
 use super::diffview::update as diffview;
+use super::filter::{apply_batch, apply_filter, apply_filter_with, cancel_search};
 use super::keymap::{Context, Key};
 use super::layout;
+use super::nav::{WHEEL_STEP, follow, is_move, move_sel, reveal, say};
+pub use super::runs_list::refresh_runs;
 use super::state::*;
 use crate::model::{EventKind, NO_PARENT, Trace};
-use crate::search::{self, fuzzy::Fuzzy};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Ticks a message stays on screen (the app ticks every 100 ms).
-const MESSAGE_TICKS: u64 = 40;
-pub(super) const WHEEL_STEP: usize = 3;
 
 /// What a key means now: prompt editing while the filter prompt is open, else the keymap.
 pub fn key_action(s: &State, k: KeyEvent) -> Option<Action> {
@@ -78,14 +76,6 @@ pub fn run_layout(s: &State) -> layout::RunLayout {
         Some(r) if r.zoom => layout::zoomed(l, r.focus == Pane::Detail),
         _ => l,
     }
-}
-
-pub(super) fn say(s: &mut State, text: impl Into<String>, error: bool) {
-    s.message = Some(Message {
-        text: text.into(),
-        error,
-        until: s.tick + MESSAGE_TICKS,
-    });
 }
 
 pub fn update(s: &mut State, a: Action) {
@@ -426,18 +416,6 @@ fn settle(s: &mut State) {
     super::compare::settle(s);
 }
 
-/// The offset that keeps `sel` inside a window of `h` rows.
-pub(super) fn follow(sel: usize, offset: usize, h: usize, n: usize) -> usize {
-    let mut o = offset.min(n.saturating_sub(1));
-    if sel < o {
-        o = sel;
-    } else if sel >= o + h {
-        o = sel + 1 - h;
-    }
-    // Do not leave empty rows at the bottom when the list could fill the window.
-    o.min(n.saturating_sub(h))
-}
-
 fn edit_prompt(s: &mut State, f: impl FnOnce(&mut String)) {
     let Some(p) = s.prompt.as_mut() else { return };
     f(&mut p.text);
@@ -470,102 +448,6 @@ fn set_filter(s: &mut State, text: String) {
     }
 }
 
-/// Sort and filter the runs list, keeping the selected run selected.
-pub fn refresh_runs(s: &mut State) {
-    let keep = s.runs.entry_at(s.runs.selected).filter(|_| s.runs.moved);
-    let fz = Fuzzy::default();
-    let f = RunFilter::parse(&s.runs.filter);
-    let stale = s.stale_after;
-    let mut order: Vec<usize> = (0..s.runs.entries.len())
-        .filter(|&i| f.matches(&s.runs, i, stale, &fz))
-        .collect();
-    let en = &s.runs.entries;
-    match s.runs.sort {
-        RunSort::Start => order.sort_by(|&a, &b| {
-            let (a, b) = (&en[a].summary, &en[b].summary);
-            b.start
-                .cmp(&a.start)
-                .then_with(|| a.name.cmp(&b.name))
-                .then_with(|| a.id.cmp(&b.id))
-        }),
-        RunSort::Name => order.sort_by(|&a, &b| {
-            en[a]
-                .name()
-                .to_lowercase()
-                .cmp(&en[b].name().to_lowercase())
-                .then_with(|| en[a].summary.id.cmp(&en[b].summary.id))
-        }),
-        RunSort::Duration => order.sort_by(|&a, &b| en[b].summary.duration.cmp(&en[a].summary.duration)),
-        RunSort::Tokens => order.sort_by(|&a, &b| en[b].summary.tokens.cmp(&en[a].summary.tokens)),
-        RunSort::Cost => {
-            // Known costs first (a run whose every call is unknown is not cheap: it is unknown).
-            let key = |i: usize| {
-                en[i]
-                    .summary
-                    .cost
-                    .as_ref()
-                    .filter(|c| c.micros > 0 || c.unknown == 0)
-                    .map(|c| c.micros)
-            };
-            order.sort_by_key(|&i| std::cmp::Reverse(key(i)))
-        }
-    }
-    if s.runs.reversed {
-        order.reverse();
-        // Runs without the value sorted on (no start, not loaded, unknown cost) stay last.
-        let known = |i: usize| {
-            let sm = &en[i].summary;
-            match s.runs.sort {
-                RunSort::Start => sm.start.is_some(),
-                RunSort::Name => true,
-                RunSort::Duration => sm.duration.is_some(),
-                // A run that recorded no tokens (shown `-`) has no value either.
-                RunSort::Tokens => sm.tokens.is_some_and(|t| t > 0),
-                RunSort::Cost => sm
-                    .cost
-                    .as_ref()
-                    .is_some_and(|c| c.micros > 0 || (c.unknown == 0 && c.total_tokens > 0)),
-            }
-        };
-        order.sort_by_key(|&i| !known(i));
-    }
-    // While runs are indexed, one not indexed yet has no exact tokens or cost: it is listed
-    // after those that have (never ranked below a known value), and the title says the sort
-    // is partial ([`crate::tui::render::runs::sort_label`]).
-    if s.runs.indexing.is_some() && matches!(s.runs.sort, RunSort::Tokens | RunSort::Cost) {
-        order.sort_by_key(|&i| en[i].summary.provisional());
-    }
-    s.runs.groups.clear();
-    if s.runs.grouped {
-        // Stable: each group keeps the order just made. Groups in the order they were found.
-        let mut groups: Vec<std::sync::Arc<std::path::Path>> = Vec::new();
-        for e in &s.runs.entries {
-            if !groups.iter().any(|g| g == &e.run.root) {
-                groups.push(e.run.root.clone());
-            }
-        }
-        let of = |i: usize| groups.iter().position(|g| g == &en[i].run.root).unwrap_or(0);
-        order.sort_by_key(|&i| of(i));
-        let mut rows = Vec::with_capacity(order.len() + groups.len());
-        let mut last = None;
-        for i in order {
-            let g = of(i);
-            if last != Some(g) {
-                rows.push(HEADER | g);
-                last = Some(g);
-            }
-            rows.push(i);
-        }
-        order = rows;
-        s.runs.groups = groups;
-    }
-    let first_run = order.iter().position(|&i| i & HEADER == 0).unwrap_or(0);
-    s.runs.selected = keep
-        .and_then(|k| order.iter().position(|&i| i == k))
-        .unwrap_or(first_run);
-    s.runs.order = order;
-}
-
 /// A selection that landed on a group header moves on to a run (down, or up when `up` and
 /// there is one above).
 fn off_header(s: &mut State, up: bool) {
@@ -577,112 +459,6 @@ fn off_header(s: &mut State, up: bool) {
         s.runs.selected -= 1;
     } else if s.runs.selected + 1 < n {
         s.runs.selected += 1;
-    }
-}
-
-fn cancel_search(r: &RunView) {
-    if let Some(c) = &r.filter.cancel {
-        c.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Set the run's filter. Small traces are searched here; large ones get a background search
-/// (returned as an effect) whose batches stream in through `SearchBatch`.
-pub fn apply_filter(r: &mut RunView, text: String, sync_limit: usize) -> Option<Effect> {
-    let h = r.trace.clone();
-    let t = read(&h);
-    apply_filter_with(r, &t, text, sync_limit)
-}
-
-/// [`apply_filter`] with the trace's guard held by the caller.
-pub fn apply_filter_with(r: &mut RunView, t: &Trace, text: String, sync_limit: usize) -> Option<Effect> {
-    cancel_search(r);
-    r.filter.cancel = None;
-    r.filter.progress = None;
-    r.filter.text = text;
-    let q = match search::parse(&r.filter.text) {
-        Ok(q) => q,
-        Err(e) => {
-            r.filter.error = Some(e);
-            return None; // keep showing the last valid result
-        }
-    };
-    r.filter.error = None;
-    r.filter.generation += 1;
-    if q.is_empty() {
-        r.filter.query = None;
-        r.filter.hits = Vec::new();
-        r.filter.count = 0;
-        r.rebuild_rows_with(t);
-        return None;
-    }
-    let q = Arc::new(q);
-    r.filter.query = Some(q.clone());
-    let n = t.len();
-    r.filter.hits = vec![false; n];
-    r.filter.count = 0;
-    if n <= sync_limit {
-        let mut batches = Vec::new();
-        search::search(t, &q, &AtomicBool::new(false), |b| batches.push(b));
-        for b in batches {
-            add_hits(r, &b.hits);
-        }
-        r.rebuild_rows_with(t);
-        select_first_hit(r);
-        return None;
-    }
-    let cancel = Arc::new(AtomicBool::new(false));
-    r.filter.cancel = Some(cancel.clone());
-    r.filter.progress = Some((0, n));
-    r.rebuild_rows_with(t);
-    Some(Effect::Search {
-        generation: r.filter.generation,
-        trace: r.trace.clone(),
-        from: 0,
-        query: q,
-        cancel,
-    })
-}
-
-/// Hits of a search batch. Only the search of the whole trace (`from` 0) reports progress;
-/// searches of events that arrived later just add their hits.
-fn apply_batch(r: &mut RunView, from: usize, b: search::Batch) {
-    let first = r.filter.count == 0;
-    add_hits(r, &b.hits);
-    if from == 0 {
-        r.filter.progress = (!b.finished).then_some((b.done, b.total));
-    }
-    if !b.hits.is_empty() || b.finished {
-        r.filter.stale = true;
-    }
-    // The first hits are shown at once; later ones on the next tick (rebuilds are O(events)).
-    if (first && r.filter.count > 0) || b.finished {
-        r.rebuild_rows();
-        if first {
-            select_first_hit(r);
-        }
-    }
-}
-
-fn add_hits(r: &mut RunView, hits: &[u32]) {
-    for &i in hits {
-        if let Some(h) = r.filter.hits.get_mut(i as usize)
-            && !*h
-        {
-            *h = true;
-            r.filter.count += 1;
-        }
-    }
-}
-
-fn select_first_hit(r: &mut RunView) {
-    if let Some(cur) = r.selected_event()
-        && r.filter.is_hit(cur)
-    {
-        return;
-    }
-    if let Some(p) = r.rows.iter().position(|row| r.filter.is_hit(row.ev)) {
-        r.selected = p;
     }
 }
 
@@ -763,26 +539,6 @@ fn command(s: &mut State, c: Command) {
         Context::Compare => super::compare::command(s, c),
         Context::Help | Context::Global => {}
     }
-}
-
-pub(super) fn move_sel(sel: usize, n: usize, c: Command, page: usize) -> usize {
-    let last = n.saturating_sub(1);
-    match c {
-        Command::Up => sel.saturating_sub(1),
-        Command::Down => (sel + 1).min(last),
-        Command::Top => 0,
-        Command::Bottom => last,
-        Command::PageDown => (sel + (page / 2).max(1)).min(last),
-        Command::PageUp => sel.saturating_sub((page / 2).max(1)),
-        _ => sel,
-    }
-}
-
-pub(super) fn is_move(c: Command) -> bool {
-    matches!(
-        c,
-        Command::Up | Command::Down | Command::Top | Command::Bottom | Command::PageDown | Command::PageUp
-    )
 }
 
 fn runs_command(s: &mut State, c: Command) {
@@ -955,23 +711,6 @@ fn jump(s: &mut State, forward: bool, what: &str, pred: Wanted) {
             format!("{what}: wrapped to the {}", if forward { "top" } else { "bottom" }),
             false,
         );
-    }
-}
-
-/// Expand every collapsed ancestor of `ev` (rebuilding the rows only if one was collapsed).
-pub(super) fn reveal(r: &mut RunView, ev: u32) {
-    let mut changed = false;
-    let h = r.trace.clone();
-    let t = read(&h);
-    let mut p = t.event(ev).parent;
-    while p != NO_PARENT {
-        if r.collapsed.get_mut(p as usize).is_some_and(std::mem::take) {
-            changed = true;
-        }
-        p = t.event(p).parent;
-    }
-    if changed {
-        r.rebuild_rows_with(&t);
     }
 }
 
@@ -1313,59 +1052,6 @@ fn fold_command(s: &mut State, c: Command) -> bool {
     }
     d.relayout();
     true
-}
-
-/// The most text `y` puts in one OSC 52 sequence: base64 makes it 4/3 larger, and many
-/// terminals drop a sequence over about 100 KB (while we would say "copied").
-pub const CLIPBOARD_MAX: usize = 75_000;
-
-/// What `y`, `alt-y` and `o` do with a value: copy it escaped (the form shown on screen, safe
-/// to paste: no ESC, CR, LF, BEL, C1 or bidi control reaches a shell), copy it raw, or open it
-/// in the pager (escaped, newlines kept).
-pub(super) fn take(s: &mut State, text: String, what: &str, how: Command) {
-    match how {
-        Command::Pager => {
-            let text = crate::sanitize::text(&text).into_owned();
-            s.effects.push(Effect::Page(text));
-        }
-        Command::CopyRaw => copy_text(s, text, what, "raw, control characters included"),
-        _ => {
-            // Pretty JSON (objects, the payload) is copied compact: one line, nothing to escape
-            // but what the values hold.
-            let one_line = match serde_json::from_str::<serde_json::Value>(&text) {
-                Ok(v) if text.contains('\n') && !v.is_string() => serde_json::to_string(&v).unwrap_or(text),
-                _ => text,
-            };
-            let safe = crate::sanitize::line(&one_line).into_owned();
-            let note = if safe.len() != one_line.len() {
-                "escaped; alt-y copies it raw"
-            } else {
-                "alt-y copies it raw"
-            };
-            copy_text(s, safe, what, note)
-        }
-    }
-}
-
-fn copy_text(s: &mut State, text: String, what: &str, note: &str) {
-    if text.len() > CLIPBOARD_MAX {
-        say(
-            s,
-            format!(
-                "{what} too large for the clipboard ({} bytes; terminals take about 100 KB by OSC 52): o opens it in the pager",
-                text.len()
-            ),
-            true,
-        );
-        return;
-    }
-    let shown = if matches!(what, "path" | "id" | "resume command") && text.len() <= 100 {
-        format!("copied {what} {text} to the clipboard")
-    } else {
-        format!("copied {what} ({} bytes, {note}) to the clipboard", text.len())
-    };
-    say(s, shown, false);
-    s.effects.push(Effect::Copy(text));
 }
 
 fn click(s: &mut State, x: u16, y: u16) {

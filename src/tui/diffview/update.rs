@@ -3,11 +3,12 @@
 
 use super::{DiffData, DiffView, PairDetail, Source, header, run_label};
 use crate::tui::action::Command;
+use crate::tui::clipboard::take;
 use crate::tui::detail::{self, Doc};
 use crate::tui::keymap::Context;
 use crate::tui::layout::{self, DiffLayout};
+use crate::tui::nav::{WHEEL_STEP, follow, is_move, move_sel, say};
 use crate::tui::state::{Effect, RunEntry, State, View};
-use crate::tui::update::{WHEEL_STEP, follow, is_move, move_sel, say, take};
 use ratatui::layout::Rect;
 
 fn area(s: &State) -> Rect {
