@@ -12,8 +12,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tracetui::model::*;
-use tracetui::tui::state::{RunView, SharedTrace, read, shared};
 use tracetui::tui::filter::apply_filter;
+use tracetui::tui::state::{RunView, SharedTrace, read, shared};
 
 fn synthetic() -> Trace {
     let mut t = Trace::new(RunMeta {

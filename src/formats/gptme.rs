@@ -166,11 +166,11 @@ fn skim(line: &[u8]) -> Option<Rec<'_>> {
         model = m.get("model").and_then(Value::as_str).map(str::to_string);
         let u = m.get("usage").unwrap_or(&m);
         let n = |k: &str| super::lenient_u64(u.get(k));
+        // Exactly as written (no float on the way): `0.0051` is 5,100 microdollars.
         let cost = m
             .get("cost")
-            .and_then(Value::as_f64)
-            .filter(|c| c.is_finite() && *c > 0.0)
-            .map(|c| (c * 1e6).round() as u64);
+            .and_then(crate::model::micros::micros_of_json)
+            .filter(|&c| c > 0);
         usage = Some(Usage {
             input: n("input_tokens"),
             output: n("output_tokens"),

@@ -239,9 +239,8 @@ fn usage_of(u: &Value) -> Usage {
     let cost = u
         .get("cost")
         .and_then(|c| c.get("total"))
-        .and_then(Value::as_f64)
-        .filter(|c| c.is_finite() && *c > 0.0)
-        .map(|c| (c * 1e6).round() as u64);
+        .and_then(crate::model::micros::micros_of_json)
+        .filter(|&c| c > 0);
     Usage {
         input: n("input"),
         output: n("output"),
