@@ -180,6 +180,13 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/kilo-code/tasks/1767312000000",
         project: "",
     },
+    Row {
+        agent: "iflow",
+        format: "iflow",
+        dest: "home/.iflow/projects/-home-ada-notes-cli/session-b2f4e6a8-0c1d-4e3f-9a5b-7c8d9e0f1a2b.jsonl",
+        fixture: "sample-traces/iflow/session-b2f4e6a8-0c1d-4e3f-9a5b-7c8d9e0f1a2b.jsonl",
+        project: "-home-ada-notes-cli",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.

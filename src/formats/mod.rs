@@ -48,6 +48,7 @@ pub mod cursor;
 pub mod factory_droid;
 pub mod gemini_cli;
 pub mod gptme;
+pub mod iflow;
 pub mod inspect_ai;
 pub mod kilo_code;
 pub mod kimi_cli;
@@ -97,6 +98,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &zed::Zed,
     &roo_code::RooCode,
     &kilo_code::KiloCode,
+    &iflow::Iflow,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

@@ -279,6 +279,9 @@ pub static PLACES: &[Place] = &[
         jsonl: None,
     },
     home("kilo-code", ".kilocode/cli/global/tasks", None),
+    // iFlow CLI: `projects/<encoded cwd>/session-<id>.jsonl`, Claude Code-shaped. No variable
+    // moves `~/.iflow` (its IFLOW_* variables are settings).
+    jsonl("iflow", by_project(home("iflow", ".iflow/projects", None))),
 ];
 
 /// A place resolved against the environment.
