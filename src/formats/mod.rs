@@ -59,6 +59,7 @@ pub mod opencode;
 pub mod openhands;
 pub mod otlp;
 pub mod pi;
+pub mod qwen_code;
 pub mod roo_code;
 pub mod swe_agent;
 pub mod zed;
@@ -99,6 +100,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &roo_code::RooCode,
     &kilo_code::KiloCode,
     &iflow::Iflow,
+    &qwen_code::QwenCode,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when
