@@ -224,7 +224,9 @@ fn function_response(v: &Value) -> Option<&Value> {
 fn function_output(v: &Value) -> Option<(Value, bool)> {
     let resp = function_response(v)?.get("response")?;
     if let Some(e) = resp.get("error").filter(|e| !e.is_null()) {
-        return Some((e.clone(), true));
+        // `{message}` (iFlow) or a string: the message as text.
+        let m = e.get("message").filter(|m| m.is_string()).unwrap_or(e);
+        return Some((m.clone(), true));
     }
     Some((resp.get("output").cloned().unwrap_or_else(|| resp.clone()), false))
 }

@@ -983,7 +983,10 @@ fn response_payload(r: &Value, out: &mut Payload) {
     match resp.and_then(|x| x.get("error")).filter(|e| !e.is_null()) {
         Some(e) => {
             out.error = Some(ErrorInfo {
-                message: e.as_str().map_or_else(|| e.to_string(), str::to_string),
+                message: e
+                    .as_str()
+                    .or_else(|| e.get("message").and_then(Value::as_str))
+                    .map_or_else(|| e.to_string(), str::to_string),
                 ..Default::default()
             });
         }
