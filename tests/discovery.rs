@@ -187,6 +187,20 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/kilo-code/tasks/1767312000000",
         project: "",
     },
+    Row {
+        agent: "iflow",
+        format: "iflow",
+        dest: "home/.iflow/projects/-home-ada-notes-cli/session-b2f4e6a8-0c1d-4e3f-9a5b-7c8d9e0f1a2b.jsonl",
+        fixture: "sample-traces/iflow/session-b2f4e6a8-0c1d-4e3f-9a5b-7c8d9e0f1a2b.jsonl",
+        project: "-home-ada-notes-cli",
+    },
+    Row {
+        agent: "qwen-code",
+        format: "qwen-code",
+        dest: "home/.qwen/projects/-home-ada-notes-cli/chats/4f6a8c0e-2b3d-4e5f-8a9b-0c1d2e3f4a5b.jsonl",
+        fixture: "sample-traces/qwen-code/4f6a8c0e-2b3d-4e5f-8a9b-0c1d2e3f4a5b.jsonl",
+        project: "-home-ada-notes-cli",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.
@@ -202,6 +216,7 @@ const AGENT_VARS: &[&str] = &[
     "PI_CODING_AGENT_DIR",
     "VIBE_HOME",
     "GOOSE_PATH_ROOT",
+    "QWEN_HOME",
 ];
 
 fn copy(from: &Path, to: &Path) {

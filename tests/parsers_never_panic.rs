@@ -63,6 +63,19 @@ const KEYS: &[&str] = &[
     "call_id",
     "input",
     "output",
+    // Qwen Code's records and Gemini's parts (iFlow's results too).
+    "parts",
+    "text",
+    "thought",
+    "functionCall",
+    "functionResponse",
+    "responseParts",
+    "callId",
+    "usageMetadata",
+    "toolCallResult",
+    "subtype",
+    "systemPayload",
+    "agentId",
 ];
 const STRINGS: &[&str] = &[
     "RUN_START",

@@ -157,7 +157,7 @@ fn is_known_type(ty: &str) -> bool {
     ) || QUIET_TYPES.contains(&ty)
 }
 
-fn looks_like_record(v: &Value) -> bool {
+pub(crate) fn looks_like_record(v: &Value) -> bool {
     let has = |k: &str| v.get(k).is_some();
     let ty = str_of(v, "type");
     (has("parentUuid") && (has("sessionId") || has("uuid")))
@@ -210,9 +210,34 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-/// A tool result's content as shown: text blocks joined into one string, other shapes kept.
+/// The `functionResponse` of a result content in Gemini CLI's shape (`{callId, responseParts:
+/// {functionResponse}, resultDisplay}` or `{functionResponse}`), as iFlow CLI writes it.
+fn function_response(v: &Value) -> Option<&Value> {
+    let o = v.as_object()?;
+    o.get("functionResponse")
+        .or_else(|| o.get("responseParts")?.get("functionResponse"))
+        .filter(|f| f.is_object())
+}
+
+/// A Gemini-shaped result's output (`response.output`, else the response) and whether it is an
+/// error (`response.error`).
+fn function_output(v: &Value) -> Option<(Value, bool)> {
+    let resp = function_response(v)?.get("response")?;
+    if let Some(e) = resp.get("error").filter(|e| !e.is_null()) {
+        // `{message}` (iFlow) or a string: the message as text.
+        let m = e.get("message").filter(|m| m.is_string()).unwrap_or(e);
+        return Some((m.clone(), true));
+    }
+    Some((resp.get("output").cloned().unwrap_or_else(|| resp.clone()), false))
+}
+
+/// A tool result's content as shown: text blocks joined into one string, a Gemini-shaped
+/// response its output, other shapes kept.
 fn result_content(v: Option<&Value>) -> Option<Value> {
     let v = v?;
+    if let Some((out, _)) = function_output(v) {
+        return Some(out);
+    }
     match v {
         Value::Array(blocks) if blocks.iter().all(|b| str_of(b, "type") == Some("text")) => {
             Some(Value::String(content_text(Some(v))))
@@ -319,6 +344,8 @@ struct TaskCall {
 
 /// The state of one session (main file and its subagent files).
 struct Session {
+    /// The format id of the trace (`claude-code`, or a format on this reader: `iflow`).
+    format: &'static str,
     /// The session's run event (root of the tree).
     root: Option<u32>,
     /// LLM calls and tool calls are found by their id in the trace's own id index (message.id,
@@ -416,9 +443,15 @@ struct SubFile {
 
 impl Parser {
     pub fn new(path: &Path) -> Parser {
+        Parser::with_format(path, "claude-code")
+    }
+
+    /// A parser whose trace is of the format `format` (one that writes Claude-shaped records).
+    pub fn with_format(path: &Path, format: &'static str) -> Parser {
         Parser {
             main: FileState::new(0, None),
             s: Session {
+                format,
                 root: None,
                 llm_other: HashMap::new(),
                 tools_other: HashMap::new(),
@@ -587,7 +620,7 @@ fn ensure_trace(s: &mut Session, sink: &mut Sink) -> Option<usize> {
     }
     let mut t = Trace::new(RunMeta {
         id: stem(&sink.path),
-        format: "claude-code",
+        format: s.format,
         source: sink.path.clone(),
         ..Default::default()
     });
@@ -807,13 +840,16 @@ impl<'a> Block<'a> {
     /// What the skim leaves to serde_json because it is rare: a Task prompt, a server result's
     /// error type, an agent id named in a result's text.
     fn derive_from_raw(&mut self, input: Option<&[u8]>, content: Option<&[u8]>) {
-        if matches!(self.tool_name(), "Task" | "Agent")
+        if matches!(self.tool_name(), "Task" | "Agent" | "task")
             && let Some(v) = input.and_then(|i| serde_json::from_slice::<Value>(i).ok())
         {
             self.prompt = str_of(&v, "prompt").map(|p| Cow::Owned(p.to_string()));
         }
         let ty = self.ty();
-        if ty == "tool_result" && content.is_some_and(may_name_agent) {
+        if ty == "tool_result" && content.is_some_and(is_function_response) {
+            let c = content.and_then(|c| serde_json::from_slice::<Value>(c).ok());
+            self.is_error |= c.as_ref().and_then(function_output).is_some_and(|(_, e)| e);
+        } else if ty == "tool_result" && content.is_some_and(may_name_agent) {
             let c = content.and_then(|c| serde_json::from_slice::<Value>(c).ok());
             self.agent_text = agent_text(c.as_ref());
         } else if ty.ends_with("_tool_result") {
@@ -837,7 +873,7 @@ impl<'a> Block<'a> {
         out.name = owned("name");
         out.tool_use_id = owned("tool_use_id");
         out.is_error = b.get("is_error") == Some(&Value::Bool(true));
-        if matches!(out.tool_name(), "Task" | "Agent") {
+        if matches!(out.tool_name(), "Task" | "Agent" | "task") {
             out.prompt = b
                 .get("input")
                 .and_then(|i| str_of(i, "prompt"))
@@ -845,6 +881,7 @@ impl<'a> Block<'a> {
         }
         let ty = out.ty();
         if ty == "tool_result" {
+            out.is_error |= b.get("content").and_then(function_output).is_some_and(|(_, e)| e);
             out.agent_text = agent_text(b.get("content"));
         } else if ty.ends_with("_tool_result") {
             out.content_error = content_error(b.get("content"));
@@ -870,6 +907,11 @@ fn content_error(content: Option<&Value>) -> bool {
 /// Whether a result's raw content may name an agent (`agentId: `) once decoded: it has the
 /// words, or a `\u00XX` escape of one of their characters. Nearly every result has neither
 /// and is not decoded at all.
+/// Whether a result's raw content may be a Gemini-shaped response (iFlow CLI's).
+fn is_function_response(raw: &[u8]) -> bool {
+    raw.first() == Some(&b'{') && memchr::memmem::find(raw, b"\"functionResponse\"").is_some()
+}
+
 fn may_name_agent(raw: &[u8]) -> bool {
     if memchr::memmem::find(raw, b"agentId: ").is_some() {
         return true;
@@ -1591,7 +1633,10 @@ fn parent_of(s: &mut Session, fs: &mut FileState, r: &Rec, sink: &mut Sink, ti: 
         }
         return c;
     }
-    if r.sidechain && r.no_parent && r.ty.as_deref() == Some("user") {
+    // Claude Code began a sidechain with a record of no parent; iFlow CLI's follows the record
+    // before it (its task's prompt still tells which call it is).
+    let starts = r.no_parent || s.format != "claude-code";
+    if r.sidechain && starts && r.ty.as_deref() == Some("user") {
         let prompt = r.text();
         if let Some(tc) = s
             .tasks
@@ -1900,7 +1945,8 @@ fn assistant(s: &mut Session, fs: &mut FileState, r: &Rec, line: &[u8], at: &At,
                     }
                     None => s.idless.entry(uuid.to_string()).or_default().push(i),
                 }
-                if matches!(name, "Task" | "Agent") {
+                // iFlow CLI's subagent tool is `task`.
+                if matches!(name, "Task" | "Agent" | "task") {
                     s.tasks.push(TaskCall {
                         event: i,
                         prompt: b.prompt.as_deref().unwrap_or("").to_string(),
@@ -2098,7 +2144,7 @@ fn system_is_error(subtype: &str, level: &str) -> bool {
 }
 
 /// A deferred payload, from the record(s) it was left in (see the module's notes).
-fn decode(t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
+pub(crate) fn decode(t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
     if ev.kind == EventKind::Run {
         return run_payload(t, ev);
     }
@@ -2321,7 +2367,8 @@ fn find_result<'v>(v: &'v Value, id: &str) -> Option<(&'v Value, bool)> {
 
 /// A tool_result block's content as shown, and its error.
 fn result_parts(b: &Value) -> (Option<Value>, Option<ErrorInfo>) {
-    let is_error = b.get("is_error") == Some(&Value::Bool(true));
+    let is_error = b.get("is_error") == Some(&Value::Bool(true))
+        || b.get("content").and_then(function_output).is_some_and(|(_, e)| e);
     let content = result_content(b.get("content"));
     let error = is_error.then(|| ErrorInfo {
         message: match content.as_ref() {
@@ -2345,6 +2392,22 @@ fn result_payload(t: &Trace, ev: &Event, v: &Value, out: &mut Payload) {
         return;
     };
     let (content, error) = result_parts(b);
+    // A Gemini-shaped response (iFlow CLI): its output is the result; the line's
+    // `toolUseResult` is only its tool name and status, the `resultDisplay` what the user saw.
+    if let Some(c) = b.get("content").filter(|c| function_response(c).is_some()) {
+        out.output = content;
+        out.error = error;
+        if let Some(d) = c
+            .get("resultDisplay")
+            .filter(|d| !d.is_null() && d.as_str() != Some(""))
+        {
+            out.set_extra("display", d.clone());
+        }
+        if let Some(x) = if single { field(v, "toolUseResult") } else { None } {
+            out.set_extra("toolUseResult", x.clone());
+        }
+        return;
+    }
     match if single { field(v, "toolUseResult") } else { None } {
         Some(x) => {
             out.output = Some(x.clone());

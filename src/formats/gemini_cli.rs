@@ -1442,7 +1442,7 @@ fn load_document(path: &Path) -> Result<Option<Loaded>, LoadError> {
 /// A call's gist by Gemini CLI's tools (`packages/core/src/tools`): the command, the file
 /// (`file_path`, older `absolute_path`), the pattern, the first URL of a `web_fetch` prompt,
 /// the query, the directory listed, the to-do in progress.
-fn tool_gist(name: &str, input: &Value) -> Option<String> {
+pub(crate) fn tool_gist(name: &str, input: &Value) -> Option<String> {
     use super::gist::{first_url, generic, key, key_or_generic, todos};
     let by = |keys: &[&str]| key_or_generic(name, input, keys);
     match name {

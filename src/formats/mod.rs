@@ -49,6 +49,7 @@ pub mod factory_droid;
 pub mod gemini_cli;
 pub mod goose;
 pub mod gptme;
+pub mod iflow;
 pub mod inspect_ai;
 pub mod kilo_code;
 pub mod kimi_cli;
@@ -59,6 +60,7 @@ pub mod opencode;
 pub mod openhands;
 pub mod otlp;
 pub mod pi;
+pub mod qwen_code;
 pub mod roo_code;
 pub mod swe_agent;
 pub mod zed;
@@ -99,6 +101,8 @@ pub static REGISTRY: &[&dyn Format] = &[
     &goose::Goose,
     &roo_code::RooCode,
     &kilo_code::KiloCode,
+    &iflow::Iflow,
+    &qwen_code::QwenCode,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

@@ -1,7 +1,7 @@
 //! How to go on with a session in the agent that wrote it: the agent's own resume command,
 //! from each agent's CLI docs (`claude --resume <id>`, `codex resume <id>`, `gemini --resume
-//! <id>`, `copilot --resume <id>`, `opencode --session <id>`, `cursor-agent --resume <id>`, `goose session --resume
-//! --session-id <id>`).
+//! <id>`, `copilot --resume <id>`, `opencode --session <id>`, `cursor-agent --resume <id>`,
+//! `iflow --resume <id>`, `qwen --resume <id>`, `goose session --resume --session-id <id>`).
 //! Agents that scope sessions to a project (Claude Code, Gemini CLI, OpenCode) resume only from
 //! that directory: the command starts with `cd` there when the session recorded it.
 //!
@@ -37,6 +37,10 @@ pub fn command(meta: &RunMeta) -> Option<String> {
         "pi" => ("pi --session", meta.id.as_str(), attr("cwd")),
         // Vibe resumes a session by id; a subagent's through its parent's.
         "mistral-vibe" if attr("parent_session_id").is_none() => ("vibe --resume", meta.id.as_str(), attr("cwd")),
+        // iFlow CLI resumes a session of the directory it runs in (`iflow --resume <id>`).
+        "iflow" => ("iflow --resume", attr("sessionId").unwrap_or(&meta.id), attr("cwd")),
+        // Qwen Code resumes a session of the project it runs in (`qwen --resume <id>`).
+        "qwen-code" => ("qwen --resume", attr("sessionId").unwrap_or(&meta.id), attr("cwd")),
         "kimi-cli" if attr("agent").is_none_or(|a| a == "main") => ("kimi --session", attr("session")?, attr("cwd")),
         // goose resumes a session by id from anywhere (it keeps the session's directory); a
         // subagent's session is not resumed on its own.
@@ -61,7 +65,10 @@ pub fn command(meta: &RunMeta) -> Option<String> {
 /// Whether the agent resumes a session only from its project's directory (the command then
 /// needs the `cd` the session's recorded directory gives it).
 pub fn project_scoped(format: &str) -> bool {
-    matches!(format, "claude-code" | "gemini-cli" | "opencode")
+    matches!(
+        format,
+        "claude-code" | "gemini-cli" | "opencode" | "iflow" | "qwen-code"
+    )
 }
 
 /// A word for a POSIX shell: single-quoted, a quote inside as `'\''`.
@@ -121,6 +128,18 @@ mod tests {
             "goose session --resume --session-id 20261120_1"
         );
         assert!(command(&meta("goose", "20261121_2", &[("session_type", json!("sub_agent"))])).is_none());
+        let m = meta(
+            "iflow",
+            "session-0c3e",
+            &[("sessionId", json!("session-0c3e")), ("cwd", json!("/w"))],
+        );
+        assert_eq!(command(&m).unwrap(), "cd '/w' && iflow --resume session-0c3e");
+        let m = meta(
+            "qwen-code",
+            "8d2b6f14",
+            &[("sessionId", json!("8d2b6f14")), ("cwd", json!("/w"))],
+        );
+        assert_eq!(command(&m).unwrap(), "cd '/w' && qwen --resume 8d2b6f14");
         assert!(command(&meta("aider", "x", &[])).is_none());
     }
 

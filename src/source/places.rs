@@ -290,6 +290,15 @@ pub static PLACES: &[Place] = &[
         jsonl: None,
     },
     home("kilo-code", ".kilocode/cli/global/tasks", None),
+    // iFlow CLI: `projects/<encoded cwd>/session-<id>.jsonl`, Claude Code-shaped. No variable
+    // moves `~/.iflow` (its IFLOW_* variables are settings).
+    jsonl("iflow", by_project(home("iflow", ".iflow/projects", None))),
+    // Qwen Code: `projects/<sanitized cwd>/chats/<sessionId>.jsonl`; QWEN_HOME stands for
+    // `~/.qwen` (QWEN_RUNTIME_DIR, which wins over it for sessions, is given as PATH).
+    jsonl(
+        "qwen-code",
+        by_project(home("qwen-code", ".qwen/projects", Some(("QWEN_HOME", "projects")))),
+    ),
 ];
 
 /// A place resolved against the environment.

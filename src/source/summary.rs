@@ -8,7 +8,7 @@ use std::io::{Read, Seek, SeekFrom};
 /// Formats whose every file is one run (a session): their large files are summarized from
 /// their ends. A format whose file may hold several runs (Assay, OpenAI-chat datasets) is
 /// summarized by the format itself. Add a format's id when its files are sessions.
-pub const ONE_RUN_PER_FILE: &[&str] = &["claude-code", "codex"];
+pub const ONE_RUN_PER_FILE: &[&str] = &["claude-code", "codex", "iflow", "qwen-code"];
 
 /// Files up to this size are summarized in full (exact counts; 2,000 small sessions list in
 /// well under the `ls` budget).
