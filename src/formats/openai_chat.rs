@@ -2393,7 +2393,13 @@ mod tests {
             };
             let line = format!(r#"{{"messages": {}, "x": 1, "messages": {second}}}"#, list(&first));
             let skimmed = fast_agrees(line.as_bytes()).map_err(proptest::test_runner::TestCaseError::fail)?;
-            proptest::prop_assert!(skimmed || !last_is_list || line.contains("1e"), "{}", line);
+            // The skimmer may leave a line to serde_json (an escape in a key, a number past f64):
+            // declining is right, reading it otherwise is not (`fast_agrees` checks that).
+            proptest::prop_assert!(
+                skimmed || !last_is_list || line.contains("1e") || line.contains('\\'),
+                "{}",
+                line
+            );
         }
 
         #[test]
