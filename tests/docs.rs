@@ -322,3 +322,108 @@ fn the_key_tables_in_the_docs_are_the_default_keymap() {
         problems.join("\n")
     );
 }
+
+/// The text of docs/commands.md's section whose heading starts with "## `tracetui NAME".
+fn command_section<'a>(doc: &'a str, name: &str) -> Option<&'a str> {
+    let prefix = if name.is_empty() {
+        "## `tracetui [".to_string()
+    } else {
+        format!("## `tracetui {name}")
+    };
+    let start = doc.lines().position(|l| {
+        l.strip_prefix(prefix.as_str())
+            .is_some_and(|rest| name.is_empty() || rest.starts_with([' ', '`']))
+    })?;
+    let offset: usize = doc.lines().take(start).map(|l| l.len() + 1).sum();
+    let body = &doc[offset..];
+    let end = body[3..].find("\n## ").map_or(body.len(), |i| i + 3);
+    Some(&body[..end])
+}
+
+/// The long options (`--name`) a `--help` text lists under "Options:", `--help` and
+/// `--version` left out.
+fn help_options(help: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_options = false;
+    for line in help.lines() {
+        if line.starts_with("Options:") {
+            in_options = true;
+            continue;
+        }
+        if !line.starts_with(' ') && !line.is_empty() {
+            in_options = false;
+        }
+        let trimmed = line.trim_start();
+        if !in_options || !(trimmed.starts_with("--") || trimmed.starts_with('-')) {
+            continue;
+        }
+        if let Some(i) = trimmed.find("--") {
+            let name: String = trimmed[i..]
+                .chars()
+                .take_while(|c| *c == '-' || c.is_ascii_alphanumeric())
+                .collect();
+            if name != "--help" && name != "--version" && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_command_and_option_of_the_build_has_its_place_in_commands_md() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = env!("CARGO_BIN_EXE_tracetui");
+    let doc = fs::read_to_string(root.join("docs/commands.md")).unwrap();
+    let help = |args: &[&str]| {
+        let out = Command::new(bin).args(args).env("NO_COLOR", "1").output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let top = help(&["--help"]);
+    let mut commands = vec![String::new()];
+    let mut in_commands = false;
+    for line in top.lines() {
+        if line.starts_with("Commands:") {
+            in_commands = true;
+            continue;
+        }
+        if !line.starts_with(' ') {
+            in_commands = false;
+        }
+        if in_commands
+            && let Some(name) = line.split_whitespace().next()
+            && name != "help"
+        {
+            commands.push(name.to_string());
+        }
+    }
+    assert!(commands.len() > 10, "commands read from --help: {commands:?}");
+    let mut problems = Vec::new();
+    for cmd in &commands {
+        let shown = if cmd.is_empty() {
+            "tracetui [PATH...]".to_string()
+        } else {
+            format!("tracetui {cmd}")
+        };
+        let Some(section) = command_section(&doc, cmd) else {
+            problems.push(format!("docs/commands.md has no section \"## `{shown}`\""));
+            continue;
+        };
+        let args: Vec<&str> = if cmd.is_empty() {
+            vec!["--help"]
+        } else {
+            vec![cmd.as_str(), "--help"]
+        };
+        for option in help_options(&help(&args)) {
+            let mentioned = section.match_indices(option.as_str()).any(|(i, _)| {
+                !section[i + option.len()..].starts_with(|c: char| c == '-' || c.is_ascii_alphanumeric())
+            });
+            if !mentioned {
+                problems.push(format!(
+                    "`{shown}` has {option}, which its section in docs/commands.md does not mention"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
