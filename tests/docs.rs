@@ -427,3 +427,71 @@ fn every_command_and_option_of_the_build_has_its_place_in_commands_md() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to hyphens.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown text's headings (outside fenced blocks).
+fn anchors(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fence: Option<String> = None;
+    for line in text.lines() {
+        let t = line.trim_start();
+        let ticks: String = t.chars().take_while(|&c| c == '`').collect();
+        if ticks.len() >= 3 {
+            match &fence {
+                None => fence = Some(ticks),
+                Some(f) if ticks.len() >= f.len() && t.trim_end() == ticks => fence = None,
+                Some(_) => {}
+            }
+            continue;
+        }
+        if fence.is_none() && line.starts_with('#') {
+            out.push(slug(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_link_between_the_docs_finds_its_file_and_heading() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in doc_files(root) {
+        let text = fs::read_to_string(&file).unwrap();
+        let dir = file.parent().unwrap();
+        let name = file.strip_prefix(root).unwrap().display().to_string();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = &rest[..end];
+            if target.contains("://") || target.contains(' ') || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let linked = if path.is_empty() { file.clone() } else { dir.join(path) };
+            checked += 1;
+            if !linked.exists() {
+                problems.push(format!("{name}: ({target}): no file {}", linked.display()));
+                continue;
+            }
+            if !anchor.is_empty() {
+                let linked_text = fs::read_to_string(&linked).unwrap_or_default();
+                if !anchors(&linked_text).iter().any(|a| a == anchor) {
+                    problems.push(format!("{name}: ({target}): no heading #{anchor} there"));
+                }
+            }
+        }
+    }
+    assert!(checked > 10, "only {checked} links found");
+    assert!(problems.is_empty(), "broken links:\n{}", problems.join("\n"));
+}
