@@ -1,6 +1,11 @@
-//! Docs that cannot drift: every example in README.md and docs/*.md runs here.
+//! Docs that cannot drift. Four checks of README.md and docs/*.md against the program:
+//! - every example runs, and prints what the doc says (below);
+//! - the key tables of docs/explorer.md are the default keymap, src/tui/keymap.toml;
+//! - every command of `tracetui --help` has a section in docs/commands.md that names each
+//!   option of its `--help`;
+//! - every relative link finds its file and heading.
 //!
-//! A fenced block whose info string is `console` holds examples: each line starting with
+//! Examples: a fenced block whose info string is `console` holds examples: each line starting with
 //! `$ ` is a command, the lines after it (up to the next `$ ` or the end of the block) are
 //! what it prints on standard output. A line of just `...` in the expected output stands for
 //! any number of lines (zero or more), so a long output can be shown in part. A command
