@@ -7,8 +7,8 @@ monospace text with those colours.
 
     python3 docs/screenshot.py [--bin PATH] [--out docs/explorer.svg] [--keys KEY ...]
 
---bin defaults to $CARGO_TARGET_DIR/release/tracetui, then .../debug/tracetui (target/ when
-CARGO_TARGET_DIR is not set). Run it from the repository root. Needs tmux.
+--bin defaults to the newer of $CARGO_TARGET_DIR/release/tracetui and .../debug/tracetui
+(target/ when CARGO_TARGET_DIR is not set). Run it from the repository root. Needs tmux.
 """
 
 import argparse
@@ -188,12 +188,13 @@ def svg(rows):
 
 
 def default_bin():
+    """The newer of the release and debug builds (an old release build would show old screens)."""
     target = os.environ.get("CARGO_TARGET_DIR", "target")
-    for profile in ("release", "debug"):
-        path = os.path.join(target, profile, "tracetui")
-        if os.access(path, os.X_OK):
-            return path
-    sys.exit("no tracetui binary: build it (cargo build --release) or give --bin")
+    paths = [os.path.join(target, p, "tracetui") for p in ("release", "debug")]
+    paths = [p for p in paths if os.access(p, os.X_OK)]
+    if not paths:
+        sys.exit("no tracetui binary: build it (cargo build) or give --bin")
+    return max(paths, key=os.path.getmtime)
 
 
 def main():
