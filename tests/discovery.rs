@@ -187,6 +187,13 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/kilo-code/tasks/1767312000000",
         project: "",
     },
+    Row {
+        agent: "copilot-chat",
+        format: "copilot-chat",
+        dest: "home/.config/Code/User/workspaceStorage/5f2a9c0e7b1d4e3f8a6b2c9d0e1f3a4b",
+        fixture: "sample-traces/copilot-chat/workspaceStorage/5f2a9c0e7b1d4e3f8a6b2c9d0e1f3a4b",
+        project: "5f2a9c0e7b1d4e3f8a6b2c9d0e1f3a4b",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.

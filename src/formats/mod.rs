@@ -43,6 +43,7 @@ pub mod assay_bundle;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod copilot_chat;
 pub mod copilot_cli;
 pub mod cursor;
 pub mod factory_droid;
@@ -99,6 +100,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &goose::Goose,
     &roo_code::RooCode,
     &kilo_code::KiloCode,
+    &copilot_chat::CopilotChat,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when
