@@ -201,6 +201,13 @@ const ROWS: &[Row] = &[
         fixture: "sample-traces/qwen-code/4f6a8c0e-2b3d-4e5f-8a9b-0c1d2e3f4a5b.jsonl",
         project: "-home-ada-notes-cli",
     },
+    Row {
+        agent: "copilot-chat",
+        format: "copilot-chat",
+        dest: "home/.config/Code/User/workspaceStorage/5f2a9c0e7b1d4e3f8a6b2c9d0e1f3a4b",
+        fixture: "sample-traces/copilot-chat/workspaceStorage/5f2a9c0e7b1d4e3f8a6b2c9d0e1f3a4b",
+        project: "5f2a9c0e7b1d4e3f8a6b2c9d0e1f3a4b",
+    },
 ];
 
 /// The agents' own variables, cleared so that the fake HOME decides.

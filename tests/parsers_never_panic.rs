@@ -791,3 +791,71 @@ mod goose {
         }
     }
 }
+
+mod copilot_chat {
+    use super::*;
+    use tracetui::formats::{Format, copilot_chat::CopilotChat};
+
+    /// A path into a session as VS Code's log names them, or into nothing.
+    fn path() -> impl Strategy<Value = Value> {
+        let key = prop_oneof![
+            prop::sample::select(
+                &[
+                    "requests",
+                    "response",
+                    "result",
+                    "modelState",
+                    "metadata",
+                    "toolCallRounds",
+                    "toolCalls",
+                    "resultDetails",
+                    "message",
+                    "timings",
+                    "value",
+                    "x"
+                ][..]
+            )
+            .prop_map(|k| json!(k)),
+            (0u64..4).prop_map(|i| json!(i)),
+            Just(json!(null)),
+            Just(json!(u64::MAX)),
+        ];
+        prop::collection::vec(key, 0..6).prop_map(Value::Array)
+    }
+
+    fn entry() -> impl Strategy<Value = Value> {
+        (0u64..6, path(), json_value(), prop::option::of(0u64..5), any::<bool>()).prop_map(|(kind, k, v, i, list)| {
+            let v = if list { json!([v]) } else { v };
+            let mut e = json!({"kind": kind, "k": k, "v": v});
+            if let Some(i) = i {
+                e["i"] = json!(i);
+            }
+            e
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// Copilot Chat mutation logs: a session entry with requests of any shape, then sets,
+        /// pushes, deletes and unknown kinds at any path (and lines cut short).
+        #[test]
+        fn copilot_chat_mutation_logs(requests in prop::collection::vec(json_value(), 0..3), entries in prop::collection::vec(entry(), 0..12), cut in 0usize..4096) {
+            let dir = tempfile::tempdir().unwrap();
+            let sessions = dir.path().join("chatSessions");
+            std::fs::create_dir_all(&sessions).unwrap();
+            let mut text = json!({"kind": 0, "v": {"sessionId": "s", "requests": requests}}).to_string();
+            for e in entries {
+                text.push('\n');
+                text.push_str(&e.to_string());
+            }
+            text.truncate(text.len().min(cut.max(20)));
+            while !text.is_char_boundary(text.len()) {
+                text.pop();
+            }
+            let f = sessions.join("s.jsonl");
+            std::fs::write(&f, &text).unwrap();
+            let _ = CopilotChat.load(&f);
+            let _ = formats::load(&f, None);
+        }
+    }
+}

@@ -43,6 +43,7 @@ pub mod assay_bundle;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod copilot_chat;
 pub mod copilot_cli;
 pub mod cursor;
 pub mod factory_droid;
@@ -103,6 +104,7 @@ pub static REGISTRY: &[&dyn Format] = &[
     &kilo_code::KiloCode,
     &iflow::Iflow,
     &qwen_code::QwenCode,
+    &copilot_chat::CopilotChat,
 ];
 
 /// What [`Format::decode_payload_raw`] gives: the payload, but for `input` / `output` when

@@ -299,6 +299,27 @@ pub static PLACES: &[Place] = &[
         "qwen-code",
         by_project(home("qwen-code", ".qwen/projects", Some(("QWEN_HOME", "projects")))),
     ),
+    // GitHub Copilot Chat keeps a workspace's chat sessions in VS Code's workspace storage,
+    // `workspaceStorage/<hash>/chatSessions/<id>.jsonl`: the hash directory is the project
+    // (its `workspace.json` names the folder, shown as the run's `workspace`).
+    Place {
+        agent: "copilot-chat",
+        base: Base::XdgConfig,
+        default: "Code/User/workspaceStorage",
+        env: None,
+        os: Os::NotMacOs,
+        project: Project::FirstDir,
+        jsonl: None,
+    },
+    Place {
+        agent: "copilot-chat",
+        base: Base::Home,
+        default: "Library/Application Support/Code/User/workspaceStorage",
+        env: None,
+        os: Os::MacOs,
+        project: Project::FirstDir,
+        jsonl: None,
+    },
 ];
 
 /// A place resolved against the environment.
