@@ -848,10 +848,12 @@ mod copilot_chat {
                 text.push('\n');
                 text.push_str(&e.to_string());
             }
-            text.truncate(text.len().min(cut.max(20)));
-            while !text.is_char_boundary(text.len()) {
-                text.pop();
+            // Cut at a character boundary at or before the cut (a line cut short).
+            let mut n = text.len().min(cut.max(20));
+            while !text.is_char_boundary(n) {
+                n -= 1;
             }
+            text.truncate(n);
             let f = sessions.join("s.jsonl");
             std::fs::write(&f, &text).unwrap();
             let _ = CopilotChat.load(&f);
