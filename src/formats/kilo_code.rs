@@ -96,6 +96,24 @@ mod tests {
         }
     }
 
+    /// A damaged task, as for Roo Code (Cline's reader under Kilo's id): said by file, and
+    /// what is before the damage loads.
+    #[test]
+    fn a_damaged_task_is_said_by_file_and_loads_the_rest() {
+        let (_d, dir) = task_below("kilocode.kilo-code");
+        let ui = dir.join("ui_messages.json");
+        let bytes = std::fs::read(&ui).unwrap();
+        std::fs::write(&ui, &bytes[..bytes.len() / 2]).unwrap();
+        let t = &KiloCode.load(&dir).unwrap().traces[0];
+        assert_eq!(t.meta.format, "kilo-code");
+        assert!(
+            t.diagnostics.iter().any(|d| d.path.ends_with("ui_messages.json")),
+            "{:?}",
+            t.diagnostics
+        );
+        assert!(t.counts().tool_calls > 0);
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
         #[test]

@@ -105,6 +105,41 @@ mod tests {
         assert_eq!(crate::formats::detect(&other).unwrap().id(), "cline");
     }
 
+    /// A task still going (its last call has no result yet) and a damaged one: the running
+    /// call is pending, the damage is said by file and the rest loads.
+    #[test]
+    fn a_running_task_has_a_pending_call_and_a_damaged_one_loads_the_rest() {
+        let (_d, dir) = task_below("rooveterinaryinc.roo-cline");
+        let h = dir.join("api_conversation_history.json");
+        let mut v: Vec<Value> = serde_json::from_slice(&std::fs::read(&h).unwrap()).unwrap();
+        // Cut after the last tool use: its result has not come yet.
+        let last_use = v
+            .iter()
+            .rposition(|m| m["role"] == "assistant" && m.to_string().contains("\"tool_use\""))
+            .unwrap();
+        v.truncate(last_use + 1);
+        std::fs::write(&h, serde_json::to_vec(&v).unwrap()).unwrap();
+        let t = &RooCode.load(&dir).unwrap().traces[0];
+        let last = t
+            .events
+            .iter()
+            .rev()
+            .find(|e| e.kind == crate::model::EventKind::ToolCall)
+            .unwrap();
+        assert_eq!(last.status, crate::model::Status::Pending);
+        // A ui file cut short: said, and what is before the cut loads.
+        let ui = dir.join("ui_messages.json");
+        let bytes = std::fs::read(&ui).unwrap();
+        std::fs::write(&ui, &bytes[..bytes.len() / 2]).unwrap();
+        let t = &RooCode.load(&dir).unwrap().traces[0];
+        assert!(
+            t.diagnostics.iter().any(|d| d.path.ends_with("ui_messages.json")),
+            "{:?}",
+            t.diagnostics
+        );
+        assert!(t.counts().tool_calls > 0);
+    }
+
     #[test]
     fn the_sample_loads_with_roos_tools() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/roo-code/tasks/1767225600000");
