@@ -821,6 +821,16 @@ mod copilot_chat {
         })
     }
 
+    /// The values the log's lines hold, as requests of a document.
+    fn requests_of(text: &str) -> Value {
+        Value::Array(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter_map(|e| e.get("v").cloned())
+                .collect(),
+        )
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
         /// Copilot Chat mutation logs: a session entry with requests of any shape, then sets,
@@ -835,14 +845,28 @@ mod copilot_chat {
                 text.push('\n');
                 text.push_str(&e.to_string());
             }
-            text.truncate(text.len().min(cut.max(20)));
-            while !text.is_char_boundary(text.len()) {
-                text.pop();
+            let mut at = text.len().min(cut.max(20));
+            while !text.is_char_boundary(at) {
+                at -= 1;
             }
+            text.truncate(at);
             let f = sessions.join("s.jsonl");
             std::fs::write(&f, &text).unwrap();
             let _ = CopilotChat.load(&f);
             let _ = formats::load(&f, None);
+            // The older form: the session as one document, its requests of any shape.
+            let doc = sessions.join("s.json");
+            let mut whole = json!({"version": 3, "sessionId": "s", "responderUsername": "r", "requests": requests_of(&text)}).to_string();
+            if cut % 3 == 0 {
+                let mut at = whole.len() / 2;
+                while !whole.is_char_boundary(at) {
+                    at -= 1;
+                }
+                whole.truncate(at);
+            }
+            std::fs::write(&doc, &whole).unwrap();
+            let _ = CopilotChat.load(&doc);
+            let _ = formats::load(&doc, None);
         }
     }
 }
