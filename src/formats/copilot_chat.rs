@@ -37,6 +37,12 @@
 //! `result.timings.totalElapsed` is the request's duration. Tokens: the session carries none
 //! (Copilot's usage is not written to it); the model is the request's `modelId`.
 //!
+//! The older form, `chatSessions/<id>.json` (VS Code before the log), is the session as one
+//! document, `ISerializableChatData` version 1 to 3 (`chatModel.ts`,
+//! `normalizeSerializableChatData`: version 2's `computedTitle` is the title; versions 1 and 2
+//! mark a stopped request `isCanceled`); it is mapped as the folded log is, its events' origin
+//! the document.
+//!
 //! A session is a small document that VS Code itself folds whole: it is folded here too and
 //! its payloads are held in memory (a request's final value is spread over the lines that
 //! changed it); each event's origin is the last line that changed its request. A file that
@@ -66,11 +72,17 @@ impl Format for CopilotChat {
         FORMAT
     }
     fn describe(&self) -> &'static str {
-        "GitHub Copilot Chat session in VS Code, <Code/User>/workspaceStorage/<hash>/chatSessions/<id>.jsonl (mutation log)"
+        "GitHub Copilot Chat session in VS Code, <Code/User>/workspaceStorage/<hash>/chatSessions/<id>.jsonl (mutation log) or <id>.json (older)"
     }
 
     fn detect(&self, p: &Probe) -> u8 {
-        if p.is_dir || !p.file_name().ends_with(".jsonl") {
+        if p.is_dir {
+            return 0;
+        }
+        if p.file_name().ends_with(".json") {
+            return detect_document(p);
+        }
+        if !p.file_name().ends_with(".jsonl") {
             return 0;
         }
         let in_dir = p
@@ -96,6 +108,11 @@ impl Format for CopilotChat {
     }
 
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
+        if path.extension().is_some_and(|e| e == "json") {
+            return Ok(Loaded {
+                traces: vec![load_document(path)?],
+            });
+        }
         let text = read(path)?;
         Ok(Loaded {
             traces: vec![load_text(path, &text)?],
@@ -105,6 +122,58 @@ impl Format for CopilotChat {
     fn gist(&self, name: &str, input: &Value) -> Option<String> {
         tool_gist(name, &super::decode_embedded(input))
     }
+}
+
+/// The older form, `chatSessions/<id>.json`: the session as one document
+/// (`ISerializableChatData` version 1 to 3).
+fn detect_document(p: &Probe) -> u8 {
+    let in_dir = p
+        .path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == SESSIONS_DIR);
+    let keys = [
+        "requests",
+        "sessionId",
+        "responderUsername",
+        "requesterUsername",
+        "creationDate",
+    ];
+    let named = keys
+        .iter()
+        .filter(|k| contains(&p.head, format!("\"{k}\":").as_bytes()))
+        .count();
+    match p.whole() {
+        Some(v) => {
+            let session = v.get("requests").is_some_and(Value::is_array)
+                && (v.get("sessionId").is_some() || v.get("responderUsername").is_some());
+            if session && (in_dir || v.get("responderUsername").is_some()) {
+                90
+            } else {
+                0
+            }
+        }
+        // Read in part (a long session), or damaged: its keys (and place) say enough, and
+        // the load says what is wrong with it.
+        None if (in_dir && named >= 2 || named >= 4) && contains(&p.head, br#""requests":"#) => 80,
+        None => 0,
+    }
+}
+
+/// A session of the older form, normalized as VS Code's `normalizeSerializableChatData` does
+/// (version 2's `computedTitle` is the title): the same tree as the log's, its events' origin
+/// the document (line 0).
+fn load_document(path: &Path) -> Result<Trace, LoadError> {
+    let v = super::read_json_file(path, LIMIT)?;
+    if !v.get("requests").is_some_and(Value::is_array) {
+        return Err(LoadError::NotATrace {
+            path: path.to_path_buf(),
+            reason: "no \"requests\" list: not a Copilot Chat session".into(),
+            tried: FORMAT.into(),
+        });
+    }
+    let n = v["requests"].as_array().map_or(0, Vec::len);
+    Ok(build(path, &v, &vec![Origin::default(); n], &[]))
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -481,7 +550,11 @@ fn build(path: &Path, s: &Value, touched: &[Origin], drift: &[(String, Value, Or
         },
         origin: Origin {
             file,
-            line: 1,
+            line: if path.extension().is_some_and(|e| e == "json") {
+                0
+            } else {
+                1
+            },
             ..Default::default()
         },
         ..NewEvent::new(EventKind::Run, &name)
@@ -547,6 +620,8 @@ fn request<'a>(b: &mut Builder<'a>, root: u32, r: &'a Value, origin: Origin) -> 
         Some(FAILED) => (false, true, false),
         Some(CANCELLED) => (false, false, true),
         Some(COMPLETE) => (false, error.is_some(), false),
+        // Older sessions: no state; `isCanceled` (versions 1 and 2) says a stopped request.
+        _ if r.get("isCanceled").and_then(Value::as_bool) == Some(true) => (false, false, true),
         _ => (result.is_none(), error.is_some(), false),
     };
     let model = str_of(r, "modelId");
@@ -814,10 +889,20 @@ fn tool(
         let t: Vec<String> = a.iter().filter_map(|x| str_of(x, "value").map(str::to_owned)).collect();
         (!t.is_empty()).then(|| t.join("\n"))
     };
+    // Or the files and places it found (`resultDetails` as a list of URIs and locations).
+    let places = || {
+        let a = inv?.get("resultDetails")?.as_array()?;
+        let t: Vec<&str> = a
+            .iter()
+            .filter_map(|u| str_of(u, "path").or_else(|| u.get("uri").and_then(|x| str_of(x, "path"))))
+            .collect();
+        (!t.is_empty()).then(|| t.join("\n"))
+    };
     let output = details
         .and_then(|d| d.get("output"))
         .and_then(out_text)
-        .or_else(|| result.and_then(|r| r.get("content")).and_then(out_text));
+        .or_else(|| result.and_then(|r| r.get("content")).and_then(out_text))
+        .or_else(places);
     if let Some(o) = output {
         p.output = Some(Value::String(o));
     }
@@ -1081,7 +1166,78 @@ mod tests {
         assert_eq!(t.meta.status, RunStatus::Ok);
     }
 
+    #[test]
+    fn the_older_whole_documents_load_as_the_log_does() {
+        // Version 3: the finished log's session, saved whole.
+        let doc = load("finished-v3.json");
+        let log = load("finished.jsonl");
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        assert_eq!(outline(&doc), outline(&log));
+        assert_eq!(tools(&doc), tools(&log));
+        assert_eq!(doc.meta.status, RunStatus::Ok);
+        // Version 2: `computedTitle`, a stopped request (`isCanceled`), a failed one.
+        let t = load("failed-v2.json");
+        assert_eq!(t.meta.name.as_deref(), Some("Rename the config key"));
+        assert_eq!(t.meta.status, RunStatus::Error);
+        let found = payload(&t, find(&t, "copilot_findTextInFiles"));
+        assert_eq!(found.output, Some(json!("/home/ada/proj/src/config.rs")));
+        let llm = (0..t.len() as u32)
+            .find(|&i| t.event(i).kind == EventKind::LlmCall)
+            .unwrap();
+        assert!(payload(&t, llm).extra.iter().any(|(k, _)| k == "cancelled"));
+        // Version 1: no version, no state; a request without a result is running.
+        let t = load("running-v1.json");
+        assert_eq!(t.meta.status, RunStatus::Running);
+        assert_eq!(t.meta.name.as_deref(), Some("What does this regex match?"));
+        // A damaged document is refused, naming the file.
+        let e = CopilotChat
+            .load(&fixture(FORMAT, "damaged.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("damaged.json") && e.contains("JSON"), "{e}");
+        let p = |path: &str, head: &str| Probe::from_bytes(Path::new(path), head.as_bytes().to_vec(), true);
+        let v3 = std::fs::read_to_string(fixture(FORMAT, "finished-v3.json")).unwrap();
+        assert_eq!(CopilotChat.detect(&p("w/chatSessions/a.json", &v3)), 90);
+        assert_eq!(CopilotChat.detect(&p("a.json", &v3)), 90);
+        assert_eq!(CopilotChat.detect(&p("a.json", "{\"requests\": []}")), 0);
+        let damaged = std::fs::read_to_string(fixture(FORMAT, "damaged.json")).unwrap();
+        assert_eq!(CopilotChat.detect(&p("w/chatSessions/a.json", &damaged)), 80);
+    }
+
+    /// Drift in a whole document: unknown fields in the session and its requests, response
+    /// parts of kinds not known here.
+    fn drift_doc(f: &Path, rng: &mut crate::formats::testing::Rng) -> usize {
+        let Ok(Value::Object(mut s)) = serde_json::from_slice::<Value>(&std::fs::read(f).unwrap()) else {
+            return 0;
+        };
+        s.insert(rng.type_name(), rng.value());
+        let mut inserted = 0;
+        if let Some(Value::Array(reqs)) = s.get_mut("requests") {
+            for r in reqs.iter_mut().filter_map(Value::as_object_mut) {
+                if rng.one_in(3) {
+                    r.insert(rng.type_name(), rng.value());
+                }
+                if rng.one_in(2)
+                    && let Some(Value::Array(parts)) = r.get_mut("response")
+                {
+                    let mut part = serde_json::Map::new();
+                    part.insert("kind".into(), json!(format!("t{}", rng.type_name())));
+                    if let Some(t) = rng.maybe_text() {
+                        part.insert("content".into(), json!(t));
+                    }
+                    parts.push(Value::Object(part));
+                    inserted += 1;
+                }
+            }
+        }
+        std::fs::write(f, serde_json::to_vec_pretty(&Value::Object(s)).unwrap()).unwrap();
+        inserted
+    }
+
     fn drift(f: &Path, rng: &mut crate::formats::testing::Rng) -> usize {
+        if f.extension().is_some_and(|e| e == "json") && f.file_name().is_some_and(|n| n != "workspace.json") {
+            return drift_doc(f, rng);
+        }
         if f.extension().is_none_or(|e| e != "jsonl") {
             return 0;
         }
@@ -1105,6 +1261,9 @@ mod tests {
                 "tests/fixtures/copilot-chat/running.jsonl",
                 "tests/fixtures/copilot-chat/failed.jsonl",
                 "tests/fixtures/copilot-chat/damaged.jsonl",
+                "tests/fixtures/copilot-chat/finished-v3.json",
+                "tests/fixtures/copilot-chat/failed-v2.json",
+                "tests/fixtures/copilot-chat/running-v1.json",
                 "sample-traces/copilot-chat/workspaceStorage",
             ]);
             crate::formats::testing::drift_check(&sources, seed, &drift);
@@ -1120,7 +1279,7 @@ mod tests {
             assert_eq!(r.format.id(), FORMAT);
             traces.extend(res.unwrap().traces);
         }
-        assert_eq!(traces.len(), 2);
+        assert_eq!(traces.len(), 3, "two logs and an older whole document");
         for t in &traces {
             assert!(t.diagnostics.is_empty());
             let ws = t.meta.attributes.iter().find(|(k, _)| k == "workspace").map(|(_, v)| v);
