@@ -143,7 +143,9 @@ fn detect_document(p: &Probe) -> u8 {
         .iter()
         .filter(|k| contains(&p.head, format!("\"{k}\":").as_bytes()))
         .count();
-    match p.whole() {
+    // Parsed whole only when its first keys may be a session's (detection parses no other
+    // format's document whole).
+    match p.whole_naming(&keys) {
         Some(v) => {
             let session = v.get("requests").is_some_and(Value::is_array)
                 && (v.get("sessionId").is_some() || v.get("responderUsername").is_some());
