@@ -442,7 +442,7 @@ impl Parser {
                         });
                         self.last = Last::Reply;
                     }
-                    Role::Other => self.drift(role_s, line, root, origin, ts, sink),
+                    Role::Other => sink.drift(role_s, line, root, origin, ts),
                     r => {
                         sink.traces[0].add(NewEvent {
                             parent: Parent::Index(root),
@@ -516,7 +516,7 @@ impl Parser {
                 });
                 self.ended = Some(RunStatus::Error);
             }
-            other => self.drift(other.unwrap_or("record"), line, root, origin, ts, sink),
+            other => sink.drift(other.unwrap_or("record"), line, root, origin, ts),
         }
     }
 
@@ -563,13 +563,12 @@ impl Parser {
         let role_s = rec.role.as_deref().unwrap_or("");
         let role = Role::parse(role_s);
         if role == Role::Other {
-            return self.drift(
+            return sink.drift(
                 if role_s.is_empty() { "message" } else { role_s },
                 line,
                 root,
                 origin,
                 ts,
-                sink,
             );
         }
         let t = &mut sink.traces[0];
@@ -663,25 +662,9 @@ impl Parser {
                 }
                 other => {
                     let name = other.unwrap_or("block").to_string();
-                    self.drift(&name, raw.as_bytes(), parent, o, ts, sink);
+                    sink.drift(&name, raw.as_bytes(), parent, o, ts);
                 }
             }
-        }
-    }
-
-    /// A record or block of a kind Droid did not write before (formats/mod.rs: drift).
-    fn drift(&mut self, name: &str, record: &[u8], parent: u32, origin: Origin, ts: Option<i64>, sink: &mut Sink) {
-        sink.skip(name);
-        let v = serde_json::from_slice::<Value>(record).ok();
-        if v.as_ref().and_then(super::drift_text).is_some() {
-            sink.traces[0].add(NewEvent {
-                parent: Parent::Index(parent),
-                start: ts,
-                status: Status::Ok,
-                payload: PayloadRef::Deferred,
-                origin,
-                ..NewEvent::new(EventKind::Other, name)
-            });
         }
     }
 

@@ -209,6 +209,26 @@ impl Sink {
         }
     }
 
+    /// A record of a type the format does not know, on the first trace: skipped and counted
+    /// ([`Sink::skip`]), and shown under `parent` as an event of its type when it carries text
+    /// (its payload decoded from the record on demand).
+    pub fn drift(&mut self, name: &str, record: &[u8], parent: u32, origin: crate::model::Origin, ts: Option<i64>) {
+        self.skip(name);
+        let v = serde_json::from_slice::<serde_json::Value>(record).ok();
+        if v.as_ref().and_then(super::drift_text).is_some()
+            && let Some(t) = self.traces.first_mut()
+        {
+            t.add(crate::model::NewEvent {
+                parent: crate::model::Parent::Index(parent),
+                start: ts,
+                status: crate::model::Status::Ok,
+                payload: crate::model::PayloadRef::Deferred,
+                origin,
+                ..crate::model::NewEvent::new(crate::model::EventKind::Other, name)
+            });
+        }
+    }
+
     pub fn error(&mut self, line: u64, msg: impl Into<String>) {
         let d = Diagnostic::error(self.path.clone(), Some(line), msg);
         self.diag(d);

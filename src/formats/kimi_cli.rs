@@ -588,7 +588,7 @@ impl Parser {
                 }
             }
             Some(t) if BOOKKEEPING.contains(&t) => {}
-            other => self.drift(other.unwrap_or("record"), line, root, origin, ts, sink),
+            other => sink.drift(other.unwrap_or("record"), line, root, origin, ts),
         }
     }
 
@@ -660,9 +660,9 @@ impl Parser {
                     Some("think") => (EventKind::Other, "thinking"),
                     Some(other) => {
                         let name = other.to_string();
-                        return self.drift(&name, raw.as_bytes(), parent, o, ts, sink);
+                        return sink.drift(&name, raw.as_bytes(), parent, o, ts);
                     }
-                    None => return self.drift("content.part", raw.as_bytes(), parent, o, ts, sink),
+                    None => return sink.drift("content.part", raw.as_bytes(), parent, o, ts),
                 };
                 sink.traces[0].add(NewEvent {
                     parent: Parent::Index(parent),
@@ -721,7 +721,7 @@ impl Parser {
             }
             other => {
                 let name = other.unwrap_or("loop event").to_string();
-                self.drift(&name, raw.as_bytes(), parent, o, ts, sink);
+                sink.drift(&name, raw.as_bytes(), parent, o, ts);
             }
         }
     }
@@ -736,22 +736,6 @@ impl Parser {
         }
         for (_, i) in self.waiting.drain() {
             t.event_mut(i).status = Status::Unknown;
-        }
-    }
-
-    /// A record or loop event of a kind Kimi did not write before (formats/mod.rs: drift).
-    fn drift(&mut self, name: &str, record: &[u8], parent: u32, origin: Origin, ts: Option<i64>, sink: &mut Sink) {
-        sink.skip(name);
-        let v = serde_json::from_slice::<Value>(record).ok();
-        if v.as_ref().and_then(super::drift_text).is_some() {
-            sink.traces[0].add(NewEvent {
-                parent: Parent::Index(parent),
-                start: ts,
-                status: Status::Ok,
-                payload: PayloadRef::Deferred,
-                origin,
-                ..NewEvent::new(EventKind::Other, name)
-            });
         }
     }
 }

@@ -373,7 +373,7 @@ impl Parser {
                 });
             }
             Some(t) if BOOKKEEPING.contains(&t) => {}
-            other => self.drift(other.unwrap_or("entry"), line, root, origin, ts, sink),
+            other => sink.drift(other.unwrap_or("entry"), line, root, origin, ts),
         }
     }
 
@@ -456,7 +456,7 @@ impl Parser {
                         Some("toolCall") => (EventKind::ToolCall, text(b.name).unwrap_or(Cow::Borrowed("tool"))),
                         other => {
                             let name = other.unwrap_or("block").to_string();
-                            self.drift(&name, raw.as_bytes(), parent, o, ts, sink);
+                            sink.drift(&name, raw.as_bytes(), parent, o, ts);
                             continue;
                         }
                     };
@@ -537,24 +537,8 @@ impl Parser {
             }
             other => {
                 let name = other.unwrap_or("message").to_string();
-                self.drift(&name, line, root, origin, ts, sink);
+                sink.drift(&name, line, root, origin, ts);
             }
-        }
-    }
-
-    /// An entry, role or block of a kind pi did not write before (formats/mod.rs: drift).
-    fn drift(&mut self, name: &str, record: &[u8], parent: u32, origin: Origin, ts: Option<i64>, sink: &mut Sink) {
-        sink.skip(name);
-        let v = serde_json::from_slice::<Value>(record).ok();
-        if v.as_ref().and_then(super::drift_text).is_some() {
-            sink.traces[0].add(NewEvent {
-                parent: Parent::Index(parent),
-                start: ts,
-                status: Status::Ok,
-                payload: PayloadRef::Deferred,
-                origin,
-                ..NewEvent::new(EventKind::Other, name)
-            });
         }
     }
 }

@@ -583,12 +583,12 @@ impl Parser {
                 }
                 other => {
                     let name = format!("system {}", other.unwrap_or("record"));
-                    self.drift(&name, line, root, origin, ts, sink);
+                    sink.drift(&name, line, root, origin, ts);
                 }
             },
             Some(other) => {
                 let other = other.to_string();
-                self.drift(&other, line, root, origin, ts, sink);
+                sink.drift(&other, line, root, origin, ts);
             }
             None => sink.error(loc.line, "record has no `type`; skipped"),
         }
@@ -645,7 +645,7 @@ impl Parser {
                 ),
                 Part::Response { .. } => continue,
                 Part::Other => {
-                    self.drift("part", raw.as_bytes(), llm, o, ts, sink);
+                    sink.drift("part", raw.as_bytes(), llm, o, ts);
                     continue;
                 }
             };
@@ -759,22 +759,6 @@ impl Parser {
             e.duration = Some((b - a).max(0)).into();
         }
         e.origin2 = Some(Box::new(origin));
-    }
-
-    /// A record, subtype or part of a kind Qwen Code did not write before (formats/mod.rs).
-    fn drift(&mut self, name: &str, record: &[u8], parent: u32, origin: Origin, ts: Option<i64>, sink: &mut Sink) {
-        sink.skip(name);
-        let v = serde_json::from_slice::<Value>(record).ok();
-        if v.as_ref().and_then(super::drift_text).is_some() {
-            sink.traces[0].add(NewEvent {
-                parent: Parent::Index(parent),
-                start: ts,
-                status: Status::Ok,
-                payload: PayloadRef::Deferred,
-                origin,
-                ..NewEvent::new(EventKind::Other, name)
-            });
-        }
     }
 }
 
