@@ -301,6 +301,11 @@ pub fn current() -> &'static Prices {
     CURRENT.get().unwrap_or_else(|| Prices::builtin())
 }
 
+/// The prices set with the user's overrides, if any ([`set_current`]).
+pub fn overridden() -> Option<&'static Prices> {
+    CURRENT.get()
+}
+
 /// Set the prices [`current`] returns (once, at start-up; later calls are ignored).
 pub fn set_current(p: Prices) {
     let _ = CURRENT.set(p);

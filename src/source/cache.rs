@@ -64,6 +64,11 @@ fn dir_from(
         .or_else(|| set(home).map(|h| h.join(".cache").join("tracetui")))
 }
 
+/// Read the cache now (on a thread of its own while the tree is walked): its first use would.
+pub fn preload() {
+    let _ = get();
+}
+
 fn get() -> Option<&'static Cache> {
     if !ENABLED.load(Ordering::Relaxed) {
         return None;
@@ -452,9 +457,12 @@ fn parse(bytes: &[u8], generation: &str) -> HashMap<String, Entry> {
     if !ok {
         return HashMap::default();
     }
+    // On this thread, never on rayon's pool: this runs inside the cache's one-time
+    // initialisation, which lookups on the pool's threads wait for (a parse handed to the
+    // pool would wait for them: a deadlock). It is read while the tree is walked instead.
     lines
         .filter_map(|l| serde_json::from_slice::<OwnedRow>(l).ok())
-        .map(|r| (r.path, r.entry))
+        .map(OwnedRow::split)
         .collect()
 }
 
@@ -466,8 +474,9 @@ fn generation() -> String {
         h.write_u64(m.len());
         h.write_i128(mtime_ns(&m));
     }
-    let prices = crate::cost::usage::current();
-    if !std::ptr::eq(prices, crate::cost::Prices::builtin()) {
+    // The built-in list is this build's (hashed above): it is not parsed for this (a few
+    // milliseconds of every warm start).
+    if let Some(prices) = crate::cost::usage::overridden() {
         for e in &prices.entries {
             h.write(format!("{}\u{0}{:?}", e.model, e.price).as_bytes());
         }
@@ -606,11 +615,47 @@ struct Row<'a> {
     entry: &'a Entry,
 }
 
+/// A row as read: [`Entry`]'s fields beside `path`, spelled out (`#[serde(flatten)]` buffers
+/// the whole row and reads it twice: half of a warm start's reading of 2,000 entries).
 #[derive(serde::Deserialize)]
 struct OwnedRow {
     path: String,
-    #[serde(flatten)]
-    entry: Entry,
+    format: String,
+    own: u64,
+    all: u64,
+    used: u64,
+    #[serde(default)]
+    exact: bool,
+    summaries: Vec<Cached>,
+    #[serde(default)]
+    head: Option<Head>,
+}
+
+impl OwnedRow {
+    fn split(self) -> (String, Entry) {
+        let OwnedRow {
+            path,
+            format,
+            own,
+            all,
+            used,
+            exact,
+            summaries,
+            head,
+        } = self;
+        (
+            path,
+            Entry {
+                format,
+                own,
+                all,
+                used,
+                exact,
+                summaries,
+                head,
+            },
+        )
+    }
 }
 
 #[derive(Clone, serde::Serialize, serde::Deserialize)]

@@ -62,17 +62,19 @@ pub fn quiet_for(path: &Path, status: RunStatus) -> Option<Duration> {
         return None;
     }
     let newest = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let last = if path.is_dir() {
+    // One stat for a file (a warm start looks at every running session).
+    let meta = std::fs::metadata(path).ok()?;
+    let last = if meta.is_dir() {
         std::fs::read_dir(path)
             .into_iter()
             .flatten()
             .flatten()
             .take(1000)
             .filter_map(|e| newest(&e.path()))
-            .chain(newest(path))
+            .chain(meta.modified().ok())
             .max()
     } else {
-        newest(path)
+        meta.modified().ok()
     };
     // A time in the future (a clock set back) counts as just written.
     last.map(|t| t.elapsed().unwrap_or(Duration::ZERO))

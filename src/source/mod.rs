@@ -451,6 +451,11 @@ impl Scan {
         let mut entries: Vec<_> = rd.flatten().collect();
         entries.sort_by_key(|e| e.file_name());
         let mut subdirs = Vec::new();
+        // Sessions' names (`X` of `X.jsonl`) in a place of JSONL sessions: a directory `X`
+        // beside `X.jsonl` is that session's own (Claude Code's subagents and tool results,
+        // read with it), not a place of runs, and is not entered (a directory read per
+        // session, a third of a warm start's walk of 2,000 sessions).
+        let mut sessions: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut left = entries.into_iter();
         while let Some(e) = left.next() {
             if self.budget == 0 {
@@ -470,14 +475,17 @@ impl Scan {
             let path = e.path();
             if ft.is_dir() {
                 if !SKIP_DIRS.contains(&name.as_str()) {
-                    subdirs.push(path);
+                    subdirs.push((path, name));
                 }
             } else if (ft.is_file() || ft.is_symlink()) && TRACE_EXTS.iter().any(|x| name.ends_with(x)) {
                 if ft.is_symlink() && !path.is_file() {
                     continue; // dangling link or a link to a directory/FIFO
                 }
                 match self.known.filter(|_| self.forced.is_none() && name.ends_with(".jsonl")) {
-                    Some(format) => d.runs.push(RunRef::new(path, format, self.root.clone())),
+                    Some(format) => {
+                        sessions.insert(name.strip_suffix(".jsonl").unwrap_or(&name).to_string());
+                        d.runs.push(RunRef::new(path, format, self.root.clone()))
+                    }
                     None => self.files.push(path),
                 }
             }
@@ -488,6 +496,10 @@ impl Scan {
         // session's own (Claude Code's subagents and tool results), and asking every format
         // whether it is a run directory was 11 stats a session, a fifth of a warm start.
         let in_jsonl_place = self.known.is_some() && forced.is_none();
+        if in_jsonl_place {
+            subdirs.retain(|(_, name)| !sessions.contains(name));
+        }
+        let subdirs: Vec<PathBuf> = subdirs.into_iter().map(|(p, _)| p).collect();
         let found: Vec<Option<&'static dyn Format>> = if in_jsonl_place {
             vec![None; subdirs.len()]
         } else {
@@ -626,5 +638,44 @@ mod tests {
         );
         assert!(!written_within(&bad.path, FRESH));
         assert!(summarize_all(&[bad])[0].1.is_err());
+    }
+
+    /// In a place of JSONL sessions, `X/` beside `X.jsonl` is the session's own (its
+    /// subagents and tool results) and is not searched for runs; another directory there is.
+    #[test]
+    fn a_sessions_own_directory_is_not_searched_for_runs() {
+        let d = tempfile::tempdir().unwrap();
+        let projects = d.path().join(".claude/projects");
+        let proj = projects.join("-home-dev-app");
+        let sample = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("sample-traces/claude-code/7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f.jsonl"),
+        )
+        .unwrap();
+        let session = |p: &Path, id: &str| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, sample.replace("7f3c2a10-5b7e-4c1d-9e2f-0a1b2c3d4e5f", id)).unwrap();
+        };
+        let a = "aaaaaaaa-5b7e-4c1d-9e2f-0a1b2c3d4e5f";
+        let b = "bbbbbbbb-5b7e-4c1d-9e2f-0a1b2c3d4e5f";
+        let c = "cccccccc-5b7e-4c1d-9e2f-0a1b2c3d4e5f";
+        session(&proj.join(format!("{a}.jsonl")), a);
+        // Under the session's own directory: not a run of its own.
+        session(&proj.join(a).join("tool-results").join(format!("{b}.jsonl")), b);
+        // Under a directory that is no session's: found.
+        session(&proj.join("older").join(format!("{c}.jsonl")), c);
+        let found = discover(std::slice::from_ref(&projects), None);
+        let mut names: Vec<String> = found
+            .runs
+            .iter()
+            .map(|r| r.path.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [format!("{a}.jsonl"), format!("{c}.jsonl")],
+            "{:?}",
+            found.errors
+        );
     }
 }

@@ -196,6 +196,9 @@ fn event_loop(
             g.term.draw(|f| render(f, s, theme))?;
             dirty = false;
             live.shared.frame_waiting.store(false, Ordering::Release);
+            if !s.runs.scanning {
+                live.shared.listed_drawn.store(true, Ordering::Release);
+            }
             if let Some(t) = live.timing.as_mut()
                 && let Some(r) = s.run.as_ref().filter(|r| r.live.watched)
             {

@@ -62,6 +62,10 @@ pub struct Shared {
     /// Set once the watch is in place and the walk that follows it is done: from then on a
     /// walk is for a change (a test waits for it).
     pub watching: Arc<std::sync::atomic::AtomicBool>,
+    /// Set by the view once it has drawn the list the first walk found: the watch is put in
+    /// place after that, so that its thousands of directory watches and the walk that
+    /// follows them do not delay the first full screen on a warm start.
+    pub listed_drawn: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Shared {
@@ -634,9 +638,19 @@ pub fn spawn_watcher(
                 indexed_running: None,
             };
             let single = w.paths.len() == 1;
+            // The summary cache is read while the tree is walked (both are most of a warm
+            // start; the first lookup waits for it).
+            let _ = std::thread::Builder::new()
+                .name("cache-read".into())
+                .spawn(source::cache::preload);
             let _ = w.discover(single);
             let _ = w.tx.send(Action::RunsDone);
             if watch {
+                // Bounded: with no view drawing (a test, a view gone) the watch starts anyway.
+                let t0 = Instant::now();
+                while !w.sh.listed_drawn.load(Ordering::Acquire) && t0.elapsed() < LIST_DRAWN_WAIT {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 w.watch(opts);
             }
         }));
@@ -733,6 +747,8 @@ fn error_path(e: &crate::formats::LoadError) -> &Path {
     }
 }
 
+/// At most this long the watch waits for the view to draw the first list.
+const LIST_DRAWN_WAIT: Duration = Duration::from_millis(300);
 /// Runs summarized before the list hears of them (see `Watcher::discover`).
 const LIST_PART: usize = 500;
 

@@ -316,7 +316,11 @@ pub fn quit_signals() -> Arc<AtomicBool> {
                         SIGCONT => {}
                         _ => {
                             f.store(true, Ordering::SeqCst);
-                            exit_if_still_running(128 + sig);
+                            // A hung-up terminal makes crossterm's reader spin on its end of
+                            // file (crossterm#793) and the loop cannot end by itself: leave
+                            // sooner than for a signal the loop can answer.
+                            let grace = if sig == SIGHUP { HANGUP_GRACE } else { QUIT_GRACE };
+                            exit_if_still_running(128 + sig, grace);
                         }
                     }
                 }
@@ -330,10 +334,16 @@ pub fn quit_signals() -> Arc<AtomicBool> {
     flag
 }
 
+/// How long the event loop has to end by itself after a quit signal, and after a hang-up.
+#[cfg(unix)]
+const QUIT_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+#[cfg(unix)]
+const HANGUP_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Give the event loop a moment to end by itself, then end the process from here.
 #[cfg(unix)]
-fn exit_if_still_running(code: i32) {
-    std::thread::sleep(std::time::Duration::from_millis(500));
+fn exit_if_still_running(code: i32, grace: std::time::Duration) {
+    std::thread::sleep(grace);
     restore();
     std::process::exit(code);
 }
@@ -368,7 +378,7 @@ fn watch_hangup(flag: &AtomicBool) {
         let r = unsafe { libc::poll(&mut p, 1, 0) };
         if r > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
             flag.store(true, Ordering::SeqCst);
-            exit_if_still_running(128 + libc::SIGHUP);
+            exit_if_still_running(128 + libc::SIGHUP, HANGUP_GRACE);
         }
     }
 }
