@@ -824,7 +824,7 @@ mod tests {
             ))
             .unwrap()
             .traces[0];
-        Summary::of(t)
+        crate::source::summary::of(t)
     }
 
     #[test]
