@@ -147,3 +147,92 @@ fn check_and_show_json_carry_tokens_by_kind_and_cost() {
     assert_eq!(show["trace"]["tokens_by_kind"], want_kinds);
     assert_eq!(show["trace"]["cost_usd_micros"], 71_461);
 }
+
+/// A fixture of a format, loaded (one run).
+fn fixture_run(format: &str, path: &Path) -> tracetui::model::Trace {
+    let mut l = tracetui::formats::by_id(format).unwrap().load(path).unwrap();
+    assert_eq!(l.traces.len(), 1, "{}", path.display());
+    l.traces.remove(0)
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// SWE-agent's run totals only (`model_stats`): the run's tokens, its recorded $0.02 and its
+/// three calls.
+#[test]
+fn swe_agent_run_totals_and_recorded_cost() {
+    let t = fixture_run("swe-agent", &fixtures().join("swe-agent/fix-typo.traj"));
+    let rc = run_cost(&t, Prices::builtin());
+    assert_eq!((rc.total.tokens.input, rc.total.tokens.output), (1200, 90));
+    assert_eq!((rc.total.micros, rc.total.unknown, rc.total.calls), (20_000, 0, 3));
+}
+
+/// Claude Code's `costUSD` is its call's cost and wins over the price; a call without one is
+/// priced.
+#[test]
+fn claude_code_recorded_cost_usd_wins_over_the_price() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("c.jsonl");
+    let line = |uuid: &str, parent: &str, msg: &str, usage: &str, cost: &str| {
+        format!(
+            r#"{{"parentUuid":{parent},"isSidechain":false,"sessionId":"s1","type":"assistant","uuid":"{uuid}","timestamp":"2026-03-01T10:00:0{}.000Z","message":{{"model":"claude-sonnet-4-5-20250929","id":"{msg}","role":"assistant","content":[{{"type":"text","text":"hi"}}],"usage":{usage}}}{cost}}}"#,
+            uuid.len()
+        )
+    };
+    let usage =
+        r#"{"input_tokens":3,"cache_creation_input_tokens":2000,"cache_read_input_tokens":10000,"output_tokens":500}"#;
+    let src = [
+        line("a", "null", "m1", usage, r#","costUSD":0.0123"#),
+        line("bb", "\"a\"", "m2", usage, ""),
+    ]
+    .join("\n");
+    std::fs::write(&path, src + "\n").unwrap();
+    let t = fixture_run("claude-code", &path);
+    // m2 priced: 3 x $3 + 2,000 x $3.75 + 10,000 x $0.30 + 500 x $15 per million
+    // = 9 + 7,500 + 3,000 + 7,500 = 18,009 microdollars; m1 as recorded.
+    let rc = run_cost(&t, Prices::builtin());
+    assert_eq!((rc.total.micros, rc.total.unknown), (12_300 + 18_009, 0));
+}
+
+/// Gemini CLI's models (2.5 Pro, 2.5 Flash) are priced.
+#[test]
+fn gemini_cli_models_are_priced() {
+    let t = fixture_run(
+        "gemini-cli",
+        &fixtures().join("gemini-cli/chats/session-2026-05-02T09-15-1a2b3c4d.jsonl"),
+    );
+    let rc = run_cost(&t, Prices::builtin());
+    assert!(rc.total.calls > 0 && rc.total.micros > 0);
+    assert_eq!(rc.total.unknown, 0, "every Gemini model of the fixture is priced");
+}
+
+/// Copilot CLI's shutdown totals equal to its calls' sum: the calls are priced, once (not the
+/// calls plus the totals); totals above the calls' are the run's.
+#[test]
+fn copilot_cli_shutdown_totals_are_not_counted_twice() {
+    let session = fixtures().join("copilot-cli/session-state/7c1e5a90-0000-4000-8000-000000000102/events.jsonl");
+    let text = std::fs::read_to_string(session).unwrap();
+    let shutdown = |input: u64, output: u64| {
+        format!(
+            r#"{{"type":"session.shutdown","data":{{"shutdownType":"routine","modelMetrics":{{"claude-sonnet-4.5":{{"requests":{{"count":3,"cost":0}},"usage":{{"inputTokens":{input},"outputTokens":{output},"cacheReadTokens":12192,"cacheWriteTokens":0}}}}}}}},"id":"z1","timestamp":"2026-11-28T09:00:06Z","parentId":null}}"#
+        )
+    };
+    let d = tempfile::tempdir().unwrap();
+    let run = |name: &str, last: &str| {
+        let dir = d.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("events.jsonl");
+        std::fs::write(&p, format!("{}\n{last}\n", text.trim_end())).unwrap();
+        run_cost(&fixture_run("copilot-cli", &p), Prices::builtin())
+    };
+    let calls = (5000 + 60) + (5400 + 45) + (5500 + 30);
+    let same = run("same", &shutdown(5000 + 5400 + 5500, 60 + 45 + 30));
+    assert_eq!(
+        same.total.total_tokens, calls,
+        "priced per call, not per call plus totals"
+    );
+    let more = run("more", &shutdown(30_000, 500));
+    assert_eq!(more.total.total_tokens, 30_500);
+}

@@ -194,7 +194,7 @@ mod arbitrary {
             prop_assert_eq!(v[0]["trace"]["source_lossy"] == true, p.to_str().is_none());
 
             let mut out = Vec::new();
-            tracetui::json::write_line(&mut out, &tracetui::formats::Summary::of(&t)).unwrap();
+            tracetui::json::write_line(&mut out, &tracetui::source::summary::of(&t)).unwrap();
             inert(&String::from_utf8(out).unwrap())?;
 
             let d = tracetui::diff::diff(&t, &t, &Default::default());

@@ -10,6 +10,8 @@
 pub mod attribution;
 pub mod usage;
 
+pub use crate::model::usage::{Kind, Tokens};
+
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::OnceLock;
 
@@ -62,102 +64,6 @@ pub struct Entry {
     pub provider: String,
     pub price: Price,
     pub source: Source,
-}
-
-/// Tokens of one call by kind, as every format normalizes them: `input` excludes cached
-/// tokens, `output` excludes reasoning tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tokens {
-    pub input: u64,
-    pub cache_read: u64,
-    /// All cache writes, whatever their tier.
-    pub cache_write: u64,
-    pub output: u64,
-    pub reasoning: u64,
-    /// Of `cache_write`, those to the 1-hour cache.
-    pub cache_write_1h: u64,
-    /// Of `cache_write`, those whose tier the recorder did not say (priced as 5-minute).
-    pub cache_write_untiered: u64,
-    /// Web search requests.
-    pub web_search: u64,
-}
-
-impl Tokens {
-    /// Add another call's (or total's) tokens.
-    pub fn add(&mut self, t: &Tokens) {
-        self.input = self.input.saturating_add(t.input);
-        self.cache_read = self.cache_read.saturating_add(t.cache_read);
-        self.cache_write = self.cache_write.saturating_add(t.cache_write);
-        self.output = self.output.saturating_add(t.output);
-        self.reasoning = self.reasoning.saturating_add(t.reasoning);
-        self.cache_write_1h = self.cache_write_1h.saturating_add(t.cache_write_1h);
-        self.cache_write_untiered = self.cache_write_untiered.saturating_add(t.cache_write_untiered);
-        self.web_search = self.web_search.saturating_add(t.web_search);
-    }
-    /// The count of one kind (cache writes split by tier).
-    pub fn of(&self, k: Kind) -> u64 {
-        let w1h = self.cache_write_1h.min(self.cache_write);
-        match k {
-            Kind::Input => self.input,
-            Kind::CacheRead => self.cache_read,
-            Kind::CacheWrite5m => self.cache_write - w1h,
-            Kind::CacheWrite1h => w1h,
-            Kind::Output => self.output,
-            Kind::Reasoning => self.reasoning,
-            Kind::WebSearch => self.web_search,
-        }
-    }
-}
-
-/// What a call is billed for, each at its own price.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    Input,
-    CacheRead,
-    CacheWrite5m,
-    CacheWrite1h,
-    Output,
-    Reasoning,
-    WebSearch,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 7] = [
-        Kind::Input,
-        Kind::CacheRead,
-        Kind::CacheWrite5m,
-        Kind::CacheWrite1h,
-        Kind::Output,
-        Kind::Reasoning,
-        Kind::WebSearch,
-    ];
-    pub fn label(self) -> &'static str {
-        match self {
-            Kind::Input => "input",
-            Kind::CacheRead => "cache read",
-            Kind::CacheWrite5m => "cache write 5m",
-            Kind::CacheWrite1h => "cache write 1h",
-            Kind::Output => "output",
-            Kind::Reasoning => "reasoning",
-            Kind::WebSearch => "web search",
-        }
-    }
-    /// A name for JSON keys.
-    pub fn key(self) -> &'static str {
-        match self {
-            Kind::Input => "input",
-            Kind::CacheRead => "cache_read",
-            Kind::CacheWrite5m => "cache_write_5m",
-            Kind::CacheWrite1h => "cache_write_1h",
-            Kind::Output => "output",
-            Kind::Reasoning => "reasoning",
-            Kind::WebSearch => "web_search",
-        }
-    }
-    /// Billed per request rather than per token.
-    pub fn per_request(self) -> bool {
-        self == Kind::WebSearch
-    }
 }
 
 /// How a model name was matched to a price.
@@ -448,7 +354,7 @@ fn pico_of(s: &str) -> Option<Pico> {
     whole.checked_mul(1_000_000)?.checked_add(f + round_up as u64)
 }
 
-pub use crate::model::micros::{micros_of_decimal, micros_of_json, micros_of_raw};
+pub use crate::model::micros::{dollars, micros_of_decimal, micros_of_json, micros_of_raw};
 
 /// Picodollars a token → dollars per million tokens, for display.
 pub fn per_million(p: Pico) -> String {
@@ -458,15 +364,6 @@ pub fn per_million(p: Pico) -> String {
     }
     let f = format!("{frac:06}");
     format!("{whole}.{}", f.trim_end_matches('0'))
-}
-
-/// Microdollars → `$1.2345` (four decimals, or more for amounts under a cent).
-pub fn dollars(micro: u64) -> String {
-    if micro > 0 && micro < 10_000 {
-        return format!("${}.{:06}", micro / 1_000_000, micro % 1_000_000);
-    }
-    let tenths = (micro + 50) / 100; // 1/10,000 of a dollar, rounded
-    format!("${}.{:04}", tenths / 10_000, tenths % 10_000)
 }
 
 /// A call's cost by kind: each kind's count and the price it is billed at (None: the list

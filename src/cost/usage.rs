@@ -4,23 +4,10 @@
 //! This is the one definition of a run's tokens and cost that every view uses (runs list,
 //! header, `ls`, `show`, `check`, `stats`), so that they agree.
 
-use super::{How, Prices, Tokens};
+use super::{How, Prices};
 use crate::model::{EventKind, Trace, Usage};
 
-/// The tokens of one call by kind (unknown kinds count 0).
-pub fn tokens_of(u: &Usage) -> Tokens {
-    let cache_write = u.cache_write.unwrap_or(0);
-    Tokens {
-        input: u.input.unwrap_or(0),
-        cache_read: u.cache_read.unwrap_or(0),
-        cache_write,
-        output: u.output.unwrap_or(0),
-        reasoning: u.reasoning.unwrap_or(0),
-        cache_write_1h: u.cache_write_1h.map_or(0, |n| n.min(cache_write)),
-        cache_write_untiered: if u.cache_write_1h.is_none() { cache_write } else { 0 },
-        web_search: u.web_search.unwrap_or(0),
-    }
-}
+pub use crate::model::usage::{Charge, Total, tokens_of};
 
 /// What one call cost and how that was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,6 +19,16 @@ pub struct CallCost {
     /// The cost computed from the tokens at the price list's price, even where the recorder
     /// wrote one (to be shown beside it); None when it cannot be computed.
     pub computed: Option<u64>,
+}
+
+impl From<&CallCost> for Charge {
+    fn from(c: &CallCost) -> Charge {
+        Charge {
+            micros: c.micros,
+            computed: c.computed,
+            has_usage: c.basis != Basis::NoUsage,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,73 +91,6 @@ pub fn call_parts(prices: &Prices, model: Option<&str>, usage: Option<&Usage>) -
     let m = model.filter(|m| !m.trim().is_empty())?;
     let (e, _) = prices.lookup(m)?;
     Some((super::price_parts(&e.price, tokens_of(u)), e.model.clone()))
-}
-
-/// Tokens and cost added up over some calls.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Total {
-    pub calls: u64,
-    pub tokens: Tokens,
-    /// Sum of [`Usage::sum`] (the recorded totals where the parts are not known).
-    pub total_tokens: u64,
-    /// Sum of the known costs, microdollars.
-    pub micros: u64,
-    /// Calls with usage whose cost is unknown (left out of `micros`).
-    pub unknown: u64,
-    /// Calls whose recorder wrote their cost, and the sum of those costs (microdollars).
-    pub recorded_calls: u64,
-    pub recorded: u64,
-    /// The same calls' costs computed from their tokens (those that can be: the others are
-    /// `recorded_uncomputed`), to set beside `recorded`.
-    pub recomputed: u64,
-    pub recorded_uncomputed: u64,
-}
-
-impl Total {
-    pub fn add(&mut self, u: Option<&Usage>, c: &CallCost) {
-        self.calls += 1;
-        self.add_usage(u, c);
-    }
-    /// Add tokens and cost that are not one call's (a run's recorded totals).
-    pub fn add_usage(&mut self, u: Option<&Usage>, c: &CallCost) {
-        if let Some(u) = u {
-            self.tokens.add(&tokens_of(u));
-            self.total_tokens = self.total_tokens.saturating_add(u.sum().unwrap_or(0));
-            if let Some(r) = u.cost {
-                self.recorded_calls += 1;
-                self.recorded = self.recorded.saturating_add(r);
-                match c.computed {
-                    Some(m) => self.recomputed = self.recomputed.saturating_add(m),
-                    None => self.recorded_uncomputed += 1,
-                }
-            }
-        }
-        match c.micros {
-            Some(m) => self.micros = self.micros.saturating_add(m),
-            None if c.basis != Basis::NoUsage => self.unknown += 1,
-            None => {}
-        }
-    }
-    pub fn merge(&mut self, o: &Total) {
-        self.calls += o.calls;
-        self.tokens.add(&o.tokens);
-        self.total_tokens = self.total_tokens.saturating_add(o.total_tokens);
-        self.micros = self.micros.saturating_add(o.micros);
-        self.unknown += o.unknown;
-        self.recorded_calls += o.recorded_calls;
-        self.recorded = self.recorded.saturating_add(o.recorded);
-        self.recomputed = self.recomputed.saturating_add(o.recomputed);
-        self.recorded_uncomputed += o.recorded_uncomputed;
-    }
-    /// The cost as a user reads it: `$0.1234`, `≥$0.1234` when some calls are unknown,
-    /// `?` when none is known.
-    pub fn cost_text(&self) -> String {
-        match (self.micros, self.unknown) {
-            (0, u) if u > 0 => "?".into(),
-            (m, 0) => super::dollars(m),
-            (m, _) => format!("≥{}", super::dollars(m)),
-        }
-    }
 }
 
 /// A run's tokens and cost, in all and by model (models in order of first use).

@@ -95,7 +95,7 @@ impl Format for AgentDbg {
         ))
     }
 
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         let (run_json, events) = locate(path);
         // run.json is enough for a finished run; a running one counts from its events.
         if let Some(rj) = run_json.as_ref().filter(|p| p.is_file()) {
@@ -113,7 +113,7 @@ impl Format for AgentDbg {
                         (Some(a), Some(b)) => b.checked_sub(a),
                         _ => None,
                     });
-                return Ok(vec![Summary {
+                return Ok(Some(vec![Summary {
                     id: v
                         .get("run_id")
                         .and_then(Value::as_str)
@@ -134,11 +134,11 @@ impl Format for AgentDbg {
                     badges: Vec::new(),
                     cost: None,
                     resume: None,
-                }]);
+                }]));
             }
         }
         let _ = events;
-        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+        Ok(None)
     }
 
     fn decode_payload_raw<'a>(
@@ -1499,7 +1499,7 @@ mod tests {
         let t = &l.traces[0];
         assert_eq!(t.meta.status, RunStatus::Running);
         assert_eq!(t.counts().tool_calls, 2);
-        let s = AgentDbg.summarize(d.path()).unwrap();
+        let s = crate::formats::testing::summaries(&AgentDbg, d.path()).unwrap();
         assert_eq!(s[0].tool_calls, Some(2));
         assert_eq!(s[0].status, RunStatus::Running);
     }

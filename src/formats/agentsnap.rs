@@ -52,14 +52,14 @@ impl Format for AgentSnap {
 
     /// A large snapshot is summarized from its two ends (see [`summarize_ends`]): `ls` over a
     /// multi-gigabyte one must not read it all. Small ones load, for exact counts.
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         let len = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?.len();
         if len > SMALL
             && let Some(s) = summarize_ends(path, len).map_err(|e| LoadError::io(path, e))?
         {
-            return Ok(vec![s]);
+            return Ok(Some(vec![s]));
         }
-        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+        Ok(None)
     }
 
     /// A tool's payload from its element of `tools` (the run's is held: one a document).
@@ -769,8 +769,8 @@ mod tests {
             let text = big_snapshot(12_000, error_first, after);
             assert!(text.len() as u64 > SMALL);
             std::fs::write(&path, &text).unwrap();
-            let loaded = Summary::of(&AgentSnap.load(&path).unwrap().traces[0]);
-            let s = AgentSnap.summarize(&path).unwrap().remove(0);
+            let loaded = Summary::unpriced(&AgentSnap.load(&path).unwrap().traces[0]);
+            let s = crate::formats::testing::summaries(&AgentSnap, &path).unwrap().remove(0);
             assert_eq!((&s.id, &s.name, s.status), (&loaded.id, &loaded.name, status), "{name}");
             assert_eq!(loaded.status, status, "{name}");
             assert!(s.provisional(), "{name}");
@@ -784,7 +784,7 @@ mod tests {
         // Small: the full load's summary.
         let path = dir.path().join("small.snap.json");
         std::fs::write(&path, big_snapshot(3, false, r#", "error": "e""#)).unwrap();
-        let s = AgentSnap.summarize(&path).unwrap().remove(0);
+        let s = crate::formats::testing::summaries(&AgentSnap, &path).unwrap().remove(0);
         assert!(!s.provisional());
         assert_eq!((s.tool_calls, s.status), (Some(3), RunStatus::Error));
     }
@@ -805,8 +805,11 @@ mod tests {
         ] {
             let path = dir.path().join(name);
             std::fs::write(&path, &text).unwrap();
-            match (AgentSnap.summarize(&path), AgentSnap.load(&path)) {
-                (Ok(s), Ok(l)) => assert_eq!(s[0].tool_calls, Summary::of(&l.traces[0]).tool_calls, "{name}"),
+            match (
+                crate::formats::testing::summaries(&AgentSnap, &path),
+                AgentSnap.load(&path),
+            ) {
+                (Ok(s), Ok(l)) => assert_eq!(s[0].tool_calls, Summary::unpriced(&l.traces[0]).tool_calls, "{name}"),
                 (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{name}"),
                 (a, b) => panic!("{name}: summarize {:?}, load {:?}", a.is_ok(), b.is_ok()),
             }

@@ -872,7 +872,10 @@ mod tests {
             errors[0].message
         );
         assert_eq!(t.meta.badges(), vec![MISMATCH_BADGE.to_string()]);
-        assert_eq!(crate::formats::Summary::of(t).badges, vec![MISMATCH_BADGE.to_string()]);
+        assert_eq!(
+            crate::formats::Summary::unpriced(t).badges,
+            vec![MISMATCH_BADGE.to_string()]
+        );
         // Everything still loads.
         assert_eq!(t.counts().tool_calls, 3);
     }

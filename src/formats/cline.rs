@@ -191,15 +191,15 @@ impl Flavor {
 
     /// From the ui rows' first and last bytes only (the task, its first and last times, and
     /// whether it completed or failed): the history is read when the run is opened.
-    pub(crate) fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    pub(crate) fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         let dir = if path.is_dir() {
             path.to_path_buf()
         } else {
             path.parent().map(Path::to_path_buf).unwrap_or_default()
         };
         match [UI, UI_OLD].iter().map(|n| dir.join(n)).find(|p| p.is_file()) {
-            Some(ui) => Ok(vec![summary(self.id, &dir, &ui)?]),
-            None => Ok(self.load(path)?.traces.iter().map(Summary::of).collect()),
+            Some(ui) => Ok(Some(vec![summary(self.id, &dir, &ui)?])),
+            None => Ok(None),
         }
     }
 }
@@ -254,7 +254,7 @@ impl Format for Cline {
         CLINE.load(path)
     }
 
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         CLINE.summarize(path)
     }
 
@@ -1712,7 +1712,7 @@ pub(crate) mod tests {
         let (_d, dir) = task(Some(&native_history()), Some(&native_ui()));
         let t = load(&dir);
         assert_eq!(t.meta.name.as_deref(), Some("fix it"));
-        let s = Cline.summarize(&dir).unwrap().remove(0);
+        let s = crate::formats::testing::summaries(&Cline, &dir).unwrap().remove(0);
         assert_eq!(
             (s.name.as_deref(), s.status, s.start),
             (Some("fix it"), RunStatus::Ok, t.meta.start)
@@ -1729,7 +1729,7 @@ pub(crate) mod tests {
         std::fs::write(dir.join(UI), serde_json::to_vec(&rows).unwrap()).unwrap();
         assert!(std::fs::metadata(dir.join(UI)).unwrap().len() > SUMMARY_HEAD + SUMMARY_TAIL);
         let t = load(&dir);
-        let s = Cline.summarize(&dir).unwrap().remove(0);
+        let s = crate::formats::testing::summaries(&Cline, &dir).unwrap().remove(0);
         assert_eq!(t.meta.status, RunStatus::Ok);
         assert_eq!((s.name.as_deref(), s.status), (Some("fix it"), RunStatus::Ok));
         assert_eq!((s.start, s.duration), (t.meta.start, t.duration()));

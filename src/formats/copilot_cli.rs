@@ -22,7 +22,7 @@
 //!   `outputTokens`. The session's totals (input, output and cache tokens per model,
 //!   premium requests) are in `session.shutdown`, which a session still running or killed
 //!   does not have: those totals go on the run, not on a reply, and the run's tokens are
-//!   the larger of them and its calls' sum (`Trace::counts`, `cost::usage::run_cost`), so
+//!   the larger of them and its calls' sum (`Trace::counts`, `run_cost` in cost/usage.rs), so
 //!   that calls and totals are never added together. Both count as OpenAI does
 //!   (`inputTokens` include `cacheReadTokens` and `cacheWriteTokens`, `outputTokens`
 //!   include `reasoningTokens`): taken out; `requests.cost` counts premium requests, not
@@ -238,15 +238,15 @@ impl Format for CopilotCli {
     /// hold is summed up from its head (`session.start`, the first prompt) and its tail (the
     /// last events: `session.shutdown`, an open turn or call), without counts: `ls` of
     /// thousands of sessions reads little of each. A smaller one loads whole (exact counts).
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         let events = events_file(path);
         let len = std::fs::metadata(&events).map_err(|e| LoadError::io(&events, e))?.len();
         if len > SMALL
             && let Some(s) = summarize_ends(&events, len).map_err(|e| LoadError::io(&events, e))?
         {
-            return Ok(vec![s]);
+            return Ok(Some(vec![s]));
         }
-        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+        Ok(None)
     }
 }
 
@@ -1735,12 +1735,8 @@ mod tests {
         let t = load(&new_session_with(&d.path().join("same"), &[&same]));
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         assert_eq!(t.counts().tokens, calls);
+        // (and priced per call, not per call plus totals: tests/cost.rs)
         assert_eq!(t.event(t.roots[0]).usage.get().and_then(|u| u.sum()), Some(calls));
-        let rc = crate::cost::usage::run_cost(&t, crate::cost::Prices::builtin());
-        assert_eq!(
-            rc.total.total_tokens, calls,
-            "priced per call, not per call plus totals"
-        );
         // Totals above the calls (calls of an older CLI before a resume): the totals.
         let more = shutdown(30_000, 500);
         let t = load(&new_session_with(&d.path().join("more"), &[&more]));
@@ -2097,8 +2093,8 @@ mod tests {
             let system = if what.contains("system") { 30 << 10 } else { 0 };
             let p = big_session(&dir, system, prompt, &end);
             assert!(std::fs::metadata(&p).unwrap().len() > SMALL, "{what}");
-            let s = CopilotCli.summarize(&dir).unwrap().remove(0);
-            let full = Summary::of(&load(&dir));
+            let s = crate::formats::testing::summaries(&CopilotCli, &dir).unwrap().remove(0);
+            let full = Summary::unpriced(&load(&dir));
             assert_eq!(s.status, status, "{what}");
             assert_eq!(
                 (&s.id, &s.name, s.status, s.start, s.duration, &s.path),
@@ -2113,7 +2109,9 @@ mod tests {
         // A session no larger than its two ends loads whole: exact counts.
         let small = d.path().join("small");
         write(&small, &[&line("session.start", r#"{"sessionId":"s-small"}"#, "00")]);
-        let s = CopilotCli.summarize(&small).unwrap().remove(0);
+        let s = crate::formats::testing::summaries(&CopilotCli, &small)
+            .unwrap()
+            .remove(0);
         assert_eq!((s.id.as_str(), s.events, s.provisional()), ("s-small", Some(1), false));
     }
 

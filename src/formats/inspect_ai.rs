@@ -177,17 +177,14 @@ impl Format for InspectAi {
         Some(vec![path.to_path_buf()])
     }
 
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         let rows = if is_zip(path)? {
             summarize_eval(path)?
         } else {
             summarize_json(path)?
         };
-        match rows {
-            Some(rows) => Ok(rows),
-            // No summaries recorded (a log still being written): load it.
-            None => Ok(self.load(path)?.traces.iter().map(Summary::of).collect()),
-        }
+        // None: no summaries recorded (a log still being written): it is loaded.
+        Ok(rows)
     }
 }
 
@@ -3124,7 +3121,7 @@ mod tests {
         );
         let l = InspectAi.load(&p).unwrap();
         assert_eq!(l.traces.len(), 1);
-        assert_eq!(InspectAi.summarize(&p).unwrap().len(), 1);
+        assert_eq!(crate::formats::testing::summaries(&InspectAi, &p).unwrap().len(), 1);
     }
 
     #[test]
@@ -3144,7 +3141,7 @@ mod tests {
                 ("header.json", bytes(&header("success")), CompressionMethod::Zstd),
             ]),
         );
-        let rows = InspectAi.summarize(&p).unwrap();
+        let rows = crate::formats::testing::summaries(&InspectAi, &p).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(
             (rows[0].id.as_str(), rows[0].status, rows[0].tokens),
@@ -3170,12 +3167,12 @@ mod tests {
                 ),
             ]),
         );
-        assert_eq!(InspectAi.summarize(&p).unwrap().len(), 2);
+        assert_eq!(crate::formats::testing::summaries(&InspectAi, &p).unwrap().len(), 2);
         // A .json log: the sample heads only.
         let mut log = header("success");
         log["samples"] = json!([sample(json!(7), 1)]);
         let p = write(&d, "log.json", &bytes(&log));
-        let rows = InspectAi.summarize(&p).unwrap();
+        let rows = crate::formats::testing::summaries(&InspectAi, &p).unwrap();
         assert_eq!((rows[0].id.as_str(), rows[0].tokens), ("7_epoch_1", Some(39)));
     }
 

@@ -36,7 +36,7 @@ impl Format for KiloCode {
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
         KILO_CODE.load(path)
     }
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         KILO_CODE.summarize(path)
     }
     fn decode_payload(&self, trace: &Trace, event: &Event, raw: &[&[u8]]) -> Payload {

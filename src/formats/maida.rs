@@ -94,7 +94,7 @@ impl Format for Maida {
         ))
     }
 
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         let (meta, spans) = locate(path);
         // A finished run is listed from meta.json alone, as AgentDbg's from run.json: its
         // counts are provisional (`~` in `ls`) until the run is loaded. Reading the spans of
@@ -108,7 +108,7 @@ impl Format for Maida {
                 let end = v.get("ended_at").and_then(parse_timestamp);
                 let counts = v.get("counts");
                 let count = |k: &str| counts.and_then(|c| lenient_u64(c.get(k))).map(|n| n as usize);
-                return Ok(vec![Summary {
+                return Ok(Some(vec![Summary {
                     id: v
                         .get("trace_id")
                         .and_then(Value::as_str)
@@ -132,10 +132,10 @@ impl Format for Maida {
                     badges: Vec::new(),
                     cost: None,
                     resume: None,
-                }]);
+                }]));
             }
         }
-        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+        Ok(None)
     }
 
     fn decode_payload(&self, t: &Trace, ev: &Event, raw: &[&[u8]]) -> Payload {
@@ -1442,7 +1442,7 @@ mod tests {
         assert_eq!(t.roots.len(), 2, "orphans of the missing root stay roots");
         assert_eq!(t.event(named(&t, "long_job")).status, Status::Pending);
         assert_eq!(t.counts().tool_calls, 1, "meta.json claims 7");
-        let s = Maida.summarize(&fixture("running")).unwrap();
+        let s = crate::formats::testing::summaries(&Maida, &fixture("running")).unwrap();
         assert_eq!((s[0].status, s[0].tool_calls), (RunStatus::Running, Some(1)));
     }
 

@@ -183,9 +183,12 @@ pub trait Format: Sync {
     fn load_run(&self, _path: &Path, _index: usize, _id: &str) -> Option<Result<Loaded, LoadError>> {
         None
     }
-    /// Cheap run summaries for `ls` (metadata files, first and last lines). The default loads.
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
-        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+    /// Cheap run summaries for `ls` (metadata files, first and last lines). None where the
+    /// format has no cheaper way than [`Format::load`]: the caller then loads the source and
+    /// summarizes its runs with their cost (`source::summary::of`; pricing sits above
+    /// formats/). The default has none.
+    fn summarize(&self, _path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
+        Ok(None)
     }
     /// Decode the payload of an event whose payload was left on disk (`PayloadRef::Deferred`);
     /// `raw` holds the bytes of its origin record and, if any, its second record.
@@ -336,10 +339,11 @@ pub struct Summary {
     /// The run's badges ([`crate::model::RunMeta::badges`]), when it was loaded.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub badges: Vec<String>,
-    /// Tokens by kind and cost of the loaded run ([`crate::cost::usage::run_cost`] at the
-    /// current prices); None when summarized from metadata. `ls` writes it out itself.
+    /// Tokens by kind and cost of the loaded run (`run_cost` of cost/usage.rs at the current
+    /// prices, attached above formats/: `source::summary::of`); None when summarized from
+    /// metadata. `ls` writes it out itself.
     #[serde(skip)]
-    pub cost: Option<crate::cost::usage::Total>,
+    pub cost: Option<crate::model::usage::Total>,
     /// The agent's command that resumes the session ([`resume::command`]), when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resume: Option<String>,
@@ -352,7 +356,9 @@ impl Summary {
         self.problems.is_none()
     }
 
-    pub fn of(t: &Trace) -> Summary {
+    /// The summary of a loaded run without its cost (`cost: None`): the layer above formats/
+    /// prices it (`source::summary::of`).
+    pub fn unpriced(t: &Trace) -> Summary {
         let c = t.counts();
         let (start, _) = t.time_span();
         Summary {
@@ -370,7 +376,7 @@ impl Summary {
             tokens: Some(c.tokens),
             problems: Some(t.diagnostics.len()),
             badges: t.meta.badges(),
-            cost: Some(crate::cost::usage::run_cost(t, crate::cost::usage::current()).total),
+            cost: None,
             resume: resume::command(&t.meta),
         }
     }

@@ -159,7 +159,7 @@ impl Format for OpenCode {
 
     /// From the session records and each session's last message only (status), never the
     /// parts: `ls` of a data dir with thousands of sessions stays cheap.
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         let meta = std::fs::metadata(path).map_err(|e| LoadError::io(path, e))?;
         let mut out = Vec::new();
         let mut seen = HashSet::new();
@@ -186,9 +186,9 @@ impl Format for OpenCode {
         }
         if out.is_empty() {
             // Nothing cheap to tell: a full load says why.
-            return Ok(self.load(path)?.traces.iter().map(Summary::of).collect());
+            return Ok(None);
         }
-        Ok(out)
+        Ok(Some(out))
     }
 }
 
@@ -1736,7 +1736,7 @@ mod tests {
         );
         assert_eq!(e.event(e.find("prt_3").unwrap()).status, Status::Error);
         // ls: from the session file and the last message only.
-        let sums = OpenCode.summarize(&st.root()).unwrap();
+        let sums = crate::formats::testing::summaries(&OpenCode, &st.root()).unwrap();
         let status: HashMap<&str, RunStatus> = sums.iter().map(|s| (s.id.as_str(), s.status)).collect();
         assert_eq!(status["ses_r"], RunStatus::Running);
         assert_eq!(status["ses_e"], RunStatus::Error);
@@ -1900,7 +1900,7 @@ mod tests {
             );
             assert_eq!(llm.usage.get().unwrap().total, Some(330));
             assert_eq!(p.meta.status, RunStatus::Ok);
-            let sums = OpenCode.summarize(&path).unwrap();
+            let sums = crate::formats::testing::summaries(&OpenCode, &path).unwrap();
             assert_eq!(sums.len(), 2);
             assert_eq!(sums[0].tokens, Some(330));
             assert_eq!(sums[0].status, RunStatus::Ok);
@@ -2124,7 +2124,7 @@ mod tests {
             names,
             [("ses_b", "from the db"), ("ses_a", "child (@general subagent)")]
         );
-        let sums = OpenCode.summarize(st.dir.path()).unwrap();
+        let sums = crate::formats::testing::summaries(&OpenCode, st.dir.path()).unwrap();
         assert_eq!(sums.len(), 2);
     }
 
@@ -2160,7 +2160,7 @@ mod tests {
         let c = t.counts();
         assert_eq!((c.tool_calls, c.llm_calls, c.errors, c.tokens), (1, 1, 0, 4360));
         assert_eq!(t.meta.status, RunStatus::Ok);
-        let sums = OpenCode.summarize(&dir).unwrap();
+        let sums = crate::formats::testing::summaries(&OpenCode, &dir).unwrap();
         assert_eq!(sums.len(), 1);
         assert_eq!(
             (sums[0].id.as_str(), sums[0].status),
@@ -2243,7 +2243,10 @@ mod tests {
         );
         st.message("ses_x", "msg_2", json!({"role": "hint", "time": {"created": 4}}));
         assert_eq!(OpenCode.load(&st.root()).unwrap().traces[0].meta.status, RunStatus::Ok);
-        assert_eq!(OpenCode.summarize(&st.root()).unwrap()[0].status, RunStatus::Ok);
+        assert_eq!(
+            crate::formats::testing::summaries(&OpenCode, &st.root()).unwrap()[0].status,
+            RunStatus::Ok
+        );
     }
 
     /// Drift in a storage dir: an unknown field in about a third of its records; beside about

@@ -124,13 +124,13 @@ impl Format for OpenHands {
     /// A finished V1 conversation is summarized from `base_state.json` and the first and last
     /// event files (a session list of thousands of conversations reads no other event);
     /// a running one, or a V0 file, is loaded.
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         if path.is_dir()
             && let Some(s) = summarize_v1(path)?
         {
-            return Ok(vec![s]);
+            return Ok(Some(vec![s]));
         }
-        Ok(self.load(path)?.traces.iter().map(Summary::of).collect())
+        Ok(None)
     }
 
     /// A V0 trajectory file, or a V1 conversation folder with everything in it (one of more
@@ -2592,8 +2592,7 @@ mod tests {
 
     #[test]
     fn v1_summary_reads_the_state_and_the_first_and_last_events_only() {
-        let s = OpenHands
-            .summarize(&fixture("openhands", "conversation"))
+        let s = crate::formats::testing::summaries(&OpenHands, &fixture("openhands", "conversation"))
             .unwrap()
             .remove(0);
         assert_eq!(s.id, "0f9c4e2a-1111-4222-8333-944455556666");
@@ -2602,7 +2601,9 @@ mod tests {
         assert_eq!(s.duration, Some(2_200_000_000));
         assert_eq!(s.tool_calls, None);
         // A V0 file is loaded.
-        let s = OpenHands.summarize(&fixture("openhands", "v0.json")).unwrap().remove(0);
+        let s = crate::formats::testing::summaries(&OpenHands, &fixture("openhands", "v0.json"))
+            .unwrap()
+            .remove(0);
         assert_eq!(s.tool_calls, Some(3));
     }
 

@@ -35,7 +35,7 @@ impl Format for RooCode {
     fn load(&self, path: &Path) -> Result<Loaded, LoadError> {
         ROO_CODE.load(path)
     }
-    fn summarize(&self, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    fn summarize(&self, path: &Path) -> Result<Option<Vec<Summary>>, LoadError> {
         ROO_CODE.summarize(path)
     }
     fn decode_payload(&self, trace: &Trace, event: &Event, raw: &[&[u8]]) -> Payload {
@@ -95,7 +95,7 @@ mod tests {
         assert!(RooCode.is_run_dir(&dir));
         let l = RooCode.load(&dir).unwrap();
         assert_eq!(l.traces[0].meta.format, "roo-code");
-        let s = RooCode.summarize(&dir).unwrap();
+        let s = crate::formats::testing::summaries(&RooCode, &dir).unwrap();
         assert_eq!(s[0].format, "roo-code");
         let (_c, cline) = task_below("saoudrizwan.claude-dev");
         assert_eq!(crate::formats::detect(&cline).unwrap().id(), "cline");

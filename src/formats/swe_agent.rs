@@ -1378,11 +1378,11 @@ mod tests {
         assert_eq!(run.input, Some(json!("Fix the typo in calc.py")));
         assert!(run.output.unwrap().as_str().unwrap().starts_with("diff --git"));
         assert!(t.diagnostics.is_empty());
-        // Run totals only (`model_stats`): the run's tokens and its recorded $0.02.
+        // Run totals only (`model_stats`): the run's tokens and its recorded $0.02 (the run's
+        // cost from them: tests/cost.rs).
         assert_eq!(t.counts().tokens, 1200 + 90);
-        let rc = crate::cost::usage::run_cost(&t, crate::cost::Prices::builtin());
-        assert_eq!((rc.total.tokens.input, rc.total.tokens.output), (1200, 90));
-        assert_eq!((rc.total.micros, rc.total.unknown, rc.total.calls), (20_000, 0, 3));
+        let u = t.event(t.roots[0]).usage.get().unwrap();
+        assert_eq!((u.input, u.output, u.cost), (Some(1200), Some(90), Some(20_000)));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What the formats' unit tests share.
 
 use super::stem;
+use super::{Format, LoadError, Summary};
 use crate::model::Trace;
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,15 @@ pub fn fixture(format: &str, name: &str) -> PathBuf {
         .join("tests/fixtures")
         .join(format)
         .join(name)
+}
+
+/// A source's summaries as `source` makes them, less their cost (priced above formats/): the
+/// format's cheap ones, else those of the loaded runs.
+pub fn summaries(f: &dyn Format, path: &Path) -> Result<Vec<Summary>, LoadError> {
+    match f.summarize(path)? {
+        Some(list) => Ok(list),
+        None => Ok(f.load(path)?.traces.iter().map(Summary::unpriced).collect()),
+    }
 }
 
 /// The tree as text, a line an event: `<indent><kind> <name>`.

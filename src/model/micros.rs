@@ -59,3 +59,12 @@ pub fn micros_of_json(v: &serde_json::Value) -> Option<u64> {
         _ => None,
     }
 }
+
+/// Microdollars → `$1.2345` (four decimals, or more for amounts under a cent).
+pub fn dollars(micro: u64) -> String {
+    if micro > 0 && micro < 10_000 {
+        return format!("${}.{:06}", micro / 1_000_000, micro % 1_000_000);
+    }
+    let tenths = (micro + 50) / 100; // 1/10,000 of a dollar, rounded
+    format!("${}.{:04}", tenths / 10_000, tenths % 10_000)
+}

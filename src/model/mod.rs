@@ -8,6 +8,7 @@ mod payload;
 mod strings;
 mod time;
 mod trace;
+pub mod usage;
 
 pub use event::Event;
 pub use event::{EventKind, NO_PARENT, Nanos, Origin, Role, Status, Usage, UsageCell};

@@ -128,7 +128,7 @@ pub const RECORDED_COST_ATTR: &str = "recorded_cost_usd";
 /// run, by model, as it wrote them (Claude Code's `cost-state.modelUsage`: per model
 /// `inputTokens`, `outputTokens`, `cacheReadInputTokens`, `cacheCreationInputTokens`,
 /// `cacheCreationEphemeral5mInputTokens`, `cacheCreationEphemeral1hInputTokens`,
-/// `webSearchRequests`, `costUSD`); read by `cost::usage::recorded_by_model`.
+/// `webSearchRequests`, `costUSD`); read by `recorded_by_model` in cost/usage.rs.
 pub const RECORDED_USAGE_ATTR: &str = "recorded_usage";
 
 impl RunMeta {
@@ -953,7 +953,7 @@ impl Trace {
     }
 
     /// Counts of the run's events. Tokens: the sum over its LLM calls, or the totals the
-    /// recorder wrote on the run event when the calls add up to fewer (as `cost::usage`).
+    /// recorder wrote on the run event when the calls add up to fewer (as cost/usage.rs does).
     pub fn counts(&self) -> Counts {
         let mut c = counts_of(&self.events);
         let run = self.events.iter().filter(|e| e.kind == EventKind::Run);

@@ -161,7 +161,7 @@ pub fn collect(runs: &[crate::source::RunRef], prices: &Prices) -> (Vec<Checked>
                 .iter()
                 .filter_map(|t| {
                     check(t, prices).map(|check| Checked {
-                        summary: crate::formats::Summary::of(t),
+                        summary: crate::source::summary::of(t),
                         check,
                     })
                 })

@@ -4,7 +4,7 @@
 //! Runs are loaded in parallel and each is reduced to a [`RunStats`] at once (the trace is
 //! dropped), so that memory stays that of the runs being loaded. Tokens and cost come from
 //! [`crate::cost::usage`] (the one definition every view uses); the counts are
-//! [`crate::formats::Summary::of`]'s, as in `ls`, `show`, `check` and the runs list.
+//! [`crate::source::summary::of`]'s, as in `ls`, `show`, `check` and the runs list.
 
 use crate::cost::Prices;
 use crate::cost::usage::{Total, each_call};
@@ -126,7 +126,7 @@ pub fn day_of(ns: i64) -> String {
 
 impl RunStats {
     pub fn of(t: &Trace, prices: &Prices) -> RunStats {
-        let mut summary = Summary::of(t);
+        let mut summary = Summary::unpriced(t);
         let (run_start, _) = t.time_span();
         let mut by_model = Vec::new();
         let mut by_day: Vec<(String, Total)> = Vec::new();
@@ -170,7 +170,8 @@ impl RunStats {
             let (_, end) = t.time_span();
             merge_into(&mut by_day, &end.or(run_start).map(day_of).unwrap_or_default(), &x);
         }
-        // The same definition as Summary::of (run_cost over the same calls), at these prices.
+        // The same definition as `source::summary::of` (run_cost over the same calls), at these
+        // prices.
         summary.cost = Some(total);
         let mut tools: std::collections::HashMap<crate::model::StrRef, ToolAgg> = Default::default();
         for e in &t.events {

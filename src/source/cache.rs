@@ -869,7 +869,7 @@ mod tests {
             ))
             .unwrap()
             .traces[0];
-        Summary::of(t)
+        crate::source::summary::of(t)
     }
 
     #[test]

@@ -75,19 +75,25 @@ impl RunRef {
     /// ([`cache::source_stamp`]).
     pub fn summarize_stamped(&self) -> (Option<u64>, Result<Vec<Summary>, LoadError>) {
         cache::summaries_stamped(self, || {
-            summary::from_ends(self).unwrap_or_else(|| match &self.nested {
-                None => self.format.summarize(&self.path),
-                Some(_) => Ok(self.load()?.traces.iter().map(Summary::of).collect()),
+            summary::from_ends(self).unwrap_or_else(|| {
+                let cheap = match &self.nested {
+                    None => self.format.summarize(&self.path)?,
+                    Some(_) => None,
+                };
+                match cheap {
+                    Some(list) => Ok(list),
+                    None => Ok(self.load()?.traces.iter().map(summary::of).collect()),
+                }
             })
         })
     }
-    /// Exact summaries: the loaded runs' ([`Summary::of`]), from the cache when the source is
+    /// Exact summaries: the loaded runs' ([`summary::of`]), from the cache when the source is
     /// as it was when they were made, else by a full load (then cached). What the runs list
     /// and `ls` show once a source is indexed ([`index`]).
     pub fn exact(&self) -> Result<Vec<Summary>, LoadError> {
         cache::exact(self, || {
             let loaded = self.load()?;
-            let list = loaded.traces.iter().map(Summary::of).collect();
+            let list = loaded.traces.iter().map(summary::of).collect();
             index::drop_in_background(loaded);
             Ok(list)
         })

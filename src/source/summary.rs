@@ -5,6 +5,18 @@ use super::RunRef;
 use crate::formats::{LoadError, Summary};
 use std::io::{Read, Seek, SeekFrom};
 
+/// The summary of a loaded run, priced: its counts ([`Summary::unpriced`]) and its tokens by
+/// kind and cost at the current prices ([`crate::cost::usage::run_cost`]). Every loaded run's
+/// row (`ls`, the runs list, the summary cache) is made here, above formats/, which know no
+/// prices.
+pub fn of(t: &crate::model::Trace) -> Summary {
+    let cost = crate::cost::usage::run_cost(t, crate::cost::usage::current()).total;
+    Summary {
+        cost: Some(cost),
+        ..Summary::unpriced(t)
+    }
+}
+
 /// Formats whose every file is one run (a session): their large files are summarized from
 /// their ends. A format whose file may hold several runs (Assay, OpenAI-chat datasets) is
 /// summarized by the format itself. Add a format's id when its files are sessions.
@@ -34,7 +46,7 @@ pub fn from_ends(run: &RunRef) -> Option<Result<Vec<Summary>, LoadError>> {
         return Some(Err(e));
     }
     let head = f.sink.traces.first()?;
-    let mut s = Summary::of(head);
+    let mut s = Summary::unpriced(head);
     s.events = None;
     s.tool_calls = None;
     s.llm_calls = None;
@@ -117,7 +129,8 @@ mod tests {
         };
         let s = from_ends(&run).unwrap().unwrap();
         assert_eq!(s.len(), 1);
-        let full = crate::formats::by_id("claude-code").unwrap().summarize(&p).unwrap();
+        let loaded = crate::formats::by_id("claude-code").unwrap().load(&p).unwrap();
+        let full: Vec<Summary> = loaded.traces.iter().map(of).collect();
         assert_eq!(s[0].id, full[0].id);
         assert_eq!(s[0].name, full[0].name);
         assert_eq!(s[0].start, full[0].start);

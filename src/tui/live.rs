@@ -256,9 +256,9 @@ impl Loader {
         let list: Vec<RunEntry> = (0..others.len().max(ours.map_or(0, |k| k + 1)))
             .map(|i| {
                 let summary = if Some(i) == ours {
-                    Summary::of(&t)
+                    source::summary::of(&t)
                 } else {
-                    Summary::of(&others[i])
+                    source::summary::of(&others[i])
                 };
                 self.entry(i, summary)
             })
@@ -447,12 +447,12 @@ impl Loader {
                                 l.traces
                                     .iter()
                                     .enumerate()
-                                    .map(|(i, t)| self.entry(i, Summary::of(t)))
+                                    .map(|(i, t)| self.entry(i, source::summary::of(t)))
                                     .collect()
                             };
                             // The open run's own row says what its load found, not what a
                             // summary file says (an Inspect log's has no counts).
-                            let mine = (!again && alone).then(|| Summary::of(&l.traces[k]));
+                            let mine = (!again && alone).then(|| source::summary::of(&l.traces[k]));
                             // A new slot: the view's rows point into the old trace until it
                             // takes this one.
                             self.trace = shared(l.traces.swap_remove(k));
@@ -1243,7 +1243,7 @@ impl Written {
                         diagnostics: Vec::new(),
                     });
                 }
-                Ok(f.sink.traces.iter().map(Summary::of).collect())
+                Ok(f.sink.traces.iter().map(source::summary::of).collect())
             }
             None => self.run.exact(),
         }

