@@ -194,6 +194,56 @@ outside call arguments. --ignore takes globs over JSON paths: `*` matches anythi
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Many runs of one task: the tree of their call sequences (--tree), or two sets of
+    /// repeated runs compared metric by metric (--baseline ... --current ...).
+    #[command(
+        after_help = "--tree RUNS...: RUNS are trace files, run directories or directories of runs (every trace \
+of a source that holds several, such as an Inspect AI log's samples and epochs, is a run). The runs' calls \
+(tool calls with their arguments, LLM calls by model) form a prefix tree: each branch the runs that took it, \
+with counts, outcome (ok/error, the format's verdict: Inspect scores, SWE-agent exit_status) and the mean and \
+spread of cost, tokens and duration. --group-by splits the runs into tasks first. Exit 1 when the runs of a \
+group took more than one path, 0 when they all made the same calls.\n\n\
+--baseline A... --current B...: per metric (error rate, tool-sequence change rate, cost, tokens, duration, \
+each tool's frequency) both distributions, the difference with a confidence interval and a p-value: Fisher's \
+exact test for rates (Newcombe's interval), a permutation test for means (a seeded bootstrap interval). \
+REGRESSION (exit 1) only when the current runs are significantly worse at --alpha, Holm-corrected over the \
+metrics that decide; a tool's frequency is reported, not decisive. One run on each side: the pair verdict of \
+`tracetui diff`, said on stderr (exit 1 only on REGRESSION).\n\n\
+Calls that differ only in ids, timestamps, durations, results or usage are the same step; --ignore takes \
+globs over argument paths as diff does, e.g. 'tools[*].args.ts'."
+    )]
+    Compare {
+        /// Print the tree of the RUNS' call sequences.
+        #[arg(long, conflicts_with_all = ["baseline", "current"])]
+        tree: bool,
+        /// With --tree: trace files, run directories or directories of runs.
+        #[arg(value_name = "RUNS", requires = "tree")]
+        runs: Vec<PathBuf>,
+        /// The reference runs (repeated runs of the task before a change).
+        #[arg(long, num_args = 1.., value_name = "RUN", requires = "current")]
+        baseline: Vec<PathBuf>,
+        /// The runs to judge against them.
+        #[arg(long, num_args = 1.., value_name = "RUN", requires = "baseline")]
+        current: Vec<PathBuf>,
+        /// With --tree: split the runs into tasks, one tree each.
+        #[arg(long = "group-by", value_enum, value_name = "KEY", requires = "tree")]
+        group_by: Option<crate::report::compare_tree::GroupBy>,
+        /// Significance level of the verdict (and 1 - alpha the level of the intervals).
+        #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
+        alpha: f64,
+        /// Leave out an argument path (glob) when telling steps apart; repeatable.
+        #[arg(long = "ignore", value_name = "PATH", action = clap::ArgAction::Append)]
+        ignore: Vec<String>,
+        /// With --tree: steps shown of a stretch without a branch (its first and last; 0: all).
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        steps: usize,
+        /// Output `text`, `json` or `markdown`, and/or a trace format name to override detection.
+        #[arg(long = "format", value_name = "FORMAT", action = clap::ArgAction::Append)]
+        format: Vec<String>,
+        /// Write the report to FILE instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
     /// Search every run's events for PATTERN: names, arguments, results, prompts, responses,
     /// errors (exit 0 found, 1 none, 2 trouble). Without PATH: the standard places, else `.`.
     #[command(

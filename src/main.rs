@@ -369,6 +369,114 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             code
         }
+        Some(Command::Compare {
+            tree,
+            runs,
+            baseline,
+            current,
+            group_by,
+            alpha,
+            ignore,
+            steps,
+            format,
+            output,
+        }) => {
+            use report::compare_tree as ct;
+            let (report_fmt, rest) = report::compare::split_report(&format);
+            let (_, forced) = formats(&FormatArgs { format: rest })?;
+            let report_fmt = report_fmt.unwrap_or(report::compare::Report::Text);
+            if report_fmt == report::compare::Report::Html {
+                return Err(usage("compare writes text, json or markdown"));
+            }
+            if !(alpha > 0.0 && alpha < 1.0) {
+                return Err(usage(format!("--alpha {alpha}: a level between 0 and 1 (0.05)")));
+            }
+            let globs: Vec<tracetui::diff::Glob> = ignore.iter().map(|g| tracetui::diff::Glob::new(g)).collect();
+            let warn = |ws: &[String]| {
+                for w in ws {
+                    eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {w}")));
+                }
+            };
+            let mut file_out;
+            let sink: &mut dyn Write = match &output {
+                Some(p) => {
+                    let f = std::fs::File::create(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
+                    file_out = std::io::BufWriter::new(f);
+                    &mut file_out
+                }
+                None => &mut out,
+            };
+            let code = if tree {
+                if runs.is_empty() {
+                    return Err(usage(
+                        "compare --tree needs RUNS: trace files, run directories or a directory of runs",
+                    ));
+                }
+                let loaded = ct::load(&runs, forced, group_by, &globs).map_err(usage)?;
+                warn(&loaded.warnings);
+                let groups = ct::groups(loaded.runs);
+                match report_fmt {
+                    report::compare::Report::Json => ct::tree_json(&groups, sink)?,
+                    report::compare::Report::Markdown => ct::tree_markdown(&groups, steps, sink)?,
+                    _ => ct::tree_text(&groups, steps, sink)?,
+                }
+                u8::from(groups.iter().any(|g| g.tree.paths().len() > 1))
+            } else if baseline.is_empty() || current.is_empty() {
+                return Err(usage(
+                    "compare needs --tree RUNS..., or --baseline RUN... --current RUN...",
+                ));
+            } else {
+                let a = ct::load(&baseline, forced, None, &globs).map_err(usage)?;
+                let b = ct::load(&current, forced, None, &globs).map_err(usage)?;
+                warn(&a.warnings);
+                warn(&b.warnings);
+                if a.runs.len() == 1 && b.runs.len() == 1 {
+                    eprintln!(
+                        "tracetui: one run on each side: no distribution to test; this is the pair verdict of `tracetui diff` (exit 1 only on REGRESSION)"
+                    );
+                    let (pa, pb) = (
+                        std::path::PathBuf::from(&a.runs[0].1.spec),
+                        std::path::PathBuf::from(&b.runs[0].1.spec),
+                    );
+                    let req = report::compare::Request {
+                        baseline: &pa,
+                        current: std::slice::from_ref(&pb),
+                        forced,
+                        opts: tracetui::diff::Options {
+                            strict: false,
+                            ignore: globs,
+                        },
+                        fail_on: vec![tracetui::diff::Verdict::Regression],
+                        report: report_fmt,
+                        context: tracetui::diff::words::DEFAULT_CONTEXT,
+                        color: false,
+                    };
+                    match report::compare::run(&req, sink) {
+                        Ok(c) => c,
+                        Err(report::compare::RunError::Usage(m)) => return Err(usage(m)),
+                        Err(report::compare::RunError::Io(e)) => return Err(e.into()),
+                    }
+                } else {
+                    let av: Vec<_> = a.runs.into_iter().map(|(_, r)| r).collect();
+                    let bv: Vec<_> = b.runs.into_iter().map(|(_, r)| r).collect();
+                    let r = tracetui::diff::repeated::compare(&av, &bv, alpha);
+                    match report_fmt {
+                        report::compare::Report::Json => tracetui::json::write_line(sink, &ct::repeated_json(&r))?,
+                        report::compare::Report::Markdown => ct::repeated_markdown(&r, sink)?,
+                        _ => ct::repeated_text(&r, sink)?,
+                    }
+                    u8::from(r.regression)
+                }
+            };
+            sink.flush()?;
+            if let Some(p) = &output {
+                eprintln!(
+                    "{}",
+                    tracetui::sanitize::line(&format!("tracetui: wrote {}", p.display()))
+                );
+            }
+            code
+        }
         Some(Command::Grep {
             pattern,
             paths,

@@ -13,6 +13,8 @@ mod ignore;
 mod json;
 mod metrics;
 mod payloads;
+pub mod repeated;
+pub mod tree;
 pub mod words;
 
 pub use align::{Call, Step, align, align_with, calls};

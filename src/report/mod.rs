@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod compare_tree;
 pub mod diff;
 pub mod diff_html;
 pub mod diff_md;
