@@ -474,7 +474,8 @@ pub fn tree_json(groups: &[Group], out: &mut dyn Write) -> std::io::Result<()> {
     crate::json::write_line(out, &v)
 }
 
-/// The step where a path leaves the others, as a label (`-` for the only path).
+/// The step where a path leaves its closest, as a label (`-`: a path that only stops early,
+/// or the only one).
 fn divergence_label(g: &Group, end: u32) -> String {
     match g.tree.divergence(end) {
         Some(d) => {
@@ -482,6 +483,9 @@ fn divergence_label(g: &Group, end: u32) -> String {
             format!("step {}: {}", n.depth, g.tree.label(n.key.expect("a step")))
         }
         None if end == 0 => "(no call)".into(),
+        None if !g.tree.nodes[end as usize].children.is_empty() => {
+            format!("stops after step {}", g.tree.nodes[end as usize].depth)
+        }
         None => "-".into(),
     }
 }
@@ -502,7 +506,7 @@ pub fn tree_markdown(groups: &[Group], steps: usize, out: &mut dyn Write) -> std
             crate::report::count(g.runs.len(), "run"),
             crate::report::count(g.tree.paths().len(), "path")
         )?;
-        writeln!(out, "| path | runs | outcome | first divergence | e.g. |")?;
+        writeln!(out, "| path | runs | outcome | where it leaves the others | e.g. |")?;
         writeln!(out, "|---|---|---|---|---|")?;
         for (i, p) in g.tree.paths().into_iter().enumerate() {
             let n = &g.tree.nodes[p as usize];
