@@ -125,6 +125,9 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+/// A run reduced where it was loaded: its group, what compare needs, its diagnostics.
+type Reduced = (String, RunInfo, Vec<String>);
+
 /// Load every trace under `paths` (each trace of a source that holds several is a run).
 /// `Err`: a path that is unreadable or holds no trace.
 pub fn load(
@@ -138,25 +141,24 @@ pub fn load(
         return Err(e.to_string());
     }
     let prices = crate::cost::Prices::builtin();
-    let per_source: Vec<Result<Vec<(String, RunInfo, Vec<String>)>, String>> =
-        crate::source::load_each(&d.runs, |r, res| {
-            let loaded = res.map_err(|e| e.to_string())?;
-            let many = loaded.traces.len() > 1;
-            Ok(loaded
-                .traces
-                .iter()
-                .map(|t| {
-                    let spec = if many {
-                        format!("{}#{}", r.path.display(), t.meta.id)
-                    } else {
-                        r.path.display().to_string()
-                    };
-                    let info = RunInfo::of(t, spec, false, ignore, prices);
-                    let warnings = t.diagnostics.iter().map(|d| d.to_string()).collect();
-                    (group_key(t, by), info, warnings)
-                })
-                .collect())
-        });
+    let per_source: Vec<Result<Vec<Reduced>, String>> = crate::source::load_each(&d.runs, |r, res| {
+        let loaded = res.map_err(|e| e.to_string())?;
+        let many = loaded.traces.len() > 1;
+        Ok(loaded
+            .traces
+            .iter()
+            .map(|t| {
+                let spec = if many {
+                    format!("{}#{}", r.path.display(), t.meta.id)
+                } else {
+                    r.path.display().to_string()
+                };
+                let info = RunInfo::of(t, spec, false, ignore, prices);
+                let warnings = t.diagnostics.iter().map(|d| d.to_string()).collect();
+                (group_key(t, by), info, warnings)
+            })
+            .collect())
+    });
     let mut runs = Vec::new();
     let mut warnings = Vec::new();
     for res in per_source {
