@@ -266,6 +266,12 @@ struct TextTree<'a> {
     lines: Vec<String>,
 }
 
+/// Work left in [`TextTree::segment`].
+enum Todo {
+    Line(String),
+    Stretch(Option<u32>, String),
+}
+
 /// Guides stop growing past this many characters (a tree branching at every step).
 const MAX_PREFIX: usize = 48;
 
@@ -289,8 +295,20 @@ impl TextTree<'_> {
         )
     }
 
-    /// From `start` down its stretch of single steps, then its branches.
+    /// The tree from `start` (`None`: the root), each stretch of single steps, then its
+    /// branches. An explicit stack, not recursion: a set of runs may branch at every step.
     fn segment(&mut self, start: Option<u32>, prefix: &str) {
+        let mut todo = vec![Todo::Stretch(start, prefix.to_string())];
+        while let Some(item) = todo.pop() {
+            match item {
+                Todo::Line(l) => self.lines.push(l),
+                Todo::Stretch(s, p) => self.stretch(s, &p, &mut todo),
+            }
+        }
+    }
+
+    /// One stretch: its steps and ends lines now; its branches (header, then stretch) onto `todo`.
+    fn stretch(&mut self, start: Option<u32>, prefix: &str, todo: &mut Vec<Todo>) {
         let t = &self.g.tree;
         let mut chain = Vec::new();
         let mut n = start.unwrap_or(0);
@@ -329,25 +347,27 @@ impl TextTree<'_> {
         }
         let kids = node.children.clone();
         let total = self.g.runs.len();
-        for (i, &c) in kids.iter().enumerate() {
+        for (i, &c) in kids.iter().enumerate().rev() {
             let last = i + 1 == kids.len();
             let cn = &t.nodes[c as usize];
             let rep = cn
                 .representative()
                 .map(|(r, _)| crate::report::ls::cut_front(&sanitize::line(&self.g.runs[r as usize].spec), 60))
                 .unwrap_or_default();
-            self.lines.push(format!(
+            let header = format!(
                 "{prefix}{} {}/{total} runs · {} · e.g. {rep}",
                 if last { "└─" } else { "├─" },
                 cn.runs.len(),
                 outcome_text(&Outcome::of(&self.g.runs, &cn.runs)),
-            ));
+            );
             let deeper = if prefix.chars().count() >= MAX_PREFIX {
                 prefix.to_string()
             } else {
                 format!("{prefix}{}", if last { "   " } else { "│  " })
             };
-            self.segment(Some(c), &deeper);
+            // Pushed in reverse: the first branch's header comes off the stack first.
+            todo.push(Todo::Stretch(Some(c), deeper));
+            todo.push(Todo::Line(header));
         }
     }
 }
@@ -781,5 +801,28 @@ mod tests {
         assert!(s.contains("┆ 14 more steps"), "{s}");
         assert!(s.contains("├─ 2/3 runs") && s.contains("└─ 1/3 runs"), "{s}");
         assert!(!s.contains('\u{1b}'), "{s}");
+    }
+
+    #[test]
+    fn a_set_branching_at_every_step_renders_in_order() {
+        // Run i shares i steps with the others, then takes its own: 1,000 nested branches.
+        let runs: Vec<RunInfo> = (0..1000)
+            .map(|i| {
+                let mut seq: Vec<String> = (0..i).map(|_| "same".to_string()).collect();
+                seq.push(format!("own{i}"));
+                let seq: Vec<&str> = seq.iter().map(String::as_str).collect();
+                run(&seq, &format!("r{i:04}"))
+            })
+            .collect();
+        let g = Group::new("deep".into(), runs);
+        let mut out = Vec::new();
+        tree_text(&[g], 0, &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(s.matches("■ 1 run ends here").count(), 1000);
+        let first = s.find("e.g. r0001").unwrap();
+        assert!(
+            s.find("e.g. r0000").unwrap() > first,
+            "the larger branch (999 runs via `same`) comes first"
+        );
     }
 }
