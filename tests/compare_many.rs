@@ -399,7 +399,7 @@ fn write_path(dir: &Path, name: &str, path: usize, salt: u64) {
     match path {
         0 => write_run(dir, name, &[vec![look], vec![refund]], false, salt, 400 + salt % 40),
         1 => {
-            let first = if salt % 2 == 0 {
+            let first = if salt.is_multiple_of(2) {
                 vec![policy, look]
             } else {
                 vec![look, policy]

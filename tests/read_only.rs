@@ -121,6 +121,7 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
         "ls",
         "tail",
         "diff",
+        "compare",
         "config",
         "completions",
         "man",
@@ -230,6 +231,27 @@ fn no_command_changes_anything_in_the_traces_it_reads() {
             run(&["diff", "--format", fmt, a, b]);
         }
         run(&["diff", "--strict", "--format", "json", a, b]);
+    }
+    // compare reads every run it is given: a tree of all the samples, and two sets of runs.
+    for fmt in ["text", "json", "markdown"] {
+        run(&[
+            "compare",
+            "--tree",
+            "--group-by",
+            "task",
+            "--format",
+            fmt,
+            "sample-traces",
+        ]);
+        run(&[
+            "compare",
+            "--format",
+            fmt,
+            "--baseline",
+            "sample-traces/repeated/baseline",
+            "--current",
+            "sample-traces/repeated/current",
+        ]);
     }
     // With no PATH: the standard places, with sample-traces as HOME and current directory
     // (its runs/ and traces/ are places).

@@ -50,7 +50,7 @@ def write_run(out, name, path, rng, salt, events=0, task="Order A-1042 arrived b
 
     ev("RUN_START", None, "refund-agent", None, {"run_name": name})
     base = 400 + 20 * path
-    pad = max(0, (events - 12) // 2)
+    pad = max(0, (events - 6) // 2)  # the path itself is 7 or 8 events
     for i in range(pad):
         l = ev("LLM_CALL", None, "gpt-4o", 200 + rng.randrange(300), llm([{"role": "user", "content": task}, {"role": "assistant", "content": "note %d" % i}], 50))
         tool(l, "read_notes", {"page": i})

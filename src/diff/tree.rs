@@ -406,10 +406,10 @@ impl Tree {
         out
     }
 
-    /// Where the branch through `n` leaves the runs it shared a prefix with: the first node
-    /// on its path whose parent has more than one way on (or where some runs stopped).
+    /// Where the path to `n` leaves the paths closest to it: the last node on it whose parent
+    /// has more than one way on (or where some runs stopped). `None`: no other path.
     pub fn divergence(&self, n: u32) -> Option<u32> {
-        self.path_to(n).into_iter().find(|&x| {
+        self.path_to(n).into_iter().rev().find(|&x| {
             let p = &self.nodes[self.nodes[x as usize].parent.expect("below the root") as usize];
             p.children.len() > 1 || !p.ends.is_empty()
         })
@@ -529,12 +529,24 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn divergence_is_the_first_branching_step() {
-        let runs = vec![run(&["a", "b", "c", "x"]), run(&["a", "b", "d", "y"])];
+    fn divergence_is_where_a_path_leaves_its_closest() {
+        let runs = vec![
+            run(&["a", "b", "c", "x"]),
+            run(&["a", "b", "d", "y"]),
+            run(&["a", "b", "c", "z"]),
+            run(&["a"]),
+        ];
         let t = Tree::build(&runs);
-        let end = t.paths()[0];
-        let d = t.divergence(end).unwrap();
-        assert_eq!(t.nodes[d as usize].depth, 3);
+        let depth = |end: u32| t.divergence(end).map(|d| t.nodes[d as usize].depth);
+        let ends: Vec<u32> = t.paths();
+        // a-b-c-x and a-b-c-z part at their 4th step; a-b-d-y leaves them at the 3rd; `a`
+        // alone: its runs stop where the others go on, so it has no step of its own.
+        let by_run = |r: u32| *ends.iter().find(|&&e| t.nodes[e as usize].ends.contains(&r)).unwrap();
+        assert_eq!(depth(by_run(0)), Some(4));
+        assert_eq!(depth(by_run(1)), Some(3));
+        assert_eq!(depth(by_run(2)), Some(4));
+        assert_eq!(depth(by_run(3)), None);
+        assert_eq!(t.divergence(Tree::build(&[run(&["a"])]).paths()[0]), None);
     }
 }
 

@@ -125,6 +125,9 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+/// A run reduced where it was loaded: its group, what compare needs, its diagnostics.
+type Reduced = (String, RunInfo, Vec<String>);
+
 /// Load every trace under `paths` (each trace of a source that holds several is a run).
 /// `Err`: a path that is unreadable or holds no trace.
 pub fn load(
@@ -138,25 +141,24 @@ pub fn load(
         return Err(e.to_string());
     }
     let prices = crate::cost::Prices::builtin();
-    let per_source: Vec<Result<Vec<(String, RunInfo, Vec<String>)>, String>> =
-        crate::source::load_each(&d.runs, |r, res| {
-            let loaded = res.map_err(|e| e.to_string())?;
-            let many = loaded.traces.len() > 1;
-            Ok(loaded
-                .traces
-                .iter()
-                .map(|t| {
-                    let spec = if many {
-                        format!("{}#{}", r.path.display(), t.meta.id)
-                    } else {
-                        r.path.display().to_string()
-                    };
-                    let info = RunInfo::of(t, spec, false, ignore, prices);
-                    let warnings = t.diagnostics.iter().map(|d| d.to_string()).collect();
-                    (group_key(t, by), info, warnings)
-                })
-                .collect())
-        });
+    let per_source: Vec<Result<Vec<Reduced>, String>> = crate::source::load_each(&d.runs, |r, res| {
+        let loaded = res.map_err(|e| e.to_string())?;
+        let many = loaded.traces.len() > 1;
+        Ok(loaded
+            .traces
+            .iter()
+            .map(|t| {
+                let spec = if many {
+                    format!("{}#{}", r.path.display(), t.meta.id)
+                } else {
+                    r.path.display().to_string()
+                };
+                let info = RunInfo::of(t, spec, false, ignore, prices);
+                let warnings = t.diagnostics.iter().map(|d| d.to_string()).collect();
+                (group_key(t, by), info, warnings)
+            })
+            .collect())
+    });
     let mut runs = Vec::new();
     let mut warnings = Vec::new();
     for res in per_source {
@@ -264,6 +266,12 @@ struct TextTree<'a> {
     lines: Vec<String>,
 }
 
+/// Work left in [`TextTree::segment`].
+enum Todo {
+    Line(String),
+    Stretch(Option<u32>, String),
+}
+
 /// Guides stop growing past this many characters (a tree branching at every step).
 const MAX_PREFIX: usize = 48;
 
@@ -287,8 +295,20 @@ impl TextTree<'_> {
         )
     }
 
-    /// From `start` down its stretch of single steps, then its branches.
+    /// The tree from `start` (`None`: the root), each stretch of single steps, then its
+    /// branches. An explicit stack, not recursion: a set of runs may branch at every step.
     fn segment(&mut self, start: Option<u32>, prefix: &str) {
+        let mut todo = vec![Todo::Stretch(start, prefix.to_string())];
+        while let Some(item) = todo.pop() {
+            match item {
+                Todo::Line(l) => self.lines.push(l),
+                Todo::Stretch(s, p) => self.stretch(s, &p, &mut todo),
+            }
+        }
+    }
+
+    /// One stretch: its steps and ends lines now; its branches (header, then stretch) onto `todo`.
+    fn stretch(&mut self, start: Option<u32>, prefix: &str, todo: &mut Vec<Todo>) {
         let t = &self.g.tree;
         let mut chain = Vec::new();
         let mut n = start.unwrap_or(0);
@@ -327,25 +347,27 @@ impl TextTree<'_> {
         }
         let kids = node.children.clone();
         let total = self.g.runs.len();
-        for (i, &c) in kids.iter().enumerate() {
+        for (i, &c) in kids.iter().enumerate().rev() {
             let last = i + 1 == kids.len();
             let cn = &t.nodes[c as usize];
             let rep = cn
                 .representative()
                 .map(|(r, _)| crate::report::ls::cut_front(&sanitize::line(&self.g.runs[r as usize].spec), 60))
                 .unwrap_or_default();
-            self.lines.push(format!(
+            let header = format!(
                 "{prefix}{} {}/{total} runs · {} · e.g. {rep}",
                 if last { "└─" } else { "├─" },
                 cn.runs.len(),
                 outcome_text(&Outcome::of(&self.g.runs, &cn.runs)),
-            ));
+            );
             let deeper = if prefix.chars().count() >= MAX_PREFIX {
                 prefix.to_string()
             } else {
                 format!("{prefix}{}", if last { "   " } else { "│  " })
             };
-            self.segment(Some(c), &deeper);
+            // Pushed in reverse: the first branch's header comes off the stack first.
+            todo.push(Todo::Stretch(Some(c), deeper));
+            todo.push(Todo::Line(header));
         }
     }
 }
@@ -474,7 +496,8 @@ pub fn tree_json(groups: &[Group], out: &mut dyn Write) -> std::io::Result<()> {
     crate::json::write_line(out, &v)
 }
 
-/// The step where a path leaves the others, as a label (`-` for the only path).
+/// The step where a path leaves its closest, as a label (`-`: a path that only stops early,
+/// or the only one).
 fn divergence_label(g: &Group, end: u32) -> String {
     match g.tree.divergence(end) {
         Some(d) => {
@@ -482,6 +505,9 @@ fn divergence_label(g: &Group, end: u32) -> String {
             format!("step {}: {}", n.depth, g.tree.label(n.key.expect("a step")))
         }
         None if end == 0 => "(no call)".into(),
+        None if !g.tree.nodes[end as usize].children.is_empty() => {
+            format!("stops after step {}", g.tree.nodes[end as usize].depth)
+        }
         None => "-".into(),
     }
 }
@@ -502,7 +528,7 @@ pub fn tree_markdown(groups: &[Group], steps: usize, out: &mut dyn Write) -> std
             crate::report::count(g.runs.len(), "run"),
             crate::report::count(g.tree.paths().len(), "path")
         )?;
-        writeln!(out, "| path | runs | outcome | first divergence | e.g. |")?;
+        writeln!(out, "| path | runs | outcome | where it leaves the others | e.g. |")?;
         writeln!(out, "|---|---|---|---|---|")?;
         for (i, p) in g.tree.paths().into_iter().enumerate() {
             let n = &g.tree.nodes[p as usize];
@@ -775,5 +801,28 @@ mod tests {
         assert!(s.contains("┆ 14 more steps"), "{s}");
         assert!(s.contains("├─ 2/3 runs") && s.contains("└─ 1/3 runs"), "{s}");
         assert!(!s.contains('\u{1b}'), "{s}");
+    }
+
+    #[test]
+    fn a_set_branching_at_every_step_renders_in_order() {
+        // Run i shares i steps with the others, then takes its own: 1,000 nested branches.
+        let runs: Vec<RunInfo> = (0..1000)
+            .map(|i| {
+                let mut seq: Vec<String> = (0..i).map(|_| "same".to_string()).collect();
+                seq.push(format!("own{i}"));
+                let seq: Vec<&str> = seq.iter().map(String::as_str).collect();
+                run(&seq, &format!("r{i:04}"))
+            })
+            .collect();
+        let g = Group::new("deep".into(), runs);
+        let mut out = Vec::new();
+        tree_text(&[g], 0, &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(s.matches("■ 1 run ends here").count(), 1000);
+        let first = s.find("e.g. r0001").unwrap();
+        assert!(
+            s.find("e.g. r0000").unwrap() > first,
+            "the larger branch (999 runs via `same`) comes first"
+        );
     }
 }
