@@ -73,7 +73,7 @@ fn word_diff_with_colour() {
     b.meta.source = PathBuf::from("rerun-wording");
     let d = tracetui::diff::diff(&a, &b, &Default::default());
     let mut out = Vec::new();
-    tracetui::report::diff::write_with(&d, &a, &b, &mut out, tracetui::cli::Output::Text, true, 4).unwrap();
+    tracetui::report::diff::write_with(&d, &a, &b, &mut out, tracetui::output::Output::Text, true, 4).unwrap();
     let s = String::from_utf8(out).unwrap();
     // Deleted words red, inserted green, no bracket marks.
     assert!(

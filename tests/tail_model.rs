@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use std::io::Write;
 use std::path::Path;
-use tracetui::cli::Output;
+use tracetui::output::Output;
 use tracetui::tail::Tailer;
 use tracetui::tail::print::Printer;
 
