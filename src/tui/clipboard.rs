@@ -56,3 +56,27 @@ pub fn copy_text(s: &mut State, text: String, what: &str, note: &str) {
     say(s, shown, false);
     s.effects.push(Effect::Copy(text));
 }
+
+/// `R`: the command that resumes a session in its agent, on the clipboard (or why there is
+/// none).
+pub fn copy_resume(s: &mut State, cmd: Option<String>, format: &str) {
+    match cmd {
+        Some(cmd) => {
+            if crate::formats::resume::project_scoped(format) && !cmd.starts_with("cd ") {
+                say(
+                    s,
+                    format!("copied {cmd} (run it in the session's project directory)"),
+                    false,
+                );
+                s.effects.push(Effect::Copy(cmd));
+            } else {
+                take(s, cmd, "resume command", Command::Copy);
+            }
+        }
+        None => say(
+            s,
+            "no resume command for this run: its agent has none tracetui knows",
+            false,
+        ),
+    }
+}

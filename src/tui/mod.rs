@@ -21,6 +21,7 @@ pub mod live;
 pub mod markdown;
 pub mod nav;
 pub mod render;
+pub mod run_view;
 pub mod runs_list;
 pub mod runsearch;
 pub mod state;

@@ -1138,16 +1138,16 @@ fn json_folds_at_the_cursor_below_a_depth_and_a_search_unfolds_its_match() {
 #[test]
 fn zoom_fills_the_screen_with_the_focused_pane_and_back() {
     let mut s = one_tool_call(serde_json::json!("x"));
-    let before = super::update::run_layout(&s);
+    let before = super::run_view::run_layout(&s);
     press(&mut s, &["+"]);
-    let l = super::update::run_layout(&s);
+    let l = super::run_view::run_layout(&s);
     assert!(l.tree.is_empty());
     assert_eq!(l.detail, before.tree.union(before.detail));
     press(&mut s, &["tab"]);
-    let l = super::update::run_layout(&s);
+    let l = super::run_view::run_layout(&s);
     assert!(l.detail.is_empty(), "the zoom follows the focus");
     press(&mut s, &["+"]);
-    assert_eq!(super::update::run_layout(&s).detail, before.detail);
+    assert_eq!(super::run_view::run_layout(&s).detail, before.detail);
 }
 
 #[test]
