@@ -59,13 +59,15 @@ pub enum Command {
         fmt: FormatArgs,
     },
     /// Print the normalized event tree of a trace.
+    /// PATH may be one run of a ClickHouse store: clickhouse://host/db?trace=ID (as `ls` lists it).
     Show {
         path: PathBuf,
         #[command(flatten)]
         fmt: FormatArgs,
     },
     /// List the runs in a directory: status, agent, project, start, duration, counts (reads
-    /// only metadata). Without DIR: every run in the standard places.
+    /// only metadata). Without DIR: every run in the standard places. DIR may be a
+    /// clickhouse://[user@]host[:port]/[database] store of the Collector's ClickHouse exporter.
     Ls {
         dir: Option<PathBuf>,
         /// Print at once from what the summary cache holds, else cheap metadata (a finished
@@ -77,6 +79,10 @@ pub enum Command {
         /// What `ls` does without `--fast` (kept for scripts that say it).
         #[arg(long, hide = true, conflicts_with = "fast")]
         load: bool,
+        /// Only runs that started in this window: a duration back from now (30m, 6h, 7d) or
+        /// a date (YYYY-MM-DD, UTC, or an ISO-8601 time). A clickhouse:// source defaults to 24h.
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
         #[command(flatten)]
         fmt: FormatArgs,
     },

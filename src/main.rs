@@ -97,8 +97,87 @@ fn report_out() -> std::io::BufWriter<Box<dyn Write>> {
     std::io::BufWriter::with_capacity(1 << 16, Box::new(std::io::stdout()))
 }
 
+/// The commands that read clickhouse:// sources so far (the others refuse them, exit 2).
+const CLICKHOUSE_COMMANDS: &str = "ls and show";
+
+/// A clickhouse:// argument, if any: such a source is read by [`clickhouse`], not discovered.
+fn clickhouse_arg() -> Option<String> {
+    std::env::args_os()
+        .skip(1)
+        .filter_map(|a| a.into_string().ok())
+        .find(|a| source::clickhouse::is_url(a))
+}
+
+fn clickhouse_client(url: &str) -> anyhow::Result<source::clickhouse::Client> {
+    let src = source::clickhouse::Source::parse(url).map_err(usage)?;
+    let path = tracetui::tui::config::path();
+    let password = tracetui::tui::config::load(path.as_deref())
+        .ok()
+        .and_then(|c| c.clickhouse_password);
+    Ok(source::clickhouse::Client::new(src, password)?)
+}
+
+/// `ls` and `show` of a clickhouse:// source.
+fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
+    match cli.command {
+        Some(Command::Ls { since, fmt, .. }) => {
+            let (o, _) = formats(&fmt)?;
+            let mut c = clickhouse_client(url)?;
+            if let Some(w) = since {
+                c.source.since_secs = match source::clickhouse::parse_window(&w) {
+                    Some(s) => s,
+                    None => {
+                        let t = report::stats::parse_date(&w, false).map_err(usage)?;
+                        let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+                        (now.saturating_sub(t) / 1_000_000_000).max(1) as u64
+                    }
+                };
+            }
+            let rows = source::clickhouse::list(&c)?;
+            let root: std::sync::Arc<std::path::Path> = std::path::PathBuf::from(c.source.display()).into();
+            let full = rows.len() as u64 == c.source.limit;
+            let rows: Vec<_> = rows
+                .into_iter()
+                .map(|r| (r, c.source.database.clone(), root.clone()))
+                .collect();
+            report::ls::print(&rows, None, out, o)?;
+            if full {
+                eprintln!(
+                    "tracetui: {} runs shown; more with ?offset={}",
+                    c.source.limit,
+                    c.source.offset + c.source.limit
+                );
+            }
+            Ok(0)
+        }
+        Some(Command::Show { fmt, .. }) => {
+            let (o, _) = formats(&fmt)?;
+            let c = clickhouse_client(url)?;
+            let Some(trace) = c.source.trace.clone() else {
+                return Err(usage(format!(
+                    "{}: which run? add ?trace=ID (`tracetui ls {}` lists them)",
+                    c.source.display(),
+                    c.source.display()
+                )));
+            };
+            let (loaded, _file) = source::clickhouse::load(&c, &trace)?;
+            report::show::run(&loaded.traces, out, o)?;
+            Ok(0)
+        }
+        _ => Err(usage(format!(
+            "clickhouse:// sources work with {CLICKHOUSE_COMMANDS} so far"
+        ))),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<u8> {
     init_prices();
+    if let Some(url) = clickhouse_arg() {
+        let mut out = report_out();
+        let code = clickhouse(cli, &url, &mut out)?;
+        out.flush()?;
+        return Ok(code);
+    }
     // After the prices: the cache is of summaries made with them.
     source::cache::enable();
     let mut out = report_out();
@@ -141,8 +220,18 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             dir,
             fast,
             load: _,
+            since,
             fmt,
         }) => {
+            let since = since
+                .as_deref()
+                .map(|w| match source::clickhouse::parse_window(w) {
+                    Some(secs) => Ok(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX)
+                        - (secs.min(i64::MAX as u64 / 1_000_000_000) as i64) * 1_000_000_000),
+                    None => report::stats::parse_date(w, false),
+                })
+                .transpose()
+                .map_err(usage)?;
             let (o, forced) = formats(&fmt)?;
             let d = discover_or_places(dir.as_slice(), forced);
             if nothing_in_places(dir.as_slice(), &d) {
@@ -153,7 +242,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             } else {
                 report::ls::Numbers::Exact
             };
-            let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o, numbers)?;
+            let failed = report::ls::run(&d, &source::places::resolve_env(), &mut out, o, numbers, since)?;
             source::cache::flush();
             // Runs that could not be listed are unreadable input, also beside others that were.
             if failed > 0 { 2 } else { 0 }

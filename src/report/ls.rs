@@ -31,12 +31,14 @@ pub enum Numbers {
 
 /// Returns the number of sources that could not be listed. `places` are the standard
 /// places (a run in one of them takes its project from the place's layout).
+/// `since`: only runs that started then or later (Unix nanoseconds).
 pub fn run(
     d: &Discovery,
     places: &[crate::source::places::Resolved],
     out: &mut dyn Write,
     fmt: Output,
     numbers: Numbers,
+    since: Option<i64>,
 ) -> std::io::Result<usize> {
     let mut rows = Vec::new();
     let mut failed = 0;
@@ -66,15 +68,29 @@ pub fn run(
             crate::sanitize::line(&format!("tracetui: {}", d.skipped.message()))
         );
     }
+    if let Some(s) = since {
+        rows.retain(|(r, ..)| r.start.is_some_and(|t| t >= s));
+    }
     rows.sort_by(|(a, ..), (b, ..)| {
         b.start
             .cmp(&a.start)
             .then_with(|| a.name.cmp(&b.name))
             .then_with(|| a.id.cmp(&b.id))
     });
+    print(&rows, d.skipped.any().then_some(&d.skipped), out, fmt)?;
+    Ok(failed)
+}
+
+/// The rows of `ls` (each with its project and source), in the order given.
+pub fn print(
+    rows: &[(Summary, String, std::sync::Arc<std::path::Path>)],
+    skipped: Option<&crate::source::Skipped>,
+    out: &mut dyn Write,
+    fmt: Output,
+) -> std::io::Result<()> {
     match fmt {
         Output::Json => {
-            for (r, project, root) in &rows {
+            for (r, project, root) in rows {
                 let mut v = serde_json::to_value(r).unwrap_or_default();
                 if r.path.to_str().is_none() {
                     v["path_lossy"] = serde_json::Value::Bool(true);
@@ -91,8 +107,8 @@ pub fn run(
                 crate::json::put_path(&mut v, "source", root);
                 crate::json::write_line(out, &v)?;
             }
-            if d.skipped.any() {
-                crate::json::write_line(out, &serde_json::json!({"skipped": d.skipped.json()}))?;
+            if let Some(sk) = skipped {
+                crate::json::write_line(out, &serde_json::json!({"skipped": sk.json()}))?;
             }
         }
         Output::Text => {
@@ -101,7 +117,7 @@ pub fn run(
                 "{:<8} {:<28} {:<12} {:<20} {:<23} {:>9} {:>6} {:>5} {:>5} {:>8} {:>9}  ID",
                 "STATUS", "NAME", "AGENT", "PROJECT", "START", "DURATION", "TOOLS", "LLM", "ERR", "TOKENS", "COST"
             )?;
-            for (r, project, _) in &rows {
+            for (r, project, _) in rows {
                 let name = r.name.clone().unwrap_or_else(|| r.id.clone());
                 let project = if project.is_empty() { "." } else { project };
                 // Metadata counts of a run not loaded are marked `~` (the loaded ones may differ).
@@ -135,7 +151,7 @@ pub fn run(
             }
         }
     }
-    Ok(failed)
+    Ok(())
 }
 
 /// Replace the provisional summaries among `summaries` by exact ones: each such source is

@@ -3,6 +3,7 @@
 //! only when it is opened.
 
 pub mod cache;
+pub mod clickhouse;
 pub mod index;
 pub mod liveness;
 mod not_traces;

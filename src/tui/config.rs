@@ -40,6 +40,9 @@ pub struct Config {
     pub prices: toml::Table,
     /// `[diff] context = N`: words kept around a word-level change.
     pub diff_context: Option<usize>,
+    /// `[clickhouse] password = "..."`: the password of clickhouse:// sources (the
+    /// environment's TRACETUI_CLICKHOUSE_PASSWORD wins); never printed, not even by Debug.
+    pub clickhouse_password: Option<crate::source::clickhouse::Secret>,
     /// A config that could not be read (its directory or file unreadable): the explorer
     /// starts with the defaults and says so.
     pub warning: Option<String>,
@@ -106,9 +109,30 @@ pub fn load(path: Option<&Path>) -> Result<Config, String> {
                     }
                 }
             }
+            "clickhouse" => {
+                let t = v
+                    .as_table()
+                    .ok_or_else(|| format!("{}: [clickhouse] must be a table", path.display()))?;
+                for (k, v) in t {
+                    match (k.as_str(), v.as_str()) {
+                        ("password", Some(p)) => {
+                            c.clickhouse_password = Some(crate::source::clickhouse::Secret(p.to_string()))
+                        }
+                        ("password", None) => {
+                            return Err(format!("{}: [clickhouse] password must be a string", path.display()));
+                        }
+                        (other, _) => {
+                            return Err(format!(
+                                "{}: unknown setting [clickhouse] {other:?} (known: password)",
+                                path.display()
+                            ));
+                        }
+                    }
+                }
+            }
             other => {
                 return Err(format!(
-                    "{}: unknown setting {other:?} (known: theme, keys, prices, diff)",
+                    "{}: unknown setting {other:?} (known: theme, keys, prices, diff, clickhouse)",
                     path.display()
                 ));
             }

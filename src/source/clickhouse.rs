@@ -1,0 +1,937 @@
+//! `clickhouse://[user@]host[:port]/[database]`: the spans the OpenTelemetry Collector's
+//! ClickHouse exporter stores (`otel_traces`), read over ClickHouse's HTTP interface.
+//!
+//! Here in `source/` (not a `remote/` module of its own) because it is one more place runs
+//! come from, beside directories: it lists runs (traces) and loads one; everything above
+//! (`ls`, `show`, the views) gets the same [`Summary`] and [`Trace`] a file gives.
+//!
+//! - The runs list is one aggregation in ClickHouse ([`runs_sql`]): per `TraceId` in the time
+//!   window its start, end, span counts, tool / LLM calls and errors (classified by the same
+//!   GenAI / OpenInference / MCP keys as `formats/otlp.rs`), and token sums per model. Cost is
+//!   priced here from those per-model sums with tracetui's price list (a call's recorded cost,
+//!   `gen_ai.usage.cost` / `llm.cost.total`, summed in SQL, wins for its calls as in a file).
+//! - Opening a run fetches its spans ([`spans_sql`], bounded), writes them as one OTLP/JSON
+//!   document and loads that with the OTLP reader: a span maps exactly as the same span in an
+//!   OTLP/JSON file would (attribute values are strings in ClickHouse, which that reader reads
+//!   as numbers where it wants numbers).
+//! - Every query is read-only (`readonly=1`), bounded (`max_execution_time`,
+//!   `max_result_bytes`, `LIMIT`, a time window, a client timeout and a cap on the bytes read).
+//!   The password comes from TRACETUI_CLICKHOUSE_PASSWORD or `[clickhouse] password` in the
+//!   config, is sent as basic auth and is never printed (a password in the URL is refused).
+
+use crate::formats::Summary;
+use crate::model::{RunStatus, Usage};
+use serde_json::{Map, Value, json};
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A password that Debug and Display never show.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// The environment variable that holds the password.
+pub const PASSWORD_ENV: &str = "TRACETUI_CLICKHOUSE_PASSWORD";
+/// The default time window: the last 24 hours.
+pub const DEFAULT_SINCE_SECS: u64 = 24 * 3600;
+/// Runs listed at most per page (`?limit=`, up to [`MAX_LIMIT`]).
+pub const DEFAULT_LIMIT: u64 = 200;
+pub const MAX_LIMIT: u64 = 10_000;
+/// Spans of one run fetched at most; a larger run is cut and says so.
+pub const MAX_SPANS: u64 = 100_000;
+/// The most bytes read from one response (and asked of the server as `max_result_bytes`).
+pub const MAX_RESPONSE_BYTES: u64 = 256 << 20;
+/// Seconds the server may spend on a query (`max_execution_time`); the client waits a little
+/// longer, so the server's own error arrives first.
+pub const MAX_EXECUTION_SECS: u64 = 60;
+
+/// Whether a PATH argument is a ClickHouse source.
+pub fn is_url(s: &str) -> bool {
+    s.starts_with("clickhouse://") || s.starts_with("clickhouses://")
+}
+
+/// A parsed `clickhouse://` source: where, as whom, which table, which window, which trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub secure: bool,
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub database: String,
+    pub table: String,
+    pub since_secs: u64,
+    pub limit: u64,
+    pub offset: u64,
+    /// `?trace=ID`: one run (what `show` opens).
+    pub trace: Option<String>,
+}
+
+/// A name ClickHouse takes unquoted and that needs no escaping (database, table).
+fn is_ident(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A trace id as the exporter writes it (hex), so it can be put in SQL as it is.
+fn is_trace_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// `30m`, `6h`, `7d`, `90s` or a bare number of seconds.
+pub fn parse_window(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (n, unit) = match s.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => (&s[..i], c),
+        _ => (s, 's'),
+    };
+    let n: u64 = n.parse().ok()?;
+    let mul = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86400,
+        'w' => 7 * 86400,
+        _ => return None,
+    };
+    n.checked_mul(mul).filter(|&v| v > 0)
+}
+
+impl Source {
+    pub fn parse(url: &str) -> Result<Source, String> {
+        let bad = |why: &str| format!("{why}: expected clickhouse://[user@]host[:port]/[database][?options]");
+        let (secure, rest) = if let Some(r) = url.strip_prefix("clickhouses://") {
+            (true, r)
+        } else if let Some(r) = url.strip_prefix("clickhouse://") {
+            (false, r)
+        } else {
+            return Err(bad("not a clickhouse:// URL"));
+        };
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (user, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => {
+                if u.contains(':') {
+                    return Err(format!(
+                        "a password in a clickhouse:// URL is not read (it would show in ps and shell history): \
+                         set {PASSWORD_ENV} or [clickhouse] password in the config"
+                    ));
+                }
+                if u.is_empty() || !u.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)) {
+                    return Err(bad("a user name of letters, digits, `_`, `-`, `.`"));
+                }
+                (Some(u.to_string()), h)
+            }
+            None => (None, authority),
+        };
+        let mut s = Source {
+            secure,
+            host: String::new(),
+            port: if secure { 8443 } else { 8123 },
+            user,
+            database: "default".into(),
+            table: "otel_traces".into(),
+            since_secs: DEFAULT_SINCE_SECS,
+            limit: DEFAULT_LIMIT,
+            offset: 0,
+            trace: None,
+        };
+        // `[v6]:port`, `host:port`, `host`.
+        let (host, port) = if let Some(r) = hostport.strip_prefix('[') {
+            let (h, p) = r.split_once(']').ok_or_else(|| bad("an unclosed [ in the host"))?;
+            (h, p.strip_prefix(':'))
+        } else {
+            match hostport.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (hostport, None),
+            }
+        };
+        if host.is_empty() || !host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._:".contains(&b)) {
+            return Err(bad("no host, or a host that is not a name or an address"));
+        }
+        s.host = host.to_string();
+        if let Some(p) = port {
+            s.port = p
+                .parse()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| bad("a port of 1 to 65535"))?;
+        }
+        let db = path.trim_end_matches('/');
+        if !db.is_empty() {
+            if !is_ident(db) {
+                return Err(bad("a database name of letters, digits and `_`"));
+            }
+            s.database = db.to_string();
+        }
+        for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let num = |v: &str| v.parse::<u64>().map_err(|_| format!("?{k}= takes a number"));
+            match k {
+                "secure" => s.secure = matches!(v, "1" | "true" | ""),
+                "table" if is_ident(v) => s.table = v.to_string(),
+                "table" => return Err("?table= takes a table name of letters, digits and `_`".into()),
+                "since" => {
+                    s.since_secs = parse_window(v).ok_or("?since= takes a window such as 30m, 6h, 7d")?;
+                }
+                "limit" => s.limit = num(v)?.clamp(1, MAX_LIMIT),
+                "offset" => s.offset = num(v)?,
+                "trace" if is_trace_id(v) => s.trace = Some(v.to_ascii_lowercase()),
+                "trace" => return Err("?trace= takes a trace id (hex)".into()),
+                _ => {
+                    return Err(format!(
+                        "unknown option ?{k}= (known: table, since, limit, offset, trace, secure)"
+                    ));
+                }
+            }
+        }
+        if secure && port.is_none() {
+            s.port = 8443;
+        }
+        Ok(s)
+    }
+
+    /// The source as a user may read it: no password (it is never in the URL).
+    pub fn display(&self) -> String {
+        format!("{}{}", self.base_display(), self.options())
+    }
+
+    fn base_display(&self) -> String {
+        format!(
+            "{}://{}{}:{}/{}",
+            if self.secure { "clickhouses" } else { "clickhouse" },
+            self.user.as_deref().map(|u| format!("{u}@")).unwrap_or_default(),
+            self.host_for_url(),
+            self.port,
+            self.database
+        )
+    }
+
+    fn options(&self) -> String {
+        let mut o = Vec::new();
+        if self.table != "otel_traces" {
+            o.push(format!("table={}", self.table));
+        }
+        if self.since_secs != DEFAULT_SINCE_SECS {
+            o.push(format!("since={}s", self.since_secs));
+        }
+        if let Some(t) = &self.trace {
+            o.push(format!("trace={t}"));
+        }
+        if o.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", o.join("&"))
+        }
+    }
+
+    /// The source of one of its runs (what `ls` lists, what `show` takes).
+    pub fn run_url(&self, trace: &str) -> String {
+        let mut s = self.clone();
+        s.trace = Some(trace.to_string());
+        s.display()
+    }
+
+    fn host_for_url(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        }
+    }
+
+    /// The HTTP endpoint.
+    fn endpoint(&self) -> String {
+        format!(
+            "{}://{}:{}/",
+            if self.secure { "https" } else { "http" },
+            self.host_for_url(),
+            self.port
+        )
+    }
+
+    fn table_sql(&self) -> String {
+        // Both are checked identifiers; quoted all the same.
+        format!("`{}`.`{}`", self.database, self.table)
+    }
+}
+
+/// What can go wrong talking to ClickHouse; the message names the source (never a password).
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Error {}
+
+/// A read-only client of one source.
+pub struct Client {
+    pub source: Source,
+    password: Option<Secret>,
+    http: reqwest::blocking::Client,
+}
+
+impl Client {
+    /// `password`: the config's; the environment's wins.
+    pub fn new(source: Source, config_password: Option<Secret>) -> Result<Client, Error> {
+        let password = std::env::var(PASSWORD_ENV).ok().map(Secret).or(config_password);
+        // reqwest is built with rustls and no provider chosen: ring is ours (no C toolchain
+        // beyond cc, no OpenSSL). Installing twice is harmless (the first one stays).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::blocking::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(MAX_EXECUTION_SECS + 15))
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("tracetui/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error(format!("{}: cannot make an HTTP client: {e}", source.display())))?;
+        Ok(Client { source, password, http })
+    }
+
+    /// Run one read-only query; its rows (`FORMAT JSONEachRow`), at most
+    /// [`MAX_RESPONSE_BYTES`] of them.
+    pub fn query(&self, sql: &str) -> Result<Vec<Map<String, Value>>, Error> {
+        let src = self.source.display();
+        // Settings as URL parameters (ClickHouse's HTTP interface); all are plain words and
+        // numbers (the database is a checked identifier), so nothing needs escaping.
+        let url = format!(
+            "{}?database={}&default_format=JSONEachRow&readonly=1&max_execution_time={MAX_EXECUTION_SECS}\
+             &max_result_bytes={MAX_RESPONSE_BYTES}&result_overflow_mode=throw\
+             &output_format_json_quote_64bit_integers=0",
+            self.source.endpoint(),
+            self.source.database
+        );
+        let mut req = self.http.post(url).body(sql.to_string());
+        let user = self.source.user.as_deref().unwrap_or("default");
+        req = req.basic_auth(user, self.password.as_ref().map(|p| p.0.as_str()));
+        let resp = req.send().map_err(|e| {
+            // reqwest's message names the endpoint (no credentials: they are in a header).
+            let why = if e.is_timeout() {
+                "timed out".to_string()
+            } else if e.is_connect() {
+                "cannot connect".to_string()
+            } else {
+                "request failed".to_string()
+            };
+            Error(format!(
+                "{src}: {why} ({})",
+                crate::sanitize::line(&e.without_url().to_string())
+            ))
+        })?;
+        let status = resp.status();
+        let mut body = Vec::new();
+        resp.take(MAX_RESPONSE_BYTES + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| Error(format!("{src}: reading the response: {e}")))?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body[..body.len().min(2000)]);
+            let text = crate::sanitize::line(text.trim());
+            let hint = if text.contains("UNKNOWN_TABLE") || text.contains("UNKNOWN_DATABASE") {
+                format!(
+                    " (no table {}.{} there: is the Collector's clickhouse exporter writing to it? ?table= names another)",
+                    self.source.database, self.source.table
+                )
+            } else {
+                String::new()
+            };
+            return Err(Error(format!("{src}: HTTP {}: {text}{hint}", status.as_u16())));
+        }
+        if body.len() as u64 > MAX_RESPONSE_BYTES {
+            return Err(Error(format!(
+                "{src}: the response is larger than {} MiB; narrow the window (?since=)",
+                MAX_RESPONSE_BYTES >> 20
+            )));
+        }
+        let mut rows = Vec::new();
+        for line in body.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            match serde_json::from_slice::<Value>(line) {
+                Ok(Value::Object(m)) => rows.push(m),
+                _ => {
+                    return Err(Error(format!(
+                        "{src}: the server sent something other than JSONEachRow rows"
+                    )));
+                }
+            }
+        }
+        Ok(rows)
+    }
+}
+
+// ---- SQL. Classification follows formats/otlp.rs (`Attrs::classify`, `SpanRec::of`).
+
+const LLM_OPS: &str = "('chat', 'text_completion', 'generate_content', 'completion', 'embeddings')";
+
+/// Per-span columns the runs list aggregates: what the span is, its model and tokens.
+fn span_columns() -> String {
+    // `a(k)`: an attribute, '' when missing.
+    let a = |k: &str| format!("SpanAttributes['{k}']");
+    let n = |keys: &[&str]| {
+        let parts: Vec<String> = keys.iter().map(|k| format!("toUInt64OrNull({})", a(k))).collect();
+        format!("coalesce({}, NULL)", parts.join(", "))
+    };
+    format!(
+        "TraceId, Timestamp, Duration, ParentSpanId, SpanName, ServiceName,
+    {op} AS op,
+    upper({oi}) AS oi,
+    {mcp} AS mcp,
+    SpanName = 'claude_code.tool'
+      OR (SpanName != 'claude_code.llm_request' AND (op = 'execute_tool'
+      OR (op NOT IN {LLM_OPS} AND op NOT IN ('invoke_agent', 'create_agent')
+          AND (oi = 'TOOL' OR (oi NOT IN ('LLM', 'EMBEDDING', 'AGENT', 'CHAIN') AND mcp = 'tools/call'))))) AS is_tool,
+    SpanName = 'claude_code.llm_request'
+      OR (SpanName != 'claude_code.tool' AND (op IN {LLM_OPS}
+      OR (op NOT IN ('execute_tool', 'invoke_agent', 'create_agent')
+          AND (oi IN ('LLM', 'EMBEDDING')
+               OR (oi NOT IN ('TOOL', 'AGENT', 'CHAIN') AND mcp != 'tools/call'
+                   AND (mapContains(SpanAttributes, 'gen_ai.system')
+                        OR mapContains(SpanAttributes, 'gen_ai.request.model')
+                        OR mapContains(SpanAttributes, 'llm.model_name'))))))) AS is_llm,
+    StatusCode IN ('STATUS_CODE_ERROR', 'Error') OR has(Events.Name, 'exception')
+      OR (is_tool AND toInt64OrZero({exit}) != 0) AS is_error,
+    coalesce(nullIf({rm}, ''), nullIf({qm}, ''), nullIf({lm}, ''), '') AS model,
+    {input} AS input,
+    {output} AS output,
+    {cache_read} AS cache_read,
+    {cache_write} AS cache_write,
+    {reasoning} AS reasoning,
+    {total} AS total,
+    coalesce(nullIf({cost1}, ''), nullIf({cost2}, '')) AS cost",
+        op = a("gen_ai.operation.name"),
+        oi = a("openinference.span.kind"),
+        mcp = a("mcp.method.name"),
+        exit = a("process.exit.code"),
+        rm = a("gen_ai.response.model"),
+        qm = a("gen_ai.request.model"),
+        lm = a("llm.model_name"),
+        input = n(&[
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.prompt_tokens",
+            "llm.token_count.prompt"
+        ]),
+        output = n(&[
+            "gen_ai.usage.output_tokens",
+            "gen_ai.usage.completion_tokens",
+            "llm.token_count.completion"
+        ]),
+        cache_read = n(&[
+            "gen_ai.usage.cache_read.input_tokens",
+            "llm.token_count.prompt_details.cache_read"
+        ]),
+        cache_write = n(&[
+            "gen_ai.usage.cache_creation.input_tokens",
+            "llm.token_count.prompt_details.cache_write"
+        ]),
+        reasoning = n(&["llm.token_count.completion_details.reasoning"]),
+        total = n(&["llm.token_count.total"]),
+        cost1 = a("llm.cost.total"),
+        cost2 = a("gen_ai.usage.cost"),
+    )
+}
+
+/// The runs list: one row per trace that started in the window, newest first, one page. Its
+/// `models` are per (model, recorded cost or not): calls and token sums, priced in Rust.
+pub fn runs_sql(s: &Source) -> String {
+    format!(
+        "WITH spans AS (
+  SELECT {cols}
+  FROM {table}
+  WHERE Timestamp >= now64(9) - INTERVAL {since} SECOND
+),
+per_model AS (
+  SELECT TraceId,
+    min(Timestamp) AS first, max(toUnixTimestamp64Nano(Timestamp) + toInt64(Duration)) AS last_end,
+    count() AS n_spans, countIf(is_tool) AS n_tools, countIf(is_llm) AS n_llms, countIf(is_error) AS n_errors,
+    argMinIf(SpanName, Timestamp, ParentSpanId = '') AS root_name,
+    argMinIf(ServiceName, Timestamp, ParentSpanId = '') AS root_service,
+    countIf(ParentSpanId = '') AS n_roots, maxIf(is_error, ParentSpanId = '') AS root_error,
+    model, cost IS NOT NULL AS recorded,
+    countIf(is_llm AND (input IS NOT NULL OR output IS NOT NULL OR total IS NOT NULL OR cost IS NOT NULL)) AS calls,
+    sum(input) AS s_input, sum(output) AS s_output, sum(cache_read) AS s_cache_read,
+    sum(cache_write) AS s_cache_write, sum(reasoning) AS s_reasoning, sum(total) AS s_total,
+    sum(toDecimal128OrZero(ifNull(cost, '0'), 9)) AS s_cost,
+    sum(coalesce(total, ifNull(input, 0) + ifNull(output, 0))) AS s_tokens
+  FROM spans
+  GROUP BY TraceId, model, recorded
+)
+SELECT TraceId AS trace,
+  toString(toUnixTimestamp64Nano(min(first))) AS start_ns,
+  toString(max(last_end)) AS end_ns,
+  sum(n_spans) AS spans, sum(n_tools) AS tool_calls, sum(n_llms) AS llm_calls, sum(n_errors) AS errors,
+  sum(s_tokens) AS tokens,
+  argMin(root_name, if(root_name = '', 1, 0)) AS name,
+  argMin(root_service, if(root_service = '', 1, 0)) AS service,
+  sum(n_roots) > 0 AS has_root, max(root_error) AS root_failed,
+  groupArray((model, recorded, calls, s_input, s_output, s_cache_read, s_cache_write, s_reasoning,
+              s_total, toString(s_cost))) AS models
+FROM per_model
+GROUP BY TraceId
+ORDER BY min(first) DESC, TraceId
+LIMIT {limit} OFFSET {offset}",
+        cols = span_columns(),
+        table = s.table_sql(),
+        since = s.since_secs,
+        limit = s.limit,
+        offset = s.offset,
+    )
+}
+
+/// All spans of one trace in the window, oldest first, at most [`MAX_SPANS`] (+1 to know it
+/// was cut). Columns as the exporter's DDL names them (old and new: the scope is read from
+/// the span attributes the exporter adds, not from the newer `ScopeName` column).
+pub fn spans_sql(s: &Source, trace: &str) -> String {
+    format!(
+        "SELECT toString(toUnixTimestamp64Nano(Timestamp)) AS start_ns, toString(Duration) AS duration,
+  TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName,
+  ResourceAttributes, SpanAttributes, StatusCode, StatusMessage,
+  arrayMap(t -> toString(toUnixTimestamp64Nano(t)), Events.Timestamp) AS event_times,
+  Events.Name AS event_names, Events.Attributes AS event_attrs,
+  Links.TraceId AS link_traces, Links.SpanId AS link_spans, Links.TraceState AS link_states,
+  Links.Attributes AS link_attrs
+FROM {table}
+WHERE TraceId = '{trace}' AND Timestamp >= now64(9) - INTERVAL {since} SECOND
+ORDER BY Timestamp, SpanId
+LIMIT {limit}",
+        table = s.table_sql(),
+        since = s.since_secs,
+        limit = MAX_SPANS + 1,
+    )
+}
+
+// ---- Rows to summaries and to OTLP/JSON.
+
+fn u(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn i(v: Option<&Value>) -> Option<i64> {
+    match v? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// A ClickHouse boolean in JSON: `true`, `1` or `"1"`.
+fn flag(v: Option<&Value>) -> bool {
+    match v {
+        Some(Value::Bool(b)) => *b,
+        other => u(other) == Some(1),
+    }
+}
+
+fn text(v: Option<&Value>) -> &str {
+    v.and_then(Value::as_str).unwrap_or("")
+}
+
+/// One runs-list row as `ls` prints it, priced at `prices`.
+pub fn summary_of(s: &Source, row: &Map<String, Value>, prices: &crate::cost::Prices) -> Option<Summary> {
+    let trace = text(row.get("trace"));
+    if trace.is_empty() {
+        return None;
+    }
+    let start = i(row.get("start_ns"));
+    let end = i(row.get("end_ns"));
+    let mut total = crate::model::usage::Total::default();
+    for m in row.get("models").and_then(Value::as_array).into_iter().flatten() {
+        let Some(t) = m.as_array() else { continue };
+        let model = t.first().and_then(Value::as_str).unwrap_or("");
+        let recorded = flag(t.get(1));
+        let calls = u(t.get(2)).unwrap_or(0);
+        let usage = crate::formats::usage_openai(Usage {
+            input: u(t.get(3)),
+            output: u(t.get(4)),
+            cache_read: u(t.get(5)),
+            cache_write: u(t.get(6)),
+            reasoning: u(t.get(7)),
+            total: u(t.get(8)),
+            cost: if recorded {
+                t.get(9)
+                    .and_then(Value::as_str)
+                    .and_then(crate::model::micros::micros_of_decimal)
+            } else {
+                None
+            },
+            ..Default::default()
+        });
+        if usage.is_empty() || calls == 0 {
+            continue;
+        }
+        // Priced once per model: the price is linear in the tokens.
+        let charge = crate::cost::usage::call_cost(prices, Some(model), Some(&usage));
+        total.add_usage(Some(&usage), &charge);
+        total.calls += calls;
+    }
+    let name = text(row.get("name"));
+    Some(Summary {
+        id: trace.to_string(),
+        name: (!name.is_empty()).then(|| name.to_string()),
+        format: "clickhouse",
+        path: PathBuf::from(s.run_url(trace)),
+        // As the OTLP reader says it: the root span's outcome (a child's error the root
+        // handled is not a failed run); without a root span in the window, unknown.
+        status: match (flag(row.get("has_root")), flag(row.get("root_failed"))) {
+            (true, true) => RunStatus::Error,
+            (true, false) => RunStatus::Ok,
+            _ => RunStatus::Unknown,
+        },
+        start,
+        duration: match (start, end) {
+            (Some(a), Some(b)) if b >= a => Some(b - a),
+            _ => None,
+        },
+        events: u(row.get("spans")).map(|n| n as usize),
+        tool_calls: u(row.get("tool_calls")).map(|n| n as usize),
+        llm_calls: u(row.get("llm_calls")).map(|n| n as usize),
+        errors: u(row.get("errors")).map(|n| n as usize),
+        tokens: u(row.get("tokens")),
+        // Computed in ClickHouse, not by loading the run: exact counts, no diagnostics read.
+        problems: Some(0),
+        badges: Vec::new(),
+        cost: Some(total),
+        resume: None,
+    })
+}
+
+fn attrs_of(v: Option<&Value>, skip: &[&str]) -> Value {
+    let mut out = Vec::new();
+    if let Some(Value::Object(m)) = v {
+        for (k, v) in m {
+            if skip.contains(&k.as_str()) {
+                continue;
+            }
+            let s = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            out.push(json!({"key": k, "value": {"stringValue": s}}));
+        }
+    }
+    Value::Array(out)
+}
+
+/// The exporter's SpanKind (`SPAN_KIND_CLIENT`, or `Client` from newer pdata) as OTLP's number.
+fn kind_number(k: &str) -> u8 {
+    let k = k.trim_start_matches("SPAN_KIND_").to_ascii_uppercase();
+    match k.as_str() {
+        "INTERNAL" => 1,
+        "SERVER" => 2,
+        "CLIENT" => 3,
+        "PRODUCER" => 4,
+        "CONSUMER" => 5,
+        _ => 0,
+    }
+}
+
+fn status_number(s: &str) -> u8 {
+    match s.trim_start_matches("STATUS_CODE_").to_ascii_uppercase().as_str() {
+        "OK" => 1,
+        "ERROR" => 2,
+        _ => 0,
+    }
+}
+
+/// Spans rows → one OTLP/JSON document (`resourceSpans` per service and resource, a scope per
+/// `otel.scope.name`), as the OTLP reader reads files.
+pub fn otlp_document(rows: &[Map<String, Value>]) -> Value {
+    // Resource key → (resource attrs, scope name → spans), in order of first appearance.
+    type Scopes = Vec<(String, String, Vec<Value>)>;
+    let mut resources: Vec<(String, Value, Scopes)> = Vec::new();
+    for r in rows {
+        let res = r.get("ResourceAttributes").cloned().unwrap_or(Value::Null);
+        let mut res_attrs = attrs_of(Some(&res), &[]);
+        let service = text(r.get("ServiceName"));
+        if !service.is_empty()
+            && !res.as_object().is_some_and(|m| m.contains_key("service.name"))
+            && let Value::Array(a) = &mut res_attrs
+        {
+            a.push(json!({"key": "service.name", "value": {"stringValue": service}}));
+        }
+        let key = format!("{service}\u{0}{res}");
+        let sa = r.get("SpanAttributes");
+        let scope = sa
+            .and_then(|m| m.get("otel.scope.name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let version = sa
+            .and_then(|m| m.get("otel.scope.version"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let start = i(r.get("start_ns")).unwrap_or(0);
+        let end = start.saturating_add(i(r.get("duration")).unwrap_or(0));
+        let empty = Vec::new();
+        let arr = |k: &str| r.get(k).and_then(Value::as_array).unwrap_or(&empty).clone();
+        let (times, names, eattrs) = (arr("event_times"), arr("event_names"), arr("event_attrs"));
+        let events: Vec<Value> = names
+            .iter()
+            .enumerate()
+            .map(|(n, name)| {
+                json!({
+                    "timeUnixNano": times.get(n).and_then(Value::as_str).unwrap_or("0"),
+                    "name": name.as_str().unwrap_or(""),
+                    "attributes": attrs_of(eattrs.get(n), &[]),
+                })
+            })
+            .collect();
+        let (lt, ls, lst, la) = (
+            arr("link_traces"),
+            arr("link_spans"),
+            arr("link_states"),
+            arr("link_attrs"),
+        );
+        let links: Vec<Value> = lt
+            .iter()
+            .enumerate()
+            .map(|(n, t)| {
+                json!({
+                    "traceId": t, "spanId": ls.get(n).cloned().unwrap_or_default(),
+                    "traceState": lst.get(n).cloned().unwrap_or_default(),
+                    "attributes": attrs_of(la.get(n), &[]),
+                })
+            })
+            .collect();
+        let mut status = Map::new();
+        status.insert("code".into(), status_number(text(r.get("StatusCode"))).into());
+        let msg = text(r.get("StatusMessage"));
+        if !msg.is_empty() {
+            status.insert("message".into(), msg.into());
+        }
+        let mut span = json!({
+            "traceId": text(r.get("TraceId")),
+            "spanId": text(r.get("SpanId")),
+            "parentSpanId": text(r.get("ParentSpanId")),
+            "name": text(r.get("SpanName")),
+            "kind": kind_number(text(r.get("SpanKind"))),
+            "startTimeUnixNano": start.to_string(),
+            "endTimeUnixNano": end.to_string(),
+            // The exporter adds the scope to the span's attributes; in OTLP it is the scope's.
+            "attributes": attrs_of(sa, &["otel.scope.name", "otel.scope.version"]),
+            "events": events,
+            "links": links,
+            "status": status,
+        });
+        let ts = text(r.get("TraceState"));
+        if !ts.is_empty() {
+            span["traceState"] = ts.into();
+        }
+        let ri = match resources.iter().position(|(k, ..)| *k == key) {
+            Some(p) => p,
+            None => {
+                resources.push((key, res_attrs, Vec::new()));
+                resources.len() - 1
+            }
+        };
+        let scopes = &mut resources[ri].2;
+        match scopes.iter_mut().find(|(n, v, _)| n == scope && v == version) {
+            Some((_, _, spans)) => spans.push(span),
+            None => scopes.push((scope.to_string(), version.to_string(), vec![span])),
+        }
+    }
+    let rs: Vec<Value> = resources
+        .into_iter()
+        .map(|(_, attrs, scopes)| {
+            let ss: Vec<Value> = scopes
+                .into_iter()
+                .map(|(name, version, spans)| {
+                    let mut scope = Map::new();
+                    if !name.is_empty() {
+                        scope.insert("name".into(), name.into());
+                    }
+                    if !version.is_empty() {
+                        scope.insert("version".into(), version.into());
+                    }
+                    json!({"scope": scope, "spans": spans})
+                })
+                .collect();
+            json!({"resource": {"attributes": attrs}, "scopeSpans": ss})
+        })
+        .collect();
+    json!({ "resourceSpans": rs })
+}
+
+/// The runs list of a source (one page), newest first.
+pub fn list(c: &Client) -> Result<Vec<Summary>, Error> {
+    let rows = c.query(&runs_sql(&c.source))?;
+    let prices = crate::cost::usage::current();
+    Ok(rows.iter().filter_map(|r| summary_of(&c.source, r, prices)).collect())
+}
+
+/// One run of a source, loaded through the OTLP reader from a private temporary file (kept
+/// while the returned path lives: payloads are read from it when shown).
+pub fn load(c: &Client, trace: &str) -> Result<(crate::formats::Loaded, tempfile::TempPath), Error> {
+    let src = c.source.run_url(trace);
+    if !is_trace_id(trace) {
+        return Err(Error(format!("{src}: a trace id is hex")));
+    }
+    let mut rows = c.query(&spans_sql(&c.source, trace))?;
+    if rows.is_empty() {
+        return Err(Error(format!(
+            "{src}: no spans of this trace in the last {} (?since= widens the window)",
+            crate::model::format_duration((c.source.since_secs as i64).saturating_mul(1_000_000_000))
+        )));
+    }
+    let cut = rows.len() as u64 > MAX_SPANS;
+    rows.truncate(MAX_SPANS as usize);
+    let doc = otlp_document(&rows);
+    let mut f = tempfile::Builder::new()
+        .prefix("tracetui-clickhouse-")
+        .suffix(".json")
+        .tempfile()
+        .map_err(|e| Error(format!("{src}: a temporary file: {e}")))?;
+    serde_json::to_writer(std::io::BufWriter::new(f.as_file_mut()), &doc)
+        .map_err(|e| Error(format!("{src}: writing a temporary file: {e}")))?;
+    let path = f.into_temp_path();
+    let mut loaded =
+        crate::formats::load(&path, Some(&crate::formats::otlp::Otlp)).map_err(|e| Error(format!("{src}: {e}")))?;
+    for t in &mut loaded.traces {
+        // Views name the run by its URL, not the temporary file (records are read through
+        // `trace.files`, which keeps the file).
+        t.meta.source = PathBuf::from(&src);
+    }
+    if cut {
+        for t in &mut loaded.traces {
+            t.diagnostics.push(crate::model::Diagnostic::warning(
+                src.as_str(),
+                None,
+                format!("more than {MAX_SPANS} spans: the first {MAX_SPANS} are shown"),
+            ));
+        }
+    }
+    Ok((loaded, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse() {
+        let s = Source::parse("clickhouse://reader@ch.example.com:9000/otel").unwrap();
+        assert_eq!(
+            (s.host.as_str(), s.port, s.database.as_str()),
+            ("ch.example.com", 9000, "otel")
+        );
+        assert_eq!(s.user.as_deref(), Some("reader"));
+        assert!(!s.secure);
+        assert_eq!(s.endpoint(), "http://ch.example.com:9000/");
+        let s = Source::parse("clickhouse://localhost").unwrap();
+        assert_eq!(
+            (s.port, s.database.as_str(), s.table.as_str()),
+            (8123, "default", "otel_traces")
+        );
+        let s = Source::parse("clickhouses://h/").unwrap();
+        assert_eq!((s.secure, s.port), (true, 8443));
+        assert_eq!(s.endpoint(), "https://h:8443/");
+        let s = Source::parse("clickhouse://h:8443/db?secure=1&since=6h&limit=5&trace=ABC1&table=spans").unwrap();
+        assert!(s.secure);
+        assert_eq!((s.since_secs, s.limit, s.table.as_str()), (6 * 3600, 5, "spans"));
+        assert_eq!(s.trace.as_deref(), Some("abc1"));
+        assert_eq!(
+            s.display(),
+            "clickhouses://h:8443/db?table=spans&since=21600s&trace=abc1"
+        );
+        let s = Source::parse("clickhouse://[::1]:8123/x").unwrap();
+        assert_eq!(s.endpoint(), "http://[::1]:8123/");
+    }
+
+    #[test]
+    fn bad_urls_say_why_and_never_echo_a_password() {
+        let e = Source::parse("clickhouse://u:hunter2@h/db").unwrap_err();
+        assert!(e.contains(PASSWORD_ENV) && !e.contains("hunter2"), "{e}");
+        for bad in [
+            "clickhouse:///db",
+            "clickhouse://h:0/db",
+            "clickhouse://h:99999/db",
+            "clickhouse://h/db;drop",
+            "clickhouse://h/db?trace=x'--",
+            "clickhouse://h/db?table=a.b",
+            "clickhouse://h/db?since=soon",
+            "clickhouse://h/db?what=1",
+            "clickhouse://h w/db",
+            "http://h/db",
+        ] {
+            assert!(Source::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn windows_parse() {
+        assert_eq!(parse_window("30m"), Some(1800));
+        assert_eq!(parse_window("2d"), Some(172800));
+        assert_eq!(parse_window("90"), Some(90));
+        assert_eq!(parse_window("0h"), None);
+        assert_eq!(parse_window("h"), None);
+        assert_eq!(parse_window("99999999999999999999d"), None);
+    }
+
+    #[test]
+    fn every_query_is_bounded() {
+        let s = Source::parse("clickhouse://h/otel").unwrap();
+        let q = runs_sql(&s);
+        assert!(
+            q.contains("LIMIT 200 OFFSET 0") && q.contains("INTERVAL 86400 SECOND"),
+            "{q}"
+        );
+        assert!(q.contains("`otel`.`otel_traces`"));
+        let q = spans_sql(&s, "abc");
+        assert!(q.contains("TraceId = 'abc'") && q.contains(&format!("LIMIT {}", MAX_SPANS + 1)));
+    }
+
+    #[test]
+    fn docs_remote_md_shows_the_sql_each_view_sends() {
+        let doc = include_str!("../../docs/remote.md");
+        let s = Source::parse("clickhouse://localhost/otel").unwrap();
+        for sql in [runs_sql(&s), spans_sql(&s, "5b8efff798038103d269b633813fc60c")] {
+            let block = format!("```sql\n{sql}\n```");
+            assert!(doc.contains(&block), "docs/remote.md lacks, as sent:\n{block}");
+        }
+    }
+
+    #[test]
+    fn an_unreachable_server_is_named_without_its_password() {
+        // Port 1 on loopback: refused at once (nothing listens there).
+        let s = Source::parse("clickhouse://reader@127.0.0.1:1/otel").unwrap();
+        let c = Client::new(s, Some(Secret("hunter2".into()))).unwrap();
+        let e = c.query("SELECT 1").unwrap_err().0;
+        assert!(e.starts_with("clickhouse://reader@127.0.0.1:1/otel: "), "{e}");
+        assert!(e.contains("cannot connect"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        assert_eq!(format!("{:?}", Secret("hunter2".into())), "Secret(…)");
+    }
+
+    #[test]
+    fn rows_map_to_otlp_as_the_exporter_stored_them() {
+        let row: Map<String, Value> = serde_json::from_value(json!({
+            "start_ns": "1000", "duration": "500", "TraceId": "ab", "SpanId": "01", "ParentSpanId": "",
+            "TraceState": "", "SpanName": "chat", "SpanKind": "SPAN_KIND_CLIENT", "ServiceName": "svc",
+            "ResourceAttributes": {"service.name": "svc"},
+            "SpanAttributes": {"gen_ai.usage.input_tokens": "10", "otel.scope.name": "lib"},
+            "StatusCode": "Error", "StatusMessage": "boom",
+            "event_times": ["1200"], "event_names": ["exception"], "event_attrs": [{"exception.message": "x"}],
+            "link_traces": [], "link_spans": [], "link_states": [], "link_attrs": []
+        }))
+        .unwrap();
+        let d = otlp_document(&[row]);
+        let rs = &d["resourceSpans"][0];
+        assert_eq!(rs["scopeSpans"][0]["scope"]["name"], "lib");
+        let sp = &rs["scopeSpans"][0]["spans"][0];
+        assert_eq!((sp["kind"].as_u64(), sp["status"]["code"].as_u64()), (Some(3), Some(2)));
+        assert_eq!(sp["endTimeUnixNano"], "1500");
+        assert_eq!(
+            sp["attributes"].as_array().unwrap().len(),
+            1,
+            "the scope is not a span attribute"
+        );
+        assert_eq!(sp["events"][0]["timeUnixNano"], "1200");
+    }
+}
