@@ -206,6 +206,14 @@ fn a_clickhouse_store_lists_and_shows_as_its_otlp_files() {
     let shown = String::from_utf8_lossy(&shown.get_output().stdout).to_string();
     let from_file = tracetui(&front, None).arg("show").arg(front.store()).assert().success();
     let from_file = show_blocks(&String::from_utf8_lossy(&from_file.get_output().stdout));
+    assert!(
+        shown
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(&format!(" · {}", front.url(&format!("?trace={id}")))),
+        "the header names the run by its URL: {shown}"
+    );
     let remote_blocks = show_blocks(&shown);
     assert_eq!(remote_blocks.len(), 1, "{shown}");
     let (head, lines) = remote_blocks.into_iter().next().unwrap();
@@ -281,4 +289,22 @@ fn clickhouse_errors_are_clear_and_keep_the_password() {
             "{cmd}: {err}"
         );
     }
+}
+
+#[test]
+fn ls_since_keeps_the_runs_started_in_the_window_of_a_directory_too() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/compare");
+    let count = |since: &str| {
+        let a = Command::cargo_bin("tracetui")
+            .unwrap()
+            .env("XDG_CACHE_HOME", tempfile::tempdir().unwrap().path())
+            .args(["ls", "--format", "json", "--since", since])
+            .arg(&dir)
+            .assert()
+            .success();
+        json_lines(&a.get_output().stdout).len()
+    };
+    // The five runs started on 2026-11-20 09:14:02.
+    assert_eq!(count("2026-11-20"), 5);
+    assert_eq!(count("2026-11-20T09:15:00Z"), 0);
 }

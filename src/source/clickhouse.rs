@@ -312,17 +312,26 @@ impl Client {
         let user = self.source.user.as_deref().unwrap_or("default");
         req = req.basic_auth(user, self.password.as_ref().map(|p| p.0.as_str()));
         let resp = req.send().map_err(|e| {
-            // reqwest's message names the endpoint (no credentials: they are in a header).
             let why = if e.is_timeout() {
-                "timed out".to_string()
+                "timed out"
             } else if e.is_connect() {
-                "cannot connect".to_string()
+                "cannot connect"
             } else {
-                "request failed".to_string()
+                "request failed"
             };
+            // The causes (connection refused, DNS, TLS), which the top error does not say;
+            // no credentials among them (they are in a header).
+            let e = e.without_url();
+            let mut causes = vec![e.to_string()];
+            let mut cur = std::error::Error::source(&e);
+            while let Some(c) = cur.filter(|_| causes.len() < 6) {
+                causes.push(c.to_string());
+                cur = c.source();
+            }
             Error(format!(
-                "{src}: {why} ({})",
-                crate::sanitize::line(&e.without_url().to_string())
+                "{src}: {why} to {} ({})",
+                self.source.endpoint(),
+                crate::sanitize::line(&causes.join(": "))
             ))
         })?;
         let status = resp.status();
