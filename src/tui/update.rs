@@ -153,6 +153,9 @@ pub fn update(s: &mut State, a: Action) {
                     let entry = s.pending_entry.take();
                     s.run = Some(RunView::new(shared(*trace), entry));
                     s.view = View::Run;
+                    if let (Some(ev), Some(r)) = (s.pending_event.take(), s.run.as_mut()) {
+                        super::cost_view::go_to(r, ev);
+                    }
                     super::runsearch::land(s);
                 }
                 Err(e) => say(s, e, true),
@@ -164,6 +167,8 @@ pub fn update(s: &mut State, a: Action) {
             row,
             result,
         } => super::compare::row_ready(s, generation, row, result),
+        Action::BranchesProgress { generation, done } => super::branches::progress(s, generation, done),
+        Action::BranchesReady { generation, result } => super::branches::ready(s, generation, result.map(|g| *g)),
         Action::RunUpdate {
             generation,
             trace,
@@ -414,6 +419,7 @@ fn settle(s: &mut State) {
     }
     diffview::settle(s);
     super::compare::settle(s);
+    super::branches::settle(s);
 }
 
 fn edit_prompt(s: &mut State, f: impl FnOnce(&mut String)) {
@@ -444,7 +450,7 @@ fn set_filter(s: &mut State, text: String) {
                 s.effects.push(e);
             }
         }
-        View::Diff | View::Stats | View::Compare => {}
+        View::Diff | View::Stats | View::Compare | View::Branches => {}
     }
 }
 
@@ -462,10 +468,19 @@ fn off_header(s: &mut State, up: bool) {
     }
 }
 
+/// Open entry `idx` with event `ev` selected (from the branches view).
+pub fn open_entry_at(s: &mut State, idx: usize, ev: Option<u32>) {
+    s.pending_event = ev;
+    open_entry(s, idx);
+}
+
 fn open_entry(s: &mut State, idx: usize) {
     let Some(e) = s.runs.entries.get(idx) else { return };
     if s.run.as_ref().is_some_and(|r| r.entry == Some(idx)) {
         s.view = View::Run;
+        if let (Some(ev), Some(r)) = (s.pending_event.take(), s.run.as_mut()) {
+            super::cost_view::go_to(r, ev);
+        }
         return;
     }
     s.load_gen += 1;
@@ -537,6 +552,7 @@ fn command(s: &mut State, c: Command) {
         Context::Pair => diffview::pair_command(s, c),
         Context::Stats => super::stats::command(s, c),
         Context::Compare => super::compare::command(s, c),
+        Context::Branches => super::branches::command(s, c),
         Context::Help | Context::Global => {}
     }
 }
@@ -551,7 +567,8 @@ fn runs_command(s: &mut State, c: Command) {
         }
         Command::Open => {
             if let Some(i) = s.runs.entry_at(s.runs.selected) {
-                open_entry(s, i);
+                // No event to select: none left over from a load from the branches view.
+                open_entry_at(s, i, None);
             }
         }
         Command::Group => {
@@ -602,6 +619,7 @@ fn runs_command(s: &mut State, c: Command) {
         Command::Diff => diffview::diff_selected(s),
         Command::Select => super::compare::toggle_select(s),
         Command::Visual => super::compare::toggle_visual(s),
+        Command::Branches => super::branches::open(s),
         Command::Copy | Command::CopyPath | Command::CopyResume | Command::Pager => {
             let Some(e) = s.runs.entry_at(s.runs.selected).and_then(|i| s.runs.entries.get(i)) else {
                 return;
@@ -787,7 +805,7 @@ fn tree_command(s: &mut State, c: Command) {
         Command::Back => {
             if r.filter.active() || r.filter.error.is_some() {
                 let _ = apply_filter_with(r, &t, String::new(), limit);
-            } else {
+            } else if !super::branches::back_to_view(s) {
                 s.view = View::Runs;
             }
         }
@@ -1065,6 +1083,7 @@ fn click(s: &mut State, x: u16, y: u16) {
         View::Stats => {}
         View::Diff => diffview::click(s, x, y),
         View::Compare => super::compare::click(s, y),
+        View::Branches => super::branches::click(s, y),
         View::Runs => {
             let table = layout::runs(area(s)).table;
             // The title carries "N unreadable" / "N dirs not searched": a click there lists
@@ -1146,6 +1165,7 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
         }
         View::Diff => diffview::scroll(s, down),
         View::Compare => super::compare::scroll(s, down),
+        View::Branches => super::branches::scroll(s, down),
         View::Runs => {
             s.runs.selected = step(s.runs.selected, s.runs.order.len());
             off_header(s, !down);
