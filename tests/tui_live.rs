@@ -105,6 +105,7 @@ impl Harness {
                 | Effect::Diff { .. }
                 | Effect::Stats(_)
                 | Effect::Compare { .. }
+                | Effect::Branches { .. }
                 | Effect::RunsSearch { .. }
                 | Effect::Export(_) => {}
             }

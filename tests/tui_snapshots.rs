@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use tracetui::model::{EventKind, NewEvent, Parent, Status};
 use tracetui::tui::action::Action;
 use tracetui::tui::render::render;
-use tracetui::tui::state::{Progress, State, shared};
+use tracetui::tui::state::{Effect, Progress, State, View, shared};
 use tracetui::tui::theme::Theme;
 use tracetui::tui::update::update;
 
@@ -285,4 +285,117 @@ fn run_cost_view_of_unpriced_calls() {
     let mut s = opened("../claude-code/sess-sub.jsonl", (120, 40));
     press(&mut s, &["$"]);
     insta::assert_snapshot!(screen(&s, 120, 40));
+}
+
+/// Build the pending branches tree as the app's thread would.
+fn finish_branches(s: &mut State) {
+    let pos = s
+        .effects
+        .iter()
+        .position(|e| matches!(e, Effect::Branches { .. }))
+        .expect("a branches effect");
+    let Effect::Branches {
+        generation,
+        runs,
+        ignore,
+        cancel,
+    } = s.effects.remove(pos)
+    else {
+        unreachable!()
+    };
+    let done = std::sync::Mutex::new(0);
+    let result = tracetui::tui::branches::compute(&runs, &ignore, &cancel, &|n| {
+        let mut d = done.lock().unwrap();
+        *d = (*d).max(n);
+    })
+    .expect("not cancelled");
+    let n = *done.lock().unwrap();
+    assert_eq!(n, runs.len(), "progress counts every run");
+    update(s, Action::BranchesProgress { generation, done: n });
+    update(
+        s,
+        Action::BranchesReady {
+            generation,
+            result: result.map(Box::new),
+        },
+    );
+}
+
+/// The repeated runs (3 paths), all selected with a visual range.
+fn branches_of_repeated(size: (u16, u16)) -> State {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/repeated");
+    let mut s = common::listed(&[root], size);
+    press(&mut s, &["g", "v", "G", "v", "T"]);
+    assert_eq!(s.view, View::Branches);
+    s
+}
+
+/// `T` on twelve runs of one task: the branches, folded where a stretch is long, at the three
+/// sizes; while building, a progress line.
+#[test]
+fn branches_view_at_three_sizes() {
+    for (w, h) in [(80, 24), (120, 40), (200, 50)] {
+        let mut s = branches_of_repeated((w, h));
+        if w == 80 {
+            assert!(screen(&s, w, h).contains("building the tree: 0/12 runs loaded"));
+        }
+        finish_branches(&mut s);
+        insta::assert_snapshot!(format!("branches_view_{w}x{h}"), screen(&s, w, h));
+    }
+    // The fold opens with l and closes with h.
+    let mut s = branches_of_repeated((120, 40));
+    finish_branches(&mut s);
+    press(&mut s, &["G", "k", "k", "l"]);
+    let sc = screen(&s, 120, 40);
+    assert!(!sc.contains("more step"), "{sc}");
+    assert!(sc.contains("tool refund_order"), "{sc}");
+    press(&mut s, &["h"]);
+    assert!(screen(&s, 120, 40).contains("┆ 3 more steps"));
+}
+
+/// Enter on a step opens the branch's representative run with that step selected, Esc comes
+/// back; two branches marked, `d` diffs their representatives.
+#[test]
+fn branches_enter_opens_the_representative_and_d_diffs_two_branches() {
+    let mut s = branches_of_repeated((120, 40));
+    finish_branches(&mut s);
+    // Rows: llm (trunk), ├─ 10/12, tool lookup_order, ...; the escalate branch's step.
+    press(&mut s, &["j", "j", "j", "j", "j"]);
+    let sc = screen(&s, 120, 40);
+    assert!(sc.contains("tool escalate"), "{sc}");
+    common::open_selected_with(&mut s, |s| press(s, &["enter"]));
+    let r = s.run.as_ref().unwrap();
+    let t = tracetui::tui::state::read(&r.trace);
+    let ev = r.selected_event().expect("an event selected");
+    assert_eq!(t.name(ev), "escalate", "opened at the divergent step");
+    assert!(
+        t.meta.status == tracetui::model::RunStatus::Error,
+        "a run of the failing branch"
+    );
+    drop(t);
+    press(&mut s, &["esc"]);
+    assert_eq!(s.view, View::Branches);
+    // Mark the escalate branch (from its step) and the 2/12 branch (from its head).
+    press(&mut s, &["space", "G", "k", "k", "k", "k", "space"]);
+    assert!(screen(&s, 120, 40).contains("2/2 marked"));
+    press(&mut s, &["d"]);
+    assert_eq!(s.view, View::Diff);
+    common::finish_diff(&mut s);
+    let sc = screen(&s, 120, 40);
+    assert!(sc.contains("TOOLS_CHANGED") || sc.contains("REGRESSION"), "{sc}");
+    press(&mut s, &["esc"]);
+    assert_eq!(s.view, View::Branches);
+    press(&mut s, &["esc"]);
+    assert_eq!(s.view, View::Runs);
+    assert!(s.branches.is_none());
+}
+
+/// With one run selected and the list not grouped, `T` says what to do.
+#[test]
+fn branches_need_two_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/repeated");
+    let mut s = common::listed(&[root], (120, 40));
+    press(&mut s, &["x", "T"]);
+    assert_eq!(s.view, View::Runs);
+    assert!(screen(&s, 120, 40).contains("select two runs or more"));
 }

@@ -175,6 +175,7 @@ pub fn load(
 }
 
 /// One task's runs and their tree.
+#[derive(Debug)]
 pub struct Group {
     pub key: String,
     pub runs: Vec<RunInfo>,

@@ -65,10 +65,11 @@ pub enum Command {
     Zoom,
     Editor,
     Export,
+    Branches,
 }
 
 impl Command {
-    pub const ALL: [Command; 56] = [
+    pub const ALL: [Command; 57] = [
         Command::Quit,
         Command::Help,
         Command::Back,
@@ -125,6 +126,7 @@ impl Command {
         Command::Zoom,
         Command::Editor,
         Command::Export,
+        Command::Branches,
     ];
 
     /// The name used in the keymap TOML.
@@ -186,6 +188,7 @@ impl Command {
             Command::Zoom => "zoom",
             Command::Editor => "editor",
             Command::Export => "export",
+            Command::Branches => "branches",
         }
     }
 
@@ -236,6 +239,16 @@ pub enum Action {
     RunLoaded {
         generation: u64,
         result: Result<Box<Trace>, String>,
+    },
+    /// Runs loaded so far for the branches view.
+    BranchesProgress {
+        generation: u64,
+        done: usize,
+    },
+    /// The branches view's tree (or why it could not be built).
+    BranchesReady {
+        generation: u64,
+        result: Result<Box<crate::report::compare_tree::Group>, String>,
     },
     /// One run of the compare table compared with the baseline (or why it could not be).
     CompareRow {

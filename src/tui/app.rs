@@ -392,6 +392,29 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
                 }
             });
         }
+        Effect::Branches {
+            generation,
+            runs,
+            ignore,
+            cancel,
+        } => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let progress = |done| {
+                    let _ = tx.send(Action::BranchesProgress { generation, done });
+                };
+                let out = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    super::branches::compute(&runs, &ignore, &cancel, &progress)
+                }))
+                .unwrap_or_else(|_| Some(Err("tracetui failed while building the tree (a bug)".into())));
+                if let Some(result) = out {
+                    let _ = tx.send(Action::BranchesReady {
+                        generation,
+                        result: result.map(Box::new),
+                    });
+                }
+            });
+        }
         Effect::Page(text) => {
             #[cfg(unix)]
             let shown = terminal::page(&text);

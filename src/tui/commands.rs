@@ -83,6 +83,11 @@ const RUNS: &[Entry] = &[
         "visual range: start here, move to extend, again to select it",
         Some("range"),
     ),
+    e(
+        Command::Branches,
+        "the selected runs' (or this group's) calls as a tree of branches",
+        None,
+    ),
     MOVE[0],
     MOVE[1],
     MOVE[2],
@@ -336,6 +341,33 @@ const STATS: &[Entry] = &[
     PAGE[1],
 ];
 
+const BRANCHES: &[Entry] = &[
+    e(
+        Command::Open,
+        "open the branch's representative run at this step (on a fold: show it)",
+        Some("open"),
+    ),
+    e(Command::Expand, "show the steps of a fold", None),
+    e(Command::Collapse, "fold the stretch again (or go to its branch)", None),
+    e(Command::Mark, "mark this branch (two at most)", Some("mark")),
+    e(
+        Command::Diff,
+        "diff the two marked branches' representative runs",
+        Some("diff"),
+    ),
+    MOVE[0],
+    MOVE[1],
+    MOVE[2],
+    MOVE[3],
+    PAGE[0],
+    PAGE[1],
+    e(
+        Command::Back,
+        "back to the runs (stops building the tree)",
+        Some("back"),
+    ),
+];
+
 const COMPARE: &[Entry] = &[
     e(Command::Open, "the selected run's side-by-side diff", Some("diff")),
     e(
@@ -380,11 +412,15 @@ pub fn for_context(ctx: Context) -> impl Iterator<Item = &'static Entry> {
         Context::Pair => PAIR,
         Context::Stats => STATS,
         Context::Compare => COMPARE,
+        Context::Branches => BRANCHES,
         Context::Global => &[],
     };
     let global: &'static [Entry] = if ctx == Context::Help { &[] } else { GLOBAL };
     // The diff views have one pane: Tab does nothing there, so it is not offered.
-    let one_pane = matches!(ctx, Context::Diff | Context::Pair | Context::Compare);
+    let one_pane = matches!(
+        ctx,
+        Context::Diff | Context::Pair | Context::Compare | Context::Branches
+    );
     // A view's own entry for a command replaces the global one.
     own.iter().chain(global.iter().filter(move |g| {
         let pane_key = matches!(g.cmd, Command::NextPane | Command::PrevPane);

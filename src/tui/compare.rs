@@ -114,7 +114,7 @@ impl CompareView {
 
 /// The selected entries of the runs list (selection and a visual range in progress), in list
 /// order, without the baseline.
-fn chosen(s: &State) -> Vec<usize> {
+pub(super) fn chosen(s: &State) -> Vec<usize> {
     let mut v: Vec<usize> = s.runs_selection.iter().copied().collect();
     if let Some(anchor) = s.runs_visual {
         let (a, b) = (anchor.min(s.runs.selected), anchor.max(s.runs.selected));
@@ -172,7 +172,7 @@ pub fn is_selected(s: &State, e: usize) -> bool {
         })
 }
 
-fn source(e: &RunEntry) -> Source {
+pub(super) fn source(e: &RunEntry) -> Source {
     Source::Entry {
         run: e.run.clone(),
         index: e.index,

@@ -371,7 +371,7 @@ pub fn command(s: &mut State, c: Command, page: usize) -> bool {
 }
 
 /// Select `ev` in the tree, its collapsed ancestors expanded, the tree focused.
-fn go_to(r: &mut RunView, ev: u32) {
+pub(super) fn go_to(r: &mut RunView, ev: u32) {
     super::nav::reveal(r, ev);
     if let Some(p) = r.rows.iter().position(|row| row.ev == ev) {
         r.selected = p;

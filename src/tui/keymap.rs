@@ -24,10 +24,12 @@ pub enum Context {
     Stats,
     /// The compare table (several runs against a baseline).
     Compare,
+    /// The prefix tree of several runs' calls.
+    Branches,
 }
 
 impl Context {
-    pub const ALL: [Context; 9] = [
+    pub const ALL: [Context; 10] = [
         Context::Global,
         Context::Runs,
         Context::Tree,
@@ -37,6 +39,7 @@ impl Context {
         Context::Pair,
         Context::Stats,
         Context::Compare,
+        Context::Branches,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -49,6 +52,7 @@ impl Context {
             Context::Pair => "pair",
             Context::Stats => "stats",
             Context::Compare => "compare",
+            Context::Branches => "branches",
         }
     }
     fn from_name(s: &str) -> Option<Context> {

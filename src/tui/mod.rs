@@ -4,6 +4,7 @@
 
 pub mod action;
 mod app;
+pub mod branches;
 pub mod chat;
 pub mod clipboard;
 pub mod commands;

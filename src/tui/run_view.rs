@@ -150,6 +150,7 @@ pub(super) fn settle(s: &mut State) {
     }
     diffview::settle(s);
     super::compare::settle(s);
+    super::branches::settle(s);
 }
 
 /// What a jump looks for.
@@ -288,7 +289,7 @@ pub(super) fn tree_command(s: &mut State, c: Command) {
         Command::Back => {
             if r.filter.active() || r.filter.error.is_some() {
                 let _ = apply_filter_with(r, &t, String::new(), limit);
-            } else {
+            } else if !super::branches::back_to_view(s) {
                 s.view = View::Runs;
             }
         }

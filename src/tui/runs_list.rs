@@ -173,7 +173,7 @@ pub(super) fn set_filter(s: &mut State, text: String) {
                 s.effects.push(e);
             }
         }
-        View::Diff | View::Stats | View::Compare => {}
+        View::Diff | View::Stats | View::Compare | View::Branches => {}
     }
 }
 
@@ -191,10 +191,19 @@ pub(super) fn off_header(s: &mut State, up: bool) {
     }
 }
 
+/// Open entry `idx` with event `ev` selected (from the branches view).
+pub fn open_entry_at(s: &mut State, idx: usize, ev: Option<u32>) {
+    s.pending_event = ev;
+    open_entry(s, idx);
+}
+
 pub(super) fn open_entry(s: &mut State, idx: usize) {
     let Some(e) = s.runs.entries.get(idx) else { return };
     if s.run.as_ref().is_some_and(|r| r.entry == Some(idx)) {
         s.view = View::Run;
+        if let (Some(ev), Some(r)) = (s.pending_event.take(), s.run.as_mut()) {
+            super::cost_view::go_to(r, ev);
+        }
         return;
     }
     s.load_gen += 1;
@@ -219,7 +228,8 @@ pub(super) fn runs_command(s: &mut State, c: Command) {
         }
         Command::Open => {
             if let Some(i) = s.runs.entry_at(s.runs.selected) {
-                open_entry(s, i);
+                // No event to select: none left over from a load from the branches view.
+                open_entry_at(s, i, None);
             }
         }
         Command::Group => {
@@ -270,6 +280,7 @@ pub(super) fn runs_command(s: &mut State, c: Command) {
         Command::Diff => diffview::diff_selected(s),
         Command::Select => super::compare::toggle_select(s),
         Command::Visual => super::compare::toggle_visual(s),
+        Command::Branches => super::branches::open(s),
         Command::Copy | Command::CopyPath | Command::CopyResume | Command::Pager => {
             let Some(e) = s.runs.entry_at(s.runs.selected).and_then(|i| s.runs.entries.get(i)) else {
                 return;

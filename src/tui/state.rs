@@ -165,6 +165,8 @@ pub enum View {
     Stats,
     /// Several runs against a baseline (`State::compare`).
     Compare,
+    /// The prefix tree of several runs' calls (`State::branches`).
+    Branches,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1101,6 +1103,13 @@ pub enum Effect {
         opts: crate::diff::Options,
         cancel: Arc<AtomicBool>,
     },
+    /// Load runs and build the prefix tree of their calls (`Action::BranchesReady`).
+    Branches {
+        generation: u64,
+        runs: Vec<super::diffview::Source>,
+        ignore: Vec<crate::diff::Glob>,
+        cancel: Arc<AtomicBool>,
+    },
     /// Put text on the clipboard (OSC 52).
     Copy(String),
     /// Show text in the user's pager, the explorer stepping aside meanwhile.
@@ -1137,6 +1146,10 @@ pub struct State {
     pub words: super::diffview::WordStyle,
     /// The compare table, while it is open (its pair diffs open over it).
     pub compare: Option<super::compare::CompareView>,
+    /// The branches view, while it is open (the runs and diffs it opens come back to it).
+    pub branches: Option<super::branches::BranchesView>,
+    /// The event to select in the run being loaded (opened from the branches view).
+    pub pending_event: Option<u32>,
     /// Runs-list entries selected (`x`, `v`) for the compare table.
     pub runs_selection: std::collections::BTreeSet<usize>,
     /// The runs-list row where a visual range started (`v`).
@@ -1189,6 +1202,8 @@ impl State {
             diff_opts: Default::default(),
             words: Default::default(),
             compare: None,
+            branches: None,
+            pending_event: None,
             runs_selection: Default::default(),
             runs_visual: None,
             help: None,
@@ -1232,6 +1247,7 @@ impl State {
             (View::Diff, _, Some(_)) => Context::Diff,
             (View::Stats, _, _) if self.stats.is_some() => Context::Stats,
             (View::Compare, _, _) if self.compare.is_some() => Context::Compare,
+            (View::Branches, _, _) if self.branches.is_some() => Context::Branches,
             (View::Run, Some(r), _) if r.focus == Pane::Detail => Context::Detail,
             (View::Run, Some(_), _) => Context::Tree,
             _ => Context::Runs,

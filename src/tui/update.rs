@@ -124,6 +124,9 @@ pub fn update(s: &mut State, a: Action) {
                     let entry = s.pending_entry.take();
                     s.run = Some(RunView::new(shared(*trace), entry));
                     s.view = View::Run;
+                    if let (Some(ev), Some(r)) = (s.pending_event.take(), s.run.as_mut()) {
+                        super::cost_view::go_to(r, ev);
+                    }
                     super::runsearch::land(s);
                 }
                 Err(e) => say(s, e, true),
@@ -135,6 +138,8 @@ pub fn update(s: &mut State, a: Action) {
             row,
             result,
         } => super::compare::row_ready(s, generation, row, result),
+        Action::BranchesProgress { generation, done } => super::branches::progress(s, generation, done),
+        Action::BranchesReady { generation, result } => super::branches::ready(s, generation, result.map(|g| *g)),
         Action::RunUpdate {
             generation,
             trace,
@@ -271,6 +276,7 @@ fn command(s: &mut State, c: Command) {
         Context::Pair => diffview::pair_command(s, c),
         Context::Stats => super::stats::command(s, c),
         Context::Compare => super::compare::command(s, c),
+        Context::Branches => super::branches::command(s, c),
         Context::Help | Context::Global => {}
     }
 }
@@ -286,6 +292,7 @@ fn click(s: &mut State, x: u16, y: u16) {
         View::Stats => {}
         View::Diff => diffview::click(s, x, y),
         View::Compare => super::compare::click(s, y),
+        View::Branches => super::branches::click(s, y),
         View::Runs => {
             let table = layout::runs(area(s)).table;
             // The title carries "N unreadable" / "N dirs not searched": a click there lists
@@ -367,6 +374,7 @@ fn scroll(s: &mut State, x: u16, y: u16, down: bool) {
         }
         View::Diff => diffview::scroll(s, down),
         View::Compare => super::compare::scroll(s, down),
+        View::Branches => super::branches::scroll(s, down),
         View::Runs => {
             s.runs.selected = step(s.runs.selected, s.runs.order.len());
             off_header(s, !down);

@@ -82,6 +82,23 @@ pub fn open_selected(s: &mut State) {
     assert_eq!(s.view, View::Run);
 }
 
+/// Press what opens a run (`go`), then load it as the app's thread would.
+pub fn open_selected_with(s: &mut State, go: impl FnOnce(&mut State)) {
+    go(s);
+    let Some(Effect::LoadRun {
+        generation,
+        run,
+        index,
+        id,
+    }) = s.effects.pop()
+    else {
+        panic!("no load")
+    };
+    let result = tracetui::tui::load_one(&run, index, &id);
+    update(s, Action::RunLoaded { generation, result });
+    assert_eq!(s.view, View::Run);
+}
+
 /// Run the pending diff as the app's thread would.
 pub fn finish_diff(s: &mut State) {
     let Some(Effect::Diff {

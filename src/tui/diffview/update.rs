@@ -148,7 +148,7 @@ pub fn diff_command(s: &mut State, c: Command) {
             v.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
             s.diff = None;
             // Opened from the compare table: back to it.
-            if !crate::tui::compare::back_to_table(s) {
+            if !crate::tui::compare::back_to_table(s) && !crate::tui::branches::back_to_view(s) {
                 s.view = View::Runs;
             }
             if cancelled {

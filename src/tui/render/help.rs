@@ -101,6 +101,7 @@ pub fn lines(s: &State) -> Vec<(String, String, Role)> {
         Context::Diff => "diff",
         Context::Pair => "pair detail",
         Context::Compare => "compare table",
+        Context::Branches => "branches view",
         Context::Stats => "stats view",
         _ => "",
     };

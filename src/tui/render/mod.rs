@@ -60,6 +60,17 @@ pub fn render(f: &mut Frame, s: &State, th: &Theme) {
             super::compare::render(buf, body, s, th);
             footer(buf, l.footer, s, th);
         }
+        (View::Branches, _) if s.branches.is_some() => {
+            let l = layout::diff(area, 0);
+            title(buf, l.title, s, th, Some("branches"), None);
+            let body = Rect {
+                y: l.title.y + 1,
+                height: area.height.saturating_sub(2),
+                ..area
+            };
+            super::branches::render(buf, body, s, th);
+            footer(buf, l.footer, s, th);
+        }
         (View::Run, Some(r)) => {
             let mut l = layout::run(area);
             if r.zoom {
