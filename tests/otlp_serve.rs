@@ -232,6 +232,7 @@ fn collect(s: &Server, runs: usize, logs: usize) -> Vec<Value> {
 
 #[test]
 fn sdk_exporters_over_http_protobuf_http_json_and_grpc() {
+    tls();
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("session");
     let s = serve(&save);
@@ -336,7 +337,10 @@ fn bad_bodies_get_the_answers_the_spec_gives() {
     let dir = tempfile::tempdir().unwrap();
     let s = serve(&dir.path().join("s"));
     let post = |ct: &str, enc: Option<&str>, body: Vec<u8>| {
-        let c = reqwest::blocking::Client::new();
+        let c = {
+            tls();
+            reqwest::blocking::Client::new()
+        };
         let mut r = c
             .post(format!("http://{}/v1/traces", s.http))
             .header("content-type", ct);
@@ -371,12 +375,15 @@ fn bad_bodies_get_the_answers_the_spec_gives() {
 
 /// POST an OTLP/JSON body to /v1/traces.
 fn post_json(s: &Server, body: &Value) {
-    let r = reqwest::blocking::Client::new()
-        .post(format!("http://{}/v1/traces", s.http))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .unwrap();
+    let r = {
+        tls();
+        reqwest::blocking::Client::new()
+    }
+    .post(format!("http://{}/v1/traces", s.http))
+    .header("content-type", "application/json")
+    .body(body.to_string())
+    .send()
+    .unwrap();
     assert_eq!(r.status().as_u16(), 200);
 }
 
@@ -621,12 +628,15 @@ fn big_request(children: usize, text: &str) -> ExportTraceServiceRequest {
 
 /// POST a body to /v1/traces: (status, answer).
 fn post_raw(s: &Server, ct: &str, gzip: bool, body: Vec<u8>) -> (u16, String) {
-    let mut r = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap()
-        .post(format!("http://{}/v1/traces", s.http))
-        .header("content-type", ct);
+    let mut r = {
+        tls();
+        reqwest::blocking::Client::builder()
+    }
+    .timeout(Duration::from_secs(120))
+    .build()
+    .unwrap()
+    .post(format!("http://{}/v1/traces", s.http))
+    .header("content-type", ct);
     if gzip {
         r = r.header("content-encoding", "gzip");
     }
@@ -806,10 +816,13 @@ fn many_idle_connections_do_not_keep_a_new_exporter_out() {
     let s = spawn_serve(&["--save".as_ref(), save.as_os_str()], None, Some(256));
     let idle: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(&s.http).unwrap()).collect();
     // Kept-alive connections that sent one request each, then nothing.
-    let client = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let client = {
+        tls();
+        reqwest::blocking::Client::builder()
+    }
+    .timeout(Duration::from_secs(60))
+    .build()
+    .unwrap();
     let post = |body: &Value| {
         client
             .post(format!("http://{}/v1/traces", s.http))
@@ -827,10 +840,13 @@ fn many_idle_connections_do_not_keep_a_new_exporter_out() {
     assert_eq!(post(&spans(&[('a', '1', None)])).unwrap(), 200);
     assert_eq!(run(&s), "span 1");
     // A new exporter is served (it timed out: the descriptors were gone).
-    let fresh = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let fresh = {
+        tls();
+        reqwest::blocking::Client::builder()
+    }
+    .timeout(Duration::from_secs(60))
+    .build()
+    .unwrap();
     let code = fresh
         .post(format!("http://{}/v1/traces", s.http))
         .header("content-type", "application/json")
@@ -879,4 +895,10 @@ fn sigterm_ends_serve_within_seconds_whatever_its_clients_do_and_keeps_what_it_a
     let status = status.expect("serve still running 40 s after SIGTERM");
     assert!(status.success(), "{status:?}");
     assert_eq!(listed(&save), [("a".repeat(32), 1, "ok".to_string())]);
+}
+
+/// reqwest is built with rustls and no bundled crypto provider (the clickhouse:// client
+/// installs ring before it makes a client): a test's clients need it installed too.
+fn tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -849,11 +849,14 @@ fn spans_received_by_serve_appear_under_follow() {
         let start = Instant::now();
         loop {
             // The explorer may still be starting: retry until the receiver answers.
-            match reqwest::blocking::Client::new()
-                .post(format!("http://127.0.0.1:{port}/v1/traces"))
-                .header("content-type", "application/json")
-                .body(body.clone())
-                .send()
+            match {
+                tls();
+                reqwest::blocking::Client::new()
+            }
+            .post(format!("http://127.0.0.1:{port}/v1/traces"))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
             {
                 Ok(r) => {
                     assert_eq!(r.status().as_u16(), 200);
@@ -1058,4 +1061,10 @@ fn a_cost_sort_puts_the_long_costly_sessions_first_once_indexed() {
     assert!(!s.contains('≥'), "the total is whole: {s}");
     t.keys(&["q"]);
     t.assert_restored();
+}
+
+/// reqwest is built with rustls and no bundled crypto provider (the clickhouse:// client
+/// installs ring before it makes a client): a test's clients need it installed too.
+fn tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
