@@ -48,6 +48,26 @@ fn nothing_in_places(paths: &[std::path::PathBuf], d: &source::Discovery) -> boo
     none
 }
 
+/// Where a report goes: the file `-o` names (created, buffered), else standard output.
+fn output_to<'a>(path: Option<&std::path::Path>, out: &'a mut dyn Write) -> anyhow::Result<Box<dyn Write + 'a>> {
+    Ok(match path {
+        Some(p) => {
+            let f = std::fs::File::create(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
+            Box::new(std::io::BufWriter::new(f))
+        }
+        None => Box::new(out),
+    })
+}
+
+/// `diff` of a baseline and runs, its exit code (a usage error exits 2).
+fn compare_pairs(req: &report::compare::Request, sink: &mut dyn Write) -> anyhow::Result<u8> {
+    match report::compare::run(req, sink) {
+        Ok(c) => Ok(c),
+        Err(report::compare::RunError::Usage(m)) => Err(usage(m)),
+        Err(report::compare::RunError::Io(e)) => Err(e.into()),
+    }
+}
+
 fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("{msg}")
 }
@@ -435,20 +455,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 context,
                 color,
             };
-            let mut file_out;
-            let sink: &mut dyn Write = match &output {
-                Some(p) => {
-                    let f = std::fs::File::create(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
-                    file_out = std::io::BufWriter::new(f);
-                    &mut file_out
-                }
-                None => &mut out,
-            };
-            let code = match report::compare::run(&req, sink) {
-                Ok(c) => c,
-                Err(report::compare::RunError::Usage(m)) => return Err(usage(m)),
-                Err(report::compare::RunError::Io(e)) => return Err(e.into()),
-            };
+            let mut sink = output_to(output.as_deref(), &mut out)?;
+            let sink: &mut dyn Write = &mut sink;
+            let code = compare_pairs(&req, sink)?;
             sink.flush()?;
             if let Some(p) = &output {
                 eprintln!(
@@ -486,15 +495,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                     eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {w}")));
                 }
             };
-            let mut file_out;
-            let sink: &mut dyn Write = match &output {
-                Some(p) => {
-                    let f = std::fs::File::create(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
-                    file_out = std::io::BufWriter::new(f);
-                    &mut file_out
-                }
-                None => &mut out,
-            };
+            let mut sink = output_to(output.as_deref(), &mut out)?;
+            let sink: &mut dyn Write = &mut sink;
             let code = if tree {
                 if runs.is_empty() {
                     return Err(usage(
@@ -540,11 +542,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                         context: tracetui::diff::words::DEFAULT_CONTEXT,
                         color: false,
                     };
-                    match report::compare::run(&req, sink) {
-                        Ok(c) => c,
-                        Err(report::compare::RunError::Usage(m)) => return Err(usage(m)),
-                        Err(report::compare::RunError::Io(e)) => return Err(e.into()),
-                    }
+                    compare_pairs(&req, sink)?
                 } else {
                     let av: Vec<_> = a.runs.into_iter().map(|(_, r)| r).collect();
                     let bv: Vec<_> = b.runs.into_iter().map(|(_, r)| r).collect();

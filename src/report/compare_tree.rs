@@ -762,29 +762,17 @@ pub fn repeated_markdown(r: &Repeated, out: &mut dyn Write) -> std::io::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diff::tree::{RawStep, StepKey};
 
+    /// The tree's own test run, named and with a gist holding an escape (to be shown escaped).
     fn run(seq: &[&str], spec: &str) -> RunInfo {
-        RunInfo {
-            name: spec.into(),
-            spec: spec.into(),
-            format: "agentdbg",
-            steps: seq
-                .iter()
-                .enumerate()
-                .map(|(i, s)| RawStep {
-                    key: StepKey {
-                        tool: true,
-                        name: s.to_string(),
-                        args: String::new(),
-                    },
-                    event: i as u32,
-                    failed: false,
-                    gist: Some(format!("{s}\u{1b}[31m")),
-                })
-                .collect(),
-            ..RunInfo::default()
+        let mut r = crate::diff::tree::tests::run(seq);
+        r.name = spec.into();
+        r.spec = spec.into();
+        r.format = "agentdbg";
+        for st in &mut r.steps {
+            st.gist = Some(format!("{}\u{1b}[31m", st.key.name));
         }
+        r
     }
 
     #[test]
