@@ -898,7 +898,7 @@ mod tests {
 
     #[test]
     fn docs_remote_md_shows_the_sql_each_view_sends() {
-        let doc = include_str!("../../docs/remote.md");
+        let doc = include_str!("../../../docs/remote.md");
         let s = Source::parse("clickhouse://localhost/otel").unwrap();
         for sql in [runs_sql(&s), spans_sql(&s, "5b8efff798038103d269b633813fc60c")] {
             let block = format!("```sql\n{sql}\n```");
