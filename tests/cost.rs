@@ -99,13 +99,55 @@ fn copilot_cli_session_totals() {
     assert_eq!(rc.total.total_tokens, 11_100 + 30_100 + 175);
 }
 
+/// A sample copied into a temporary directory with `edit` applied to `file` (relative to it).
+fn edited(rel: &str, file: &str, edit: impl Fn(String) -> String) -> (tempfile::TempDir, PathBuf) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces").join(rel);
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join(src.file_name().unwrap());
+    if src.is_dir() {
+        std::fs::create_dir_all(&dst).unwrap();
+        for e in std::fs::read_dir(&src).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+        }
+    } else {
+        std::fs::copy(&src, &dst).unwrap();
+    }
+    let target = if file.is_empty() { dst.clone() } else { dst.join(file) };
+    let text = std::fs::read_to_string(&target).unwrap();
+    let changed = edit(text.clone());
+    assert_ne!(changed, text, "{rel}: the edit changed nothing");
+    std::fs::write(&target, changed).unwrap();
+    (dir, dst)
+}
+
+fn one_at(path: &Path) -> RunCost {
+    let d = tracetui::source::discover(&[path.to_path_buf()], None);
+    let mut runs = tracetui::source::load_all(&d.runs);
+    assert_eq!(runs.len(), 1);
+    let t = runs.remove(0).1.unwrap().traces.remove(0);
+    run_cost(&t, Prices::builtin())
+}
+
 #[test]
 fn recorded_costs_win() {
-    // SWE-agent's model_stats.instance_cost: $0.031.
-    assert_eq!(one("swe-agent/stats-mean-empty.traj").total.micros, 31_000);
-    // Cline's api_req_started costs, as written.
-    let cline = one("cline");
-    assert_eq!((cline.total.micros, cline.total.unknown), (30_100, 0));
+    // The samples' recorded costs equal the computed ones (`stats --check-costs` lists none),
+    // so the recorder's figures are changed in copies to tell the two apart.
+    // SWE-agent's model_stats.instance_cost ($0.03354, as computed), made $0.031.
+    let (_d, p) = edited("swe-agent/stats-mean-empty.traj", "", |s| {
+        s.replace("\"instance_cost\": 0.03354", "\"instance_cost\": 0.031")
+    });
+    assert_eq!(one_at(&p).total.micros, 31_000);
+    // Cline's api_req_started costs, as written: the first of them made $0.0168 (computed
+    // $0.016731); the run is the five costs added.
+    let (_d, p) = edited("cline/tasks/1767225600000", "ui_messages.json", |s| {
+        s.replace("cost\\\": 0.016731}", "cost\\\": 0.0168}")
+    });
+    let cline = one_at(&p);
+    assert_eq!(
+        (cline.total.micros, cline.total.unknown),
+        (16_800 + 3_807 + 2_667 + 2_802 + 3_087, 0)
+    );
 }
 
 #[test]
@@ -235,4 +277,55 @@ fn copilot_cli_shutdown_totals_are_not_counted_twice() {
     );
     let more = run("more", &shutdown(30_000, 500));
     assert_eq!(more.total.total_tokens, 30_500);
+}
+
+/// `stats --check-costs` of the samples: every recorded cost is the computed one, and the
+/// Roo Code and Kilo Code tasks, whose calls name no model, are not compared (their computed
+/// cost would be a part passed off as the whole).
+#[test]
+fn check_costs_of_the_samples() {
+    let cfg = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("tracetui")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("TRACETUI_CACHE_DIR", cfg.path())
+            .env("XDG_CONFIG_HOME", cfg.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(&["stats", "--check-costs", "sample-traces/"]);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.ends_with("2 not compared (calls tracetui cannot price); 0 beyond rounding"),
+        "{text}"
+    );
+    assert!(text.contains("(roo-code, sample-traces/roo-code/"), "{text}");
+    assert!(text.contains("(kilo-code, sample-traces/kilo-code/"), "{text}");
+    assert!(text.contains("5 calls of unknown cost: no model named"), "{text}");
+    let v: serde_json::Value =
+        serde_json::from_str(&run(&["stats", "--check-costs", "sample-traces/", "--format", "json"])).unwrap();
+    assert_eq!(v["differ"], 0);
+    assert_eq!(v["not_compared"].as_array().unwrap().len(), 2);
+
+    // A recorded cost changed in a copy is listed, with the difference.
+    let (d, _) = edited("swe-agent/stats-mean-empty.traj", "", |s| {
+        s.replace("\"instance_cost\": 0.03354", "\"instance_cost\": 0.031")
+    });
+    let text = run(&["stats", "--check-costs", d.path().to_str().unwrap()]);
+    assert!(
+        text.starts_with("1 run with a cost the recorder wrote; 1 beyond rounding:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("recorded $0.0310  computed $0.0335  difference -$0.002540 (-7.57%)"),
+        "{text}"
+    );
 }

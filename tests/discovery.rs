@@ -177,14 +177,14 @@ const ROWS: &[Row] = &[
         agent: "roo-code",
         format: "roo-code",
         dest: "home/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/1767225600000",
-        fixture: "sample-traces/roo-code/tasks/1767225600000",
+        fixture: "sample-traces/roo-code/rooveterinaryinc.roo-cline/tasks/1767225600000",
         project: "",
     },
     Row {
         agent: "kilo-code",
         format: "kilo-code",
         dest: "home/.config/Code/User/globalStorage/kilocode.kilo-code/tasks/1767312000000",
-        fixture: "sample-traces/kilo-code/tasks/1767312000000",
+        fixture: "sample-traces/kilo-code/kilocode.kilo-code/tasks/1767312000000",
         project: "",
     },
     Row {

@@ -50,7 +50,7 @@ mod tests {
     use crate::model::{RunStatus, Status};
 
     fn sample() -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/kilo-code/tasks/1767312000000")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/kilo-code/kilocode.kilo-code/tasks/1767312000000")
     }
 
     /// The sample in a copy of Kilo's storage (`storage`) in a temporary directory.

@@ -81,7 +81,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join(storage).join("tasks/1767225600000");
         std::fs::create_dir_all(&dir).unwrap();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/roo-code/tasks/1767225600000");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sample-traces/roo-code/rooveterinaryinc.roo-cline/tasks/1767225600000");
         for e in std::fs::read_dir(src).unwrap().flatten() {
             std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
         }
@@ -142,7 +143,8 @@ mod tests {
 
     #[test]
     fn the_sample_loads_with_roos_tools() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/roo-code/tasks/1767225600000");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("sample-traces/roo-code/rooveterinaryinc.roo-cline/tasks/1767225600000");
         let t = &RooCode.load(&dir).unwrap().traces[0];
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         let c = t.counts();

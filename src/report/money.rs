@@ -45,10 +45,15 @@ impl CostCheck {
     pub fn diff(&self) -> i128 {
         self.recorded as i128 - self.computed as i128
     }
+    /// Calls whose cost tracetui cannot compute (no model, no price, no tokens): while there
+    /// are any, `computed` is only a lower bound and the two are not compared.
+    pub fn uncomputed(&self) -> u64 {
+        self.by_model.iter().map(|m| m.uncomputed).sum()
+    }
     /// Whether the two differ by more than the rounding of each call's cost to microdollars
-    /// (and of the recorder's dollars) can make.
+    /// (and of the recorder's dollars) can make; false when they cannot be compared.
     pub fn differs(&self) -> bool {
-        self.diff().unsigned_abs() > (self.calls / 2 + 2) as u128
+        self.uncomputed() == 0 && self.diff().unsigned_abs() > (self.calls / 2 + 2) as u128
     }
     /// Recorded minus computed, as a percentage of the computed (None when that is 0).
     pub fn pct(&self) -> Option<f64> {
@@ -198,42 +203,59 @@ fn model_json(m: &ModelCheck) -> Value {
 
 /// `stats --check-costs`: every run whose recorded cost differs from the computed one beyond
 /// rounding, with the difference by model and kind. Returns how many differ.
-pub fn report(checked: &[Checked], output: crate::output::Output, out: &mut dyn Write) -> std::io::Result<usize> {
+pub fn report(
+    checked: &[Checked],
+    prices: &Prices,
+    output: crate::output::Output,
+    out: &mut dyn Write,
+) -> std::io::Result<usize> {
     let differ: Vec<&Checked> = checked.iter().filter(|c| c.check.differs()).collect();
+    let uncompared: Vec<&Checked> = checked.iter().filter(|c| c.check.uncomputed() > 0).collect();
     if output == crate::output::Output::Json {
-        let runs: Vec<Value> = differ
-            .iter()
-            .map(|c| {
-                let s = &c.summary;
-                let mut v = json!({
-                    "id": s.id,
-                    "name": s.name,
-                    "format": s.format,
-                    "recorded_micros": c.check.recorded,
-                    "computed_micros": c.check.computed,
-                    "difference_micros": i64::try_from(c.check.diff()).ok(),
-                    "by_model": c.check.by_model.iter().map(model_json).collect::<Vec<_>>(),
-                    "unlogged": c.check.unlogged.iter().map(|(m, t)| {
-                        let mut v = super::stats::total_json(t);
-                        v["model"] = json!(m);
-                        v
-                    }).collect::<Vec<_>>(),
-                });
-                crate::json::put_path(&mut v, "path", &s.path);
-                v
-            })
-            .collect();
+        let runs_json = |list: &[&Checked]| -> Vec<Value> {
+            list.iter()
+                .map(|c| {
+                    let s = &c.summary;
+                    let mut v = json!({
+                        "id": s.id,
+                        "name": s.name,
+                        "format": s.format,
+                        "recorded_micros": c.check.recorded,
+                        "computed_micros": c.check.computed,
+                        "difference_micros": i64::try_from(c.check.diff()).ok(),
+                        "by_model": c.check.by_model.iter().map(model_json).collect::<Vec<_>>(),
+                        "unlogged": c.check.unlogged.iter().map(|(m, t)| {
+                            let mut v = super::stats::total_json(t);
+                            v["model"] = json!(m);
+                            v
+                        }).collect::<Vec<_>>(),
+                    });
+                    crate::json::put_path(&mut v, "path", &s.path);
+                    v
+                })
+                .collect()
+        };
         crate::json::write_line(
             out,
-            &json!({"runs_with_recorded_cost": checked.len(), "differ": differ.len(), "runs": runs}),
+            &json!({
+                "runs_with_recorded_cost": checked.len(),
+                "differ": differ.len(),
+                "runs": runs_json(&differ),
+                "not_compared": runs_json(&uncompared),
+            }),
         )?;
         return Ok(differ.len());
     }
     let added: Vec<&Checked> = checked.iter().filter(|c| !c.check.unlogged.is_empty()).collect();
     writeln!(
         out,
-        "{} with a cost the recorder wrote; {} beyond rounding{}",
+        "{} with a cost the recorder wrote; {}{} beyond rounding{}",
         super::count(checked.len(), "run"),
+        if uncompared.is_empty() {
+            String::new()
+        } else {
+            format!("{} not compared (calls tracetui cannot price); ", uncompared.len())
+        },
         differ.len(),
         if differ.is_empty() { "" } else { ":" }
     )?;
@@ -276,6 +298,38 @@ pub fn report(checked: &[Checked], output: crate::output::Output, out: &mut dyn 
                     out,
                     "    {:<15} {tokens:+} {unit} counted by the recorder and not in the transcript: {cost}",
                     kind.label()
+                )?;
+            }
+        }
+    }
+    if !uncompared.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Not compared: runs with calls whose cost tracetui cannot compute (the computed cost would be only a part):"
+        )?;
+        for c in &uncompared {
+            let s = &c.summary;
+            writeln!(
+                out,
+                "  {}  ({}, {}): recorded {}",
+                crate::sanitize::line(s.name.as_deref().unwrap_or(&s.id)),
+                s.format,
+                crate::sanitize::line(&s.path.display().to_string()),
+                dollars(c.check.recorded)
+            )?;
+            for m in c.check.by_model.iter().filter(|m| m.uncomputed > 0) {
+                let why = if m.model.is_empty() {
+                    "no model named".to_string()
+                } else if prices.lookup(&m.model).is_none() {
+                    format!("{} is not in the price list", crate::sanitize::line(&m.model))
+                } else {
+                    format!("{}: no token counts", crate::sanitize::line(&m.model))
+                };
+                writeln!(
+                    out,
+                    "    {} of unknown cost: {why}",
+                    super::count(m.uncomputed as usize, "call")
                 )?;
             }
         }

@@ -809,7 +809,7 @@ pub fn run(d: &Discovery, prices: &Prices, req: Request, out: &mut dyn Write) ->
                 .cmp(&a.summary.start)
                 .then_with(|| a.summary.id.cmp(&b.summary.id))
         });
-        super::money::report(&checked, req.output, out)?;
+        super::money::report(&checked, prices, req.output, out)?;
         return Ok(code);
     }
     let (mut runs, failed) = collect(&d.runs, prices);
