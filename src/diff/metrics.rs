@@ -28,7 +28,9 @@ impl Metric {
             None => "-".to_string(),
             Some(x) if self.name == "duration" => crate::model::format_duration(x),
             Some(x) if self.name == "cost" => crate::cost::dollars(x.unsigned_abs()),
-            Some(x) => x.to_string(),
+            // Grouped as everywhere else (`12,345`), whole.
+            Some(x) if x < 0 => format!("-{}", crate::model::thousands(x.unsigned_abs())),
+            Some(x) => crate::model::thousands(x as u64),
         }
     }
 

@@ -234,7 +234,7 @@ fn spread_text(s: &Spread, show: impl Fn(i64) -> String) -> Option<String> {
     })
 }
 
-/// `ok 18 · error 2 · C 15, I 5 · cost $0.01 ±$0.001 · tokens 1200 ±40 · 2.0s ±300ms`.
+/// `ok 18 · error 2 · C 15, I 5 · cost $0.01 ±$0.001 · tokens 1,200 ±40 · 2.0s ±300ms`.
 pub fn outcome_text(o: &Outcome) -> String {
     let mut parts = vec![format!("ok {}", o.ok)];
     if o.error > 0 {
@@ -251,7 +251,10 @@ pub fn outcome_text(o: &Outcome) -> String {
     if let Some(c) = spread_text(&o.cost, |x| crate::cost::dollars(x.unsigned_abs())) {
         parts.push(format!("cost {c}"));
     }
-    if let Some(t) = spread_text(&o.tokens, |x| x.to_string()) {
+    if let Some(t) = spread_text(&o.tokens, |x| {
+        let t = crate::model::thousands(x.unsigned_abs());
+        if x < 0 { format!("-{t}") } else { t }
+    }) {
         parts.push(format!("tokens {t}"));
     }
     if let Some(d) = spread_text(&o.duration, crate::model::format_duration) {
@@ -577,7 +580,10 @@ pub fn metric_value(m: &MetricTest, x: f64) -> String {
             let sign = if x < 0.0 { "-" } else { "" };
             format!("{sign}{}", crate::model::format_duration(x.abs().round() as i64))
         }
-        _ => format!("{:.0}", x),
+        _ => {
+            let sign = if x.round() < 0.0 { "-" } else { "" };
+            format!("{sign}{}", crate::model::thousands(x.abs().round() as u64))
+        }
     }
 }
 
