@@ -19,3 +19,4 @@ pub mod serve;
 pub mod source;
 pub mod tail;
 pub mod tui;
+pub mod words;

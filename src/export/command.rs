@@ -167,7 +167,7 @@ pub fn run(req: &Request, stdout: &mut dyn Write) -> anyhow::Result<u8> {
         (Dest::File(p), 1) => say(&format!("wrote {} ({})", p.display(), req.to.label())),
         (Dest::Dir(dir), n) if n > 0 => say(&format!(
             "wrote {} to {} ({})",
-            crate::report::count(n, "run"),
+            crate::words::count(n, "run"),
             dir.display(),
             req.to.label()
         )),

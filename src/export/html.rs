@@ -8,7 +8,7 @@
 //! [`MAX_VALUE`] bytes, and payloads only while the page is under [`MAX_PAGE`] bytes; the page
 //! says what it left out.
 
-use super::{Header, cut_bytes, header, is_conversation, kind_label, message_text, pretty};
+use super::{Header, cut_bytes, header, is_conversation, message_text, pretty};
 use crate::formats;
 use crate::model::{EventKind, Payload, Status, Trace, Usage, format_duration};
 use serde_json::Value;
@@ -166,7 +166,7 @@ fn page(
         let _ = writeln!(
             s,
             "<p class=\"note\">This page shows the first {shown} of {total} events (in tree order); {} left out. Export to OTLP/JSON or Markdown, or open the run in tracetui, for all of them.</p>",
-            crate::report::count(total - shown, "event")
+            crate::words::count(total - shown, "event")
         );
     }
     if om.payloads_skipped > 0 {
@@ -174,14 +174,14 @@ fn page(
             s,
             "<p class=\"note\">The page reached its size bound ({} MiB): the details of the last {} are left out (their rows are shown).</p>",
             MAX_PAGE >> 20,
-            crate::report::count(om.payloads_skipped, "event")
+            crate::words::count(om.payloads_skipped, "event")
         );
     }
     if om.values_cut > 0 {
         let _ = writeln!(
             s,
             "<p class=\"note\">{} longer than {} KiB {} cut (marked where cut).</p>",
-            crate::report::count(om.values_cut, "value"),
+            crate::words::count(om.values_cut, "value"),
             MAX_VALUE >> 10,
             if om.values_cut == 1 { "was" } else { "were" }
         );
@@ -190,7 +190,7 @@ fn page(
         let _ = writeln!(
             s,
             "<details class=\"note\"><summary>{} while loading</summary><pre>",
-            crate::report::count(t.diagnostics.len(), "diagnostic")
+            crate::words::count(t.diagnostics.len(), "diagnostic")
         );
         for d in t.diagnostics.iter().take(200) {
             let _ = writeln!(s, "{}", esc(&d.to_string()));
@@ -238,7 +238,7 @@ fn event(
     // Roots and failing events start open; everything else folds.
     let open = (depth == 0 && !t.children(i).is_empty()) || e.is_error() || on_error_path;
     let _ = write!(s, "<details class=\"{cls}\"{}>", if open { " open" } else { "" });
-    let kind = kind_label(e.kind);
+    let kind = e.kind.label();
     let _ = write!(
         s,
         "<summary><span class=\"nm\" style=\"padding-left:{}em\">",

@@ -9,7 +9,7 @@
 //! overrides are shown as visible escapes. A large run is bounded ([`MAX_EVENTS`],
 //! [`MAX_VALUE`]) and the page says what was left out.
 
-use super::{cut_bytes, header, is_conversation, kind_label, message_text, pretty};
+use super::{cut_bytes, header, is_conversation, message_text, pretty};
 use crate::formats;
 use crate::model::{EventKind, Role, Status, Trace, format_duration};
 use serde_json::Value;
@@ -72,25 +72,11 @@ pub fn text(s: &str) -> String {
     out
 }
 
-/// The longest run of backticks in `s`: a code span or fence must be longer to hold it.
-pub fn longest_backtick_run(s: &str) -> usize {
-    let (mut best, mut cur) = (0, 0);
-    for c in s.chars() {
-        if c == '`' {
-            cur += 1;
-            best = best.max(cur);
-        } else {
-            cur = 0;
-        }
-    }
-    best
-}
-
 /// A fenced code block that its value cannot close: the fence is longer than any run of
 /// backticks inside.
 pub fn fence(value: &str, info: &str) -> String {
     let v = crate::sanitize::file_text(value);
-    let f = "`".repeat((longest_backtick_run(&v) + 1).max(3));
+    let f = "`".repeat((crate::words::longest_backtick_run(&v) + 1).max(3));
     let nl = if v.ends_with('\n') { "" } else { "\n" };
     format!("{f}{info}\n{v}{nl}{f}\n")
 }
@@ -125,14 +111,14 @@ pub fn write(t: &Trace, out: &mut dyn Write) -> io::Result<()> {
             s,
             "> [!NOTE]\n> This transcript shows the first {shown} of {} events; {} left out. The HTML or OTLP/JSON export, or tracetui itself, shows them all.\n",
             walk.len(),
-            crate::report::count(walk.len() - shown, "event")
+            crate::words::count(walk.len() - shown, "event")
         );
     }
     if om.values_cut > 0 {
         let _ = writeln!(
             s,
             "> [!NOTE]\n> {} longer than {} KiB {} cut (marked where cut).\n",
-            crate::report::count(om.values_cut, "value"),
+            crate::words::count(om.values_cut, "value"),
             MAX_VALUE >> 10,
             if om.values_cut == 1 { "was" } else { "were" }
         );
@@ -145,7 +131,7 @@ pub fn write(t: &Trace, out: &mut dyn Write) -> io::Result<()> {
         let _ = writeln!(
             s,
             "<details><summary>{} while loading</summary>\n\n{}\n</details>\n",
-            crate::report::count(t.diagnostics.len(), "diagnostic"),
+            crate::words::count(t.diagnostics.len(), "diagnostic"),
             fence(&d, "text")
         );
     }
@@ -202,7 +188,7 @@ fn event(t: &Trace, i: u32, depth: usize, s: &mut String, om: &mut Omitted) {
         EventKind::LlmCall => format!("### 🤖 {indent}LLM call: {name}{facts}"),
         EventKind::ToolCall => format!("### 🔧 {indent}Tool call: {name}{facts}"),
         EventKind::Error => format!("### ❌ {indent}Error: {name}{facts}"),
-        k => format!("#### {indent}{}: {name}{facts}", kind_label(k)),
+        k => format!("#### {indent}{}: {name}{facts}", k.label()),
     };
     let _ = writeln!(s, "{heading}\n");
     if let Some(err) = &p.error {
@@ -304,7 +290,7 @@ fn conversation_or_value(s: &mut String, label: &str, v: &Value, om: &mut Omitte
         let _ = writeln!(
             s,
             "<details><summary>{label} ({})</summary>\n\n{inner}</details>\n",
-            crate::report::count(msgs.len(), "message")
+            crate::words::count(msgs.len(), "message")
         );
     } else {
         let _ = writeln!(s, "**{label}**\n\n{inner}");
@@ -326,7 +312,7 @@ fn value_block(s: &mut String, label: &str, v: &Value, om: &mut Omitted, fold: b
         let _ = writeln!(
             s,
             "<details><summary>{label} ({})</summary>\n\n{block}\n</details>\n",
-            crate::report::count(lines, "line")
+            crate::words::count(lines, "line")
         );
     } else {
         let _ = writeln!(s, "**{label}**\n\n{block}");

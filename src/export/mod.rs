@@ -8,7 +8,7 @@ pub mod html;
 pub mod markdown;
 pub mod otlp;
 
-use crate::model::{EventKind, Trace};
+use crate::model::Trace;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -151,13 +151,6 @@ pub fn check_output(out: &Path, protected: &[PathBuf]) -> Result<(), String> {
 }
 
 /// A short label of an event's kind (a message carries its role).
-pub(crate) fn kind_label(k: EventKind) -> &'static str {
-    match k {
-        EventKind::Message(r) => r.as_str(),
-        k => k.as_str(),
-    }
-}
-
 /// Cut a string to at most `max` bytes on a character boundary; the bytes left out.
 pub(crate) fn cut_bytes(s: &str, max: usize) -> (&str, usize) {
     if s.len() <= max {
@@ -231,7 +224,7 @@ pub(crate) struct Header {
 }
 
 pub(crate) fn header(t: &Trace) -> Header {
-    use crate::report::{count, dur_or_dash, ts_or_dash};
+    use crate::words::{count, dur_or_dash, ts_or_dash};
     let c = t.counts();
     let (start, end) = t.time_span();
     let title = t

@@ -1703,7 +1703,7 @@ mod tests {
     fn shape(t: &Trace) -> Vec<(String, String, usize)> {
         t.walk()
             .iter()
-            .map(|&(i, d)| (crate::report::show::kind_label(t.event(i)), t.name(i).to_string(), d))
+            .map(|&(i, d)| (t.event(i).kind.label().to_string(), t.name(i).to_string(), d))
             .collect()
     }
 

@@ -65,6 +65,14 @@ impl EventKind {
             EventKind::Other => "other",
         }
     }
+    /// [`as_str`](Self::as_str), but a message says its role (`user`, `assistant`, `system`):
+    /// the kind as `show`, `tail` and the exports label a row.
+    pub fn label(self) -> &'static str {
+        match self {
+            EventKind::Message(r) => r.as_str(),
+            k => k.as_str(),
+        }
+    }
     pub fn is_call(self) -> bool {
         matches!(self, EventKind::LlmCall | EventKind::ToolCall)
     }

@@ -21,7 +21,7 @@ const VALUE_MAX: usize = 200;
 /// An inline code span of one line of trace text (controls escaped, newlines shown as `\n`).
 pub fn code(s: &str) -> String {
     let s = sanitize::line(s);
-    let ticks = "`".repeat(crate::export::markdown::longest_backtick_run(&s) + 1);
+    let ticks = "`".repeat(crate::words::longest_backtick_run(&s) + 1);
     // A space inside the fence when the text touches a backtick (CommonMark strips one).
     let pad = if s.starts_with('`') || s.ends_with('`') || s.is_empty() {
         " "
@@ -39,7 +39,7 @@ pub fn cell(s: &str) -> String {
 /// A fenced block of multi-line trace text.
 pub fn fenced(s: &str, info: &str) -> String {
     let s = sanitize::file_text(s);
-    let n = (crate::export::markdown::longest_backtick_run(&s) + 1).max(3);
+    let n = (crate::words::longest_backtick_run(&s) + 1).max(3);
     let fence = "`".repeat(n);
     format!("{fence}{info}\n{s}\n{fence}")
 }

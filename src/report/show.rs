@@ -1,7 +1,7 @@
 //! `tracetui show`: the normalized event tree, as indented text or as JSON of the model.
 
 use crate::formats;
-use crate::model::{Event, EventKind, NO_PARENT, Trace, format_duration};
+use crate::model::{EventKind, NO_PARENT, Trace, format_duration};
 use crate::output::Output;
 use crate::report::{dur_or_dash, short, ts_or_dash};
 use serde_json::{Value, json};
@@ -15,14 +15,6 @@ pub fn run(traces: &[Trace], out: &mut dyn Write, fmt: Output) -> std::io::Resul
         }
     }
     Ok(())
-}
-
-/// Kind label for text output: `message` carries its role.
-pub fn kind_label(e: &Event) -> String {
-    match e.kind {
-        EventKind::Message(r) => r.as_str().to_string(),
-        k => k.as_str().to_string(),
-    }
 }
 
 /// Tree guides are drawn this many levels deep; deeper rows print their depth instead, so a
@@ -90,7 +82,7 @@ pub const GIST_CHARS: usize = 80;
 /// short args) → result.
 pub fn row(t: &Trace, i: u32, run_start: Option<i64>) -> String {
     let e = t.event(i);
-    let mut s = format!("{} {} [{}]", kind_label(e), t.name(i), e.status.as_str());
+    let mut s = format!("{} {} [{}]", e.kind.label(), t.name(i), e.status.as_str());
     if let (Some(st), Some(r0)) = (e.start.get(), run_start) {
         s.push_str(&format!(" +{}", format_duration(st.saturating_sub(r0))));
     }

@@ -151,7 +151,7 @@ impl Skipped {
     pub fn message(&self) -> String {
         format!(
             "{} not searched ({}): runs in them are not listed; give a deeper PATH to see them",
-            crate::report::count_as(self.dirs(), "directory", "directories"),
+            crate::words::count_as(self.dirs(), "directory", "directories"),
             self.reason()
         )
     }

@@ -222,17 +222,12 @@ fn outcome_line(fmt: Output, t: &Trace, i: u32, out: &mut dyn Write) -> std::io:
             let end = e.start.get().zip(e.duration.get()).map(|(s, d)| s.saturating_add(d));
             let ts = end.or(e.start.get()).map(format_ts).unwrap_or_else(|| "-".into());
             let run = t.meta.name.as_deref().unwrap_or(&t.meta.id);
-            let mut line = format!(
-                "{ts}  {run}  {} {} {}",
-                crate::report::show::kind_label(e),
-                t.name(i),
-                e.status.as_str()
-            );
+            let mut line = format!("{ts}  {run}  {} {} {}", e.kind.label(), t.name(i), e.status.as_str());
             if let Some(d) = e.duration.get() {
                 line.push_str(&format!(" · {}", crate::model::format_duration(d)));
             }
             if let Some(m) = error.as_deref().and_then(|m| m.lines().find(|l| !l.trim().is_empty())) {
-                line.push_str(&format!(" · {}", crate::report::cut(m.trim(), 120)));
+                line.push_str(&format!(" · {}", crate::words::cut(m.trim(), 120)));
             }
             writeln!(out, "{}", crate::sanitize::line(&line))
         }
@@ -266,10 +261,10 @@ fn end_line(fmt: Output, t: &Trace, out: &mut dyn Write) -> std::io::Result<()> 
             let line = format!(
                 "{ts}  {run}  run ended [{}] · {}, {}, {}, {}",
                 t.meta.status.as_str(),
-                crate::report::count(c.events, "event"),
-                crate::report::count(c.tool_calls, "tool call"),
-                crate::report::count(c.llm_calls, "LLM call"),
-                crate::report::count(c.errors, "error"),
+                crate::words::count(c.events, "event"),
+                crate::words::count(c.tool_calls, "tool call"),
+                crate::words::count(c.llm_calls, "LLM call"),
+                crate::words::count(c.errors, "error"),
             );
             writeln!(out, "{}", crate::sanitize::line(&line))
         }
@@ -304,16 +299,11 @@ fn line(fmt: Output, t: &Trace, i: u32, waits: Option<&str>, out: &mut dyn Write
         Output::Text => {
             let ts = e.start.map(format_ts).unwrap_or_else(|| "-".into());
             let run = t.meta.name.as_deref().unwrap_or(&t.meta.id);
-            let mut line = format!(
-                "{ts}  {run}  {} {} [{}]",
-                crate::report::show::kind_label(e),
-                t.name(i),
-                e.status.as_str()
-            );
+            let mut line = format!("{ts}  {run}  {} {} [{}]", e.kind.label(), t.name(i), e.status.as_str());
             // What the call did (its record is on disk: read back by its byte range).
             if let Some(g) = crate::formats::gist::of(t, e) {
                 line.push_str("  ");
-                line.push_str(&crate::report::cut(&g, crate::report::show::GIST_CHARS));
+                line.push_str(&crate::words::cut(&g, crate::report::show::GIST_CHARS));
             }
             writeln!(out, "{}", crate::sanitize::line(&line))
         }
