@@ -399,3 +399,111 @@ fn branches_need_two_runs() {
     assert_eq!(s.view, View::Runs);
     assert!(screen(&s, 120, 40).contains("select two runs or more"));
 }
+
+/// Three copies of one mini-SWE-agent trajectory, one of them ending in another exit status:
+/// the branches view counts the format's verdicts per branch.
+#[test]
+fn branches_count_the_formats_verdicts() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-traces/swe-agent/weather-kelvin.traj.json");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, status) in [("a", "Submitted"), ("b", "Submitted"), ("c", "LimitsExceeded")] {
+        let t = text.replace(
+            "\"exit_status\": \"Submitted\"",
+            &format!("\"exit_status\": \"{status}\""),
+        );
+        std::fs::write(dir.path().join(format!("{name}.traj.json")), t).unwrap();
+    }
+    let mut s = common::listed(&[dir.path().to_path_buf()], (120, 40));
+    press(&mut s, &["g", "v", "G", "v", "T"]);
+    assert_eq!(s.view, View::Branches);
+    finish_branches(&mut s);
+    let sc = screen(&s, 120, 40);
+    // One path (the calls are the same), its three runs' verdicts counted.
+    assert!(sc.contains("Submitted 2"), "{sc}");
+    assert!(sc.contains("LimitsExceeded 1"), "{sc}");
+}
+
+/// While the tree builds, moving, opening, folding and diffing do nothing and break nothing;
+/// Esc cancels the build and goes back to the list, saying so.
+#[test]
+fn branches_keys_while_building_and_esc_cancels() {
+    let mut s = branches_of_repeated((120, 40));
+    press(&mut s, &["j", "k", "G", "g", "l", "h", "enter", "space", "d"]);
+    assert_eq!(s.view, View::Branches);
+    assert!(screen(&s, 120, 40).contains("building the tree: 0/12 runs loaded"));
+    let pos = s
+        .effects
+        .iter()
+        .position(|e| matches!(e, Effect::Branches { .. }))
+        .expect("a branches effect");
+    let Effect::Branches {
+        generation,
+        runs,
+        ignore,
+        cancel,
+    } = s.effects.remove(pos)
+    else {
+        unreachable!()
+    };
+    press(&mut s, &["esc"]);
+    assert_eq!(s.view, View::Runs);
+    assert!(
+        cancel.load(std::sync::atomic::Ordering::Relaxed),
+        "the build was told to stop"
+    );
+    assert!(screen(&s, 120, 40).contains("building the tree cancelled"));
+    // A tree that arrives after the cancel (built before the thread saw it) is dropped.
+    let fresh = std::sync::atomic::AtomicBool::new(false);
+    let result = tracetui::tui::branches::compute(&runs, &ignore, &fresh, &|_| {}).expect("built");
+    update(
+        &mut s,
+        Action::BranchesReady {
+            generation,
+            result: result.map(Box::new),
+        },
+    );
+    assert_eq!(s.view, View::Runs);
+    assert!(s.branches.is_none());
+}
+
+/// A click selects the row under the pointer; the wheel moves the selection.
+#[test]
+fn branches_mouse_click_and_wheel() {
+    let mut s = branches_of_repeated((120, 40));
+    finish_branches(&mut s);
+    let selected = |s: &State| s.branches.as_ref().unwrap().selected;
+    assert_eq!(selected(&s), 0);
+    // Rows start on screen line 3 (title, header, box top).
+    update(&mut s, Action::Click { x: 10, y: 5 });
+    assert_eq!(selected(&s), 2);
+    update(
+        &mut s,
+        Action::Scroll {
+            x: 10,
+            y: 5,
+            down: true,
+        },
+    );
+    assert!(selected(&s) > 2);
+    update(
+        &mut s,
+        Action::Scroll {
+            x: 10,
+            y: 5,
+            down: false,
+        },
+    );
+    update(
+        &mut s,
+        Action::Scroll {
+            x: 10,
+            y: 5,
+            down: false,
+        },
+    );
+    assert_eq!(selected(&s), 0);
+    // A click below the last row changes nothing.
+    update(&mut s, Action::Click { x: 10, y: 39 });
+    assert_eq!(selected(&s), 0);
+}
