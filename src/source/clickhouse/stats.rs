@@ -154,7 +154,7 @@ LIMIT {limit}",
 
 /// A tool span's tool, as the OTLP reader names it.
 pub fn tool_name_sql() -> String {
-    let a = |k: &str| format!("nullIf(SpanAttributes['{k}'], '')");
+    let a = |k: &str| format!("nullIf({}, '')", super::attr(k));
     format!(
         "coalesce({}, {}, {}, if(SpanName = 'claude_code.tool', {}, NULL),
       if(startsWith(SpanName, 'tools/call '), substring(SpanName, 12), NULL), SpanName)",
