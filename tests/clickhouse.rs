@@ -560,6 +560,29 @@ fn check_of_a_store_names_each_trace_and_exits_as_check() {
     let first = &json_lines(&a.get_output().stdout)[0];
     assert_eq!(first["trace"], "not-a-hex-id");
     assert_eq!(first["diagnostics"][0]["severity"], "error", "{first}");
+    // stats counts those runs without LLM calls (no group of their own) and their statuses.
+    let a = tracetui(&front, Some(PASSWORD))
+        .args(["stats", &src, "--format", "json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    assert_eq!(
+        (
+            v["runs"]["total"].as_u64(),
+            v["runs"]["ok"].as_u64(),
+            v["runs"]["unknown"].as_u64()
+        ),
+        (Some(8), Some(7), Some(1)),
+        "{v}"
+    );
+    let keys: Vec<&str> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(!keys.contains(&""), "{keys:?}");
     // An unreachable store: exit 2, as an unreadable file.
     tracetui(&front, Some(PASSWORD))
         .args(["check", "clickhouse://127.0.0.1:1/otel"])

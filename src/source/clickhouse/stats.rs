@@ -142,7 +142,7 @@ FROM (
   FROM runs ARRAY JOIN parts AS x
 )
 GROUP BY GROUPING SETS ((key, pmodel, recorded, anthropic, tier), (key), (status))
-HAVING g != 0 OR calls > 0
+HAVING g != 1 OR calls > 0
 ORDER BY g, key, pmodel
 LIMIT {limit}",
         cols = span_columns(),
@@ -230,8 +230,7 @@ pub fn build(
         }
     };
     // `g` is ClickHouse's grouping() bitmask of (key, pmodel, recorded, anthropic, tier,
-    // status): 0b000001 the pricing set, 0b011111 + ... see the tests; told apart here by
-    // what each set groups.
+    // status), a bit set for each column the row's grouping set leaves out.
     for r in rows {
         let g = u(r.get("g")).unwrap_or(u64::MAX);
         let key = text(r.get("key"));
@@ -444,7 +443,7 @@ mod tests {
             output: Some(300),
             ..Default::default()
         };
-        let t = group_total(prices, "gpt-4o", false, 3, 3, u.clone());
+        let t = group_total(prices, "gpt-4o", false, 3, 3, u);
         assert_eq!((t.calls, t.micros, t.unknown, t.total_tokens), (3, 10_500, 0, 3300));
         // An unpriced model: each call with usage is an unknown cost.
         let t = group_total(prices, "no-such-model-xyz", false, 4, 3, u);
