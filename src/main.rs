@@ -118,7 +118,7 @@ fn report_out() -> std::io::BufWriter<Box<dyn Write>> {
 }
 
 /// The commands that read clickhouse:// sources so far (the others refuse them, exit 2).
-const CLICKHOUSE_COMMANDS: &str = "ls and show";
+const CLICKHOUSE_COMMANDS: &str = "ls, show, stats, grep and check";
 
 /// A clickhouse:// argument, if any: such a source is read by [`clickhouse`], not discovered.
 fn clickhouse_arg() -> Option<String> {
@@ -183,6 +183,78 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
             let (loaded, _file) = source::clickhouse::load(&c, &trace)?;
             report::show::run(&loaded.traces, out, o)?;
             Ok(0)
+        }
+        Some(Command::Stats {
+            by,
+            since,
+            until,
+            check_costs,
+            top,
+            fmt,
+            ..
+        }) => {
+            let (o, _) = formats(&fmt)?;
+            let c = clickhouse_client(url)?;
+            if check_costs || top.is_some() {
+                return Err(usage(format!(
+                    "{}: stats --check-costs and --top need each run loaded; not computed in a store",
+                    c.source.display()
+                )));
+            }
+            let w = source::clickhouse::stats::Window::parse(&c.source, since.as_deref(), until.as_deref())
+                .map_err(usage)?;
+            let r = source::clickhouse::stats::run(&c, &w, by)?;
+            for n in &r.notes {
+                eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {n}")));
+            }
+            report::stats::write(&r.stats, &r.runs, o, 0, out)?;
+            Ok(0)
+        }
+        Some(Command::Grep {
+            pattern,
+            paths,
+            filter,
+            ignore_case,
+            regex,
+            max_count,
+            fmt,
+        }) => {
+            let (o, _) = formats(&fmt)?;
+            let c = clickhouse_client(url)?;
+            if filter.is_some() || paths.len() > 1 {
+                return Err(usage(format!(
+                    "{}: grep of a store takes one clickhouse:// source and no --filter",
+                    c.source.display()
+                )));
+            }
+            let w = source::clickhouse::stats::Window::of(&c.source);
+            let req = source::clickhouse::grep::Request {
+                pattern,
+                ignore_case,
+                regex,
+                max_count,
+            };
+            let found = source::clickhouse::grep::search(&c, &w, &req)?;
+            let color = std::io::IsTerminal::is_terminal(&std::io::stdout())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let code = source::clickhouse::grep::print(&c.source, &found, o, color, out)?;
+            if found.cut {
+                eprintln!(
+                    "tracetui: more than {} spans match: the first {} are shown (narrow the window, ?since=, or -m N a trace)",
+                    source::clickhouse::grep::MAX_HITS,
+                    source::clickhouse::grep::MAX_HITS
+                );
+            }
+            Ok(code)
+        }
+        Some(Command::Check { fmt, .. }) => {
+            let (o, _) = formats(&fmt)?;
+            let c = clickhouse_client(url)?;
+            let w = source::clickhouse::stats::Window::of(&c.source);
+            let (checks, totals) = source::clickhouse::check::run(&c, &w)?;
+            let code =
+                source::clickhouse::check::print(&c.source, &w, &checks, totals, o, out, &mut std::io::stderr())?;
+            Ok(code)
         }
         _ => Err(usage(format!(
             "clickhouse:// sources work with {CLICKHOUSE_COMMANDS} so far"

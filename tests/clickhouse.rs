@@ -275,20 +275,319 @@ fn clickhouse_errors_are_clear_and_keep_the_password() {
     // show without a trace says how to name one.
     let a = tracetui(&front, Some(PASSWORD)).args(["show", &src]).assert().code(2);
     assert!(String::from_utf8_lossy(&a.get_output().stderr).contains("?trace="));
-    // Commands that do not read clickhouse:// yet say so.
-    for cmd in ["stats", "check", "grep"] {
-        let mut c = tracetui(&front, Some(PASSWORD));
-        c.arg(cmd);
-        if cmd == "grep" {
-            c.arg("x");
-        }
-        let a = c.arg(&src).assert().code(2);
+    // A command that does not read clickhouse:// says so.
+    let a = tracetui(&front, Some(PASSWORD))
+        .args(["compare", "--tree", &src])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(err.contains("clickhouse:// sources work with"), "{err}");
+    // What a store cannot compute is refused, not made up.
+    for args in [
+        vec!["stats", "--by", "tool"],
+        vec!["stats", "--by", "project"],
+        vec!["stats", "--check-costs"],
+        vec!["grep", "--filter", "kind:llm", "x"],
+    ] {
+        let a = tracetui(&front, Some(PASSWORD)).args(&args).arg(&src).assert().code(2);
         let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+        assert!(err.contains(&src) && err.contains("store"), "{args:?}: {err}");
+    }
+}
+
+/// `stats --format json` of the store and of the file: the same runs, groups, tokens and tools;
+/// each group's cost within half a microdollar a call (the store prices a group's sums once,
+/// a file each call, rounded).
+fn assert_same_stats(by: &str, remote: &Value, local: &Value) {
+    assert_eq!(remote["runs"], local["runs"], "--by {by}: runs by status");
+    assert_eq!(remote["tools"], local["tools"], "--by {by}: the tool table");
+    let close = |r: &Value, l: &Value, what: &str| {
+        for k in [
+            "llm_calls",
+            "input",
+            "cache_read",
+            "cache_write",
+            "output",
+            "reasoning",
+            "tokens",
+            "cost_unknown_calls",
+        ] {
+            assert_eq!(r[k], l[k], "--by {by}: {what}: {k}");
+        }
+        let (a, b) = (r["cost_micros"].as_u64().unwrap(), l["cost_micros"].as_u64().unwrap());
+        let calls = r["llm_calls"].as_u64().unwrap();
         assert!(
-            err.contains("clickhouse:// sources work with ls and show so far"),
-            "{cmd}: {err}"
+            a.abs_diff(b) * 2 <= calls,
+            "--by {by}: {what}: cost {a} and {b} for {calls} calls"
+        );
+    };
+    close(&remote["total"], &local["total"], "total");
+    let (rg, lg) = (
+        remote["groups"].as_array().unwrap(),
+        local["groups"].as_array().unwrap(),
+    );
+    assert_eq!(rg.len(), lg.len(), "--by {by}: {remote} / {local}");
+    for l in lg {
+        let key = &l["key"];
+        let r = rg
+            .iter()
+            .find(|r| r["key"] == *key)
+            .unwrap_or_else(|| panic!("--by {by}: no group {key}"));
+        assert_eq!(r["runs"], l["runs"], "--by {by}: {key}: runs");
+        close(r, l, &key.to_string());
+    }
+}
+
+/// (trace, span) of each line of `grep --format json`.
+fn grep_hits(out: &[u8]) -> std::collections::BTreeSet<(String, String)> {
+    json_lines(out)
+        .iter()
+        .map(|h| {
+            (
+                h["trace"].as_str().unwrap().to_string(),
+                h["event_id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_clickhouse_store_prices_and_greps_as_its_otlp_files() {
+    let Some(front) = start() else { return };
+    let src = front.url("");
+    // stats: computed in ClickHouse, compared with the same spans loaded from the file.
+    for by in ["model", "day"] {
+        let r = tracetui(&front, Some(PASSWORD))
+            .args(["stats", "--by", by, &src, "--format", "json"])
+            .assert()
+            .success();
+        let remote: Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+        let l = tracetui(&front, None)
+            .args(["stats", "--by", by, "--format", "json"])
+            .arg(front.store())
+            .assert()
+            .success();
+        let local: Value = serde_json::from_slice(&l.get_output().stdout).unwrap();
+        assert_same_stats(by, &remote, &local);
+        assert_eq!(remote["runs"]["total"], 6);
+        assert!(remote["total"]["cost_micros"].as_u64().unwrap() > 0);
+    }
+    // --by run: a row a run, its URL for a path.
+    let r = tracetui(&front, Some(PASSWORD))
+        .args(["stats", "--by", "run", &src, "--format", "json"])
+        .assert()
+        .success();
+    let remote: Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+    let groups = remote["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 6);
+    assert!(groups.iter().all(|g| g["path"].as_str().unwrap().contains("?trace=")));
+    // The text tables, as the file's.
+    let text = |c: &mut Command| String::from_utf8_lossy(&c.assert().success().get_output().stdout).to_string();
+    let t = text(tracetui(&front, Some(PASSWORD)).args(["stats", &src]));
+    assert!(
+        t.starts_with("6 runs: ok 6\n") && t.contains("claude-sonnet-4-5") && t.contains("search_retriever"),
+        "{t}"
+    );
+    // A window before the spans: nothing, said as such.
+    let t =
+        text(tracetui(&front, Some(PASSWORD)).args(["stats", &src, "--since", "2020-01-01", "--until", "2020-01-02"]));
+    assert!(t.starts_with("0 runs: -"), "{t}");
+
+    // grep: what grep finds in the file, the store finds (it searches every attribute's
+    // value as stored; a file's are decoded first, so the store may find more).
+    for (pattern, flags) in [
+        ("timed", vec![]),
+        ("item 1", vec![]),
+        ("FOUND 2", vec!["-i"]),
+        ("search_c.der", vec!["--regex"]),
+    ] {
+        let l = tracetui(&front, None)
+            .arg("grep")
+            .args(&flags)
+            .args([pattern, "--format", "json"])
+            .arg(front.store())
+            .assert()
+            .success();
+        let r = tracetui(&front, Some(PASSWORD))
+            .arg("grep")
+            .args(&flags)
+            .args([pattern, &src, "--format", "json"])
+            .assert()
+            .success();
+        let (local, remote) = (grep_hits(&l.get_output().stdout), grep_hits(&r.get_output().stdout));
+        assert!(!local.is_empty(), "{pattern}");
+        assert!(
+            local.is_subset(&remote),
+            "{pattern}: the file finds {local:?}, the store {remote:?}"
         );
     }
+    let r = tracetui(&front, Some(PASSWORD))
+        .args(["grep", "timed", &src])
+        .assert()
+        .success();
+    let lines = String::from_utf8_lossy(&r.get_output().stdout).to_string();
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    assert!(
+        lines
+            .lines()
+            .all(|l| l.starts_with(&format!("{src}?trace=")) && l.contains("search [timed] out")),
+        "{lines}"
+    );
+    // -m N: at most N spans a trace.
+    let r = tracetui(&front, Some(PASSWORD))
+        .args(["grep", "-m", "1", "search", &src, "--format", "json"])
+        .assert()
+        .success();
+    assert_eq!(json_lines(&r.get_output().stdout).len(), 6);
+    // Quotes and backslashes reach the engine as they are (a query parameter, not SQL): the
+    // stored arguments hold `"q": "item 1"`.
+    let r = tracetui(&front, Some(PASSWORD))
+        .args(["grep", "\"q\": \"item 1", &src, "--format", "json"])
+        .assert()
+        .success();
+    assert_eq!(json_lines(&r.get_output().stdout).len(), 6);
+    let r = tracetui(&front, Some(PASSWORD))
+        .args(["grep", "--regex", "item\\s1", &src, "--format", "json"])
+        .assert()
+        .success();
+    assert_eq!(json_lines(&r.get_output().stdout).len(), 6);
+    let hostile = "x') OR 1=1; DROP TABLE otel.otel_traces; --\\' \\";
+    tracetui(&front, Some(PASSWORD))
+        .args(["grep", hostile, &src])
+        .assert()
+        .code(1);
+    tracetui(&front, Some(PASSWORD))
+        .args(["grep", "--regex", hostile, &src])
+        .assert()
+        .code(2);
+    tracetui(&front, Some(PASSWORD)).args(["ls", &src]).assert().success();
+    // A pattern Rust's regex takes and RE2 does not: refused, naming RE2.
+    let a = tracetui(&front, Some(PASSWORD))
+        .args(["grep", "--regex", "(?x)item 1", &src])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(err.contains("RE2") && err.contains(&src), "{err}");
+
+    // Every query was read-only and bounded; grep's pattern went as a parameter.
+    let log = std::fs::read_to_string(front.dir.path().join("queries.jsonl")).unwrap();
+    for q in log.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()) {
+        assert_eq!(q["params"]["readonly"], "1", "{q}");
+        assert!(q["query"].as_str().unwrap().contains("LIMIT"), "{q}");
+        assert!(!q["query"].as_str().unwrap().contains("DROP"), "{q}");
+    }
+}
+
+/// Rows the exporter could have written, inserted into the front's table (not through
+/// tracetui, which only reads).
+fn insert(front: &Front, sql: &str) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let r = reqwest::blocking::Client::new()
+        .post(format!("http://127.0.0.1:{}/", front.port))
+        .basic_auth("default", Some(PASSWORD))
+        .body(sql.to_string())
+        .send()
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().unwrap_or_default());
+}
+
+#[test]
+fn check_of_a_store_names_each_trace_and_exits_as_check() {
+    let Some(front) = start() else { return };
+    let src = front.url("");
+    let a = tracetui(&front, Some(PASSWORD))
+        .args(["check", &src, "--format", "json"])
+        .assert()
+        .code(0);
+    let traces = json_lines(&a.get_output().stdout);
+    assert_eq!(traces.len(), 6);
+    let l = tracetui(&front, None)
+        .args(["check", "--format", "json"])
+        .arg(front.store())
+        .assert()
+        .success();
+    let local = json_lines(&l.get_output().stdout);
+    for t in &traces {
+        let f = local.iter().find(|x| x["trace"] == t["trace"]).unwrap();
+        for k in ["tool_calls", "llm_calls", "errors", "tokens", "name", "status"] {
+            assert_eq!(t[k], f[k], "{k}: {t} / {f}");
+        }
+        assert_eq!(t["diagnostics"], serde_json::json!([]));
+    }
+    // An orphan (its parent never written) is a warning: still 0.
+    insert(
+        &front,
+        "INSERT INTO otel.otel_traces (Timestamp, TraceId, SpanId, ParentSpanId, SpanName, ServiceName) \
+         VALUES (now64(9) - INTERVAL 1 HOUR, 'b0000000000000000000000000000001', '00000000000000aa', '00000000000000ff', 'orphan', 'coder')",
+    );
+    let a = tracetui(&front, Some(PASSWORD)).args(["check", &src]).assert().code(0);
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "{src}?trace=b0000000000000000000000000000001: clickhouse trace"
+        )),
+        "problems first: {out}"
+    );
+    assert!(
+        out.contains("warning: no root span in the window") && out.contains("1 span whose parent is not in the trace"),
+        "{out}"
+    );
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(
+        err.contains("7 traces") && err.contains("0 with errors, 1 with warnings"),
+        "{err}"
+    );
+    // A trace id that is not hex cannot be opened: an error, exit 1, on any page.
+    insert(
+        &front,
+        "INSERT INTO otel.otel_traces (Timestamp, TraceId, SpanId, ParentSpanId, SpanName, ServiceName) \
+         VALUES (now64(9) - INTERVAL 3 HOUR, 'not-a-hex-id', '00000000000000bb', '', 'odd', 'coder')",
+    );
+    let a = tracetui(&front, Some(PASSWORD))
+        .args(["check", &front.url("?limit=1&offset=5")])
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(
+        err.contains("8 traces") && err.contains("1 with errors") && err.contains("more with ?offset=6"),
+        "{err}"
+    );
+    let a = tracetui(&front, Some(PASSWORD))
+        .args(["check", &src, "--format", "json"])
+        .assert()
+        .code(1);
+    let first = &json_lines(&a.get_output().stdout)[0];
+    assert_eq!(first["trace"], "not-a-hex-id");
+    assert_eq!(first["diagnostics"][0]["severity"], "error", "{first}");
+    // stats counts those runs without LLM calls (no group of their own) and their statuses.
+    let a = tracetui(&front, Some(PASSWORD))
+        .args(["stats", &src, "--format", "json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    assert_eq!(
+        (
+            v["runs"]["total"].as_u64(),
+            v["runs"]["ok"].as_u64(),
+            v["runs"]["unknown"].as_u64()
+        ),
+        (Some(8), Some(7), Some(1)),
+        "{v}"
+    );
+    let keys: Vec<&str> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(!keys.contains(&""), "{keys:?}");
+    // An unreachable store: exit 2, as an unreadable file.
+    tracetui(&front, Some(PASSWORD))
+        .args(["check", "clickhouse://127.0.0.1:1/otel"])
+        .assert()
+        .code(2);
 }
 
 #[test]

@@ -849,10 +849,23 @@ pub fn run(d: &Discovery, prices: &Prices, req: Request, out: &mut dyn Write) ->
         return Ok(code);
     }
     let s = Stats::build(&runs, req.by);
-    match req.output {
+    write(&s, &runs, req.output, failed.len() + d.errors.len(), out)?;
+    Ok(code)
+}
+
+/// Print stats as text tables or one JSON object (`unreadable`: the sources that could not be
+/// read, in the JSON). `runs`: those of `--by run`'s rows.
+pub fn write(
+    s: &Stats,
+    runs: &[RunStats],
+    output: Output,
+    unreadable: usize,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    match output {
         Output::Json => {
-            let mut v = s.json(&runs);
-            v["unreadable"] = json!(failed.len() + d.errors.len());
+            let mut v = s.json(runs);
+            v["unreadable"] = json!(unreadable);
             crate::json::write_line(out, &v)?;
         }
         Output::Text => {
@@ -865,7 +878,7 @@ pub fn run(d: &Discovery, prices: &Prices, req: Request, out: &mut dyn Write) ->
                 )?;
             }
             writeln!(out)?;
-            write_table(out, &s.llm_table(&runs))?;
+            write_table(out, &s.llm_table(runs))?;
             writeln!(out)?;
             if s.tools.is_empty() {
                 writeln!(out, "no tool calls")?;
@@ -874,7 +887,7 @@ pub fn run(d: &Discovery, prices: &Prices, req: Request, out: &mut dyn Write) ->
             }
         }
     }
-    Ok(code)
+    Ok(())
 }
 
 #[cfg(test)]

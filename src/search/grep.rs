@@ -328,7 +328,8 @@ pub struct Snippet {
 const BEFORE: usize = 40;
 const AFTER: usize = 80;
 
-fn snippet(s: &str, (a, b): (usize, usize)) -> Snippet {
+/// A window of `s` around the match `(a, b)` (byte offsets), cut on characters.
+pub fn snippet(s: &str, (a, b): (usize, usize)) -> Snippet {
     let mut from = a;
     for (n, (i, _)) in s[..a].char_indices().rev().enumerate() {
         if n >= BEFORE {

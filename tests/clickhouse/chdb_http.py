@@ -1,12 +1,13 @@
 """A minimal ClickHouse HTTP interface in front of chdb (ClickHouse's engine in Python), for
 tracetui's clickhouse:// tests.
 
-    python3 chdb_http.py --port-file F [--seed OTLP_DIR] [--password P] [--log F]
+    python3 chdb_http.py --port-file F [--seed OTLP_DIR] [--password P] [--log F] [--data DIR]
 
 Listens on 127.0.0.1 (a free port, written to F once it serves). A query is the `query` URL
 parameter and/or the POST body (ClickHouse joins them); `database` / X-ClickHouse-Database
 select the database; the other URL parameters are settings: `default_format` is applied,
-`readonly=1` refuses what is not a read (Code 164, READONLY), the rest are recorded only.
+`readonly=1` refuses what is not a read (Code 164, READONLY), `param_NAME` are query
+parameters (`{NAME:Type}` in the SQL, as the server takes them), the rest are recorded only.
 Errors come back as ClickHouse sends them: status 404 for an unknown table or database, 400
 for bad SQL, 500 otherwise, the text `Code: N. DB::Exception: ...` and the
 X-ClickHouse-Exception-Code header. `--log` appends one JSON line per request (its URL
@@ -86,16 +87,20 @@ class Handler(BaseHTTPRequestHandler):
         sql = " ".join(x for x in (params.pop("query", ""), body) if x.strip())
         db = params.pop("database", None) or self.headers.get("X-ClickHouse-Database")
         fmt = params.pop("default_format", "TabSeparated")
+        # Query parameters (`{name:Type}` in the SQL): passed to the engine, which parses
+        # each value as the server does (escaped text).
+        qparams = {k[len("param_"):]: params.pop(k) for k in list(params) if k.startswith("param_")}
         if self.log:
             with open(self.log, "a") as f:
-                f.write(json.dumps({"params": params, "database": db, "user": user, "query": sql}) + "\n")
+                f.write(json.dumps({"params": params, "query_params": qparams, "database": db, "user": user,
+                                    "query": sql}) + "\n")
         if params.get("readonly") in ("1", "2") and not READ.match(sql):
             return self.reply(500, "Code: 164. DB::Exception: %s: Cannot execute query in readonly mode. "
                               "(READONLY)\n" % (user or "default"), 164)
         try:
             if db:
                 self.sess.query("USE %s" % db)
-            res = self.sess.query(sql, fmt)
+            res = self.sess.query(sql, fmt, params=qparams or None)
             data = res.bytes() if hasattr(res, "bytes") else str(res).encode()
         except Exception as e:  # noqa: BLE001 - the engine's error, as the server sends it
             text = str(e)
@@ -121,8 +126,9 @@ def main():
     ap.add_argument("--seed")
     ap.add_argument("--password")
     ap.add_argument("--log")
+    ap.add_argument("--data", help="the engine's directory (default: a new one under $TMPDIR)")
     a = ap.parse_args()
-    sess = chs.Session(tempfile.mkdtemp(prefix="chdb-"))
+    sess = chs.Session(a.data or tempfile.mkdtemp(prefix="chdb-"))
     if a.seed:
         seed(sess, a.seed)
     Handler.sess, Handler.password, Handler.log = sess, a.password, a.log

@@ -26,6 +26,10 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod check;
+pub mod grep;
+pub mod stats;
+
 /// A password that Debug and Display never show.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(pub String);
@@ -298,6 +302,13 @@ impl Client {
     /// Run one read-only query; its rows (`FORMAT JSONEachRow`), at most
     /// [`MAX_RESPONSE_BYTES`] of them.
     pub fn query(&self, sql: &str) -> Result<Vec<Map<String, Value>>, Error> {
+        self.query_with(sql, &[])
+    }
+
+    /// [`Client::query`] with query parameters: `{name:String}` in the SQL takes the value of
+    /// `("name", value)`, sent as the URL parameter `param_name` (the server parses it as
+    /// the type's text form; [`param_text`] escapes it so), never spliced into the SQL.
+    pub fn query_with(&self, sql: &str, params: &[(&str, &str)]) -> Result<Vec<Map<String, Value>>, Error> {
         let src = self.source.display();
         // Settings as URL parameters (ClickHouse's HTTP interface); all are plain words and
         // numbers (the database is a checked identifier), so nothing needs escaping.
@@ -308,6 +319,11 @@ impl Client {
             self.source.endpoint(),
             self.source.database
         );
+        let mut url =
+            reqwest::Url::parse(&url).map_err(|e| Error(format!("{src}: cannot make the query's URL: {e}")))?;
+        for (k, v) in params {
+            url.query_pairs_mut().append_pair(&format!("param_{k}"), &param_text(v));
+        }
         let mut req = self.http.post(url).body(sql.to_string());
         let user = self.source.user.as_deref().unwrap_or("default");
         req = req.basic_auth(user, self.password.as_ref().map(|p| p.0.as_str()));
@@ -373,20 +389,62 @@ impl Client {
     }
 }
 
+/// A String query parameter's value as ClickHouse parses it (escaped text, as in
+/// TabSeparated): a backslash, tab, newline or NUL would otherwise be read as an escape.
+pub fn param_text(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 // ---- SQL. Classification follows formats/otlp.rs (`Attrs::classify`, `SpanRec::of`).
 
 const LLM_OPS: &str = "('chat', 'text_completion', 'generate_content', 'completion', 'embeddings')";
 
-/// Per-span columns the runs list aggregates: what the span is, its model and tokens.
+/// The distinct prompt sizes above which some model of the price list has long-context
+/// prices: calls are grouped by how many of them their prompt exceeds, so that a group's token
+/// sums are priced at the tier each of its calls was (a sum of short prompts is not long).
+pub(crate) fn tier_thresholds(prices: &crate::cost::Prices) -> Vec<u64> {
+    let mut t: Vec<u64> = prices
+        .entries
+        .iter()
+        .filter_map(|e| e.price.tier.as_ref().map(|t| t.above))
+        .collect();
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
+/// An attribute of the span, '' when missing. Read through the map's subcolumns: `m['k']`
+/// reads and searches the whole map for each key (the tool table's query of 10M spans took
+/// 2.5x as long in bench/clickhouse.py); the keys are LowCardinality and cheap to scan.
+pub(crate) fn attr(k: &str) -> String {
+    format!("SpanAttributes.values[indexOf(SpanAttributes.keys, '{k}')]")
+}
+
+/// Per-span columns the views aggregate: what the span is, its model and tokens (an LLM
+/// call's only: usage on other spans is not counted, as in a file).
 fn span_columns() -> String {
-    // `a(k)`: an attribute, '' when missing.
-    let a = |k: &str| format!("SpanAttributes['{k}']");
+    let a = attr;
     let n = |keys: &[&str]| {
         let parts: Vec<String> = keys.iter().map(|k| format!("toUInt64OrNull({})", a(k))).collect();
         format!("coalesce({}, NULL)", parts.join(", "))
     };
+    let tiers: Vec<String> = tier_thresholds(crate::cost::usage::current())
+        .iter()
+        .map(u64::to_string)
+        .collect();
     format!(
-        "TraceId, Timestamp, Duration, ParentSpanId, SpanName, ServiceName,
+        "TraceId, Timestamp, Duration, ParentSpanId, SpanId, SpanName, ServiceName,
     {op} AS op,
     upper({oi}) AS oi,
     {mcp} AS mcp,
@@ -399,19 +457,35 @@ fn span_columns() -> String {
       OR (op NOT IN ('execute_tool', 'invoke_agent', 'create_agent')
           AND (oi IN ('LLM', 'EMBEDDING')
                OR (oi NOT IN ('TOOL', 'AGENT', 'CHAIN') AND mcp != 'tools/call'
-                   AND (mapContains(SpanAttributes, 'gen_ai.system')
-                        OR mapContains(SpanAttributes, 'gen_ai.request.model')
-                        OR mapContains(SpanAttributes, 'llm.model_name'))))))) AS is_llm,
+                   AND (has(SpanAttributes.keys, 'gen_ai.system')
+                        OR has(SpanAttributes.keys, 'gen_ai.request.model')
+                        OR has(SpanAttributes.keys, 'llm.model_name'))))))) AS is_llm,
     StatusCode IN ('STATUS_CODE_ERROR', 'Error') OR has(Events.Name, 'exception')
       OR (is_tool AND toInt64OrZero({exit}) != 0) AS is_error,
-    coalesce(nullIf({rm}, ''), nullIf({qm}, ''), nullIf({lm}, ''), '') AS model,
-    {input} AS input,
-    {output} AS output,
-    {cache_read} AS cache_read,
-    {cache_write} AS cache_write,
-    {reasoning} AS reasoning,
-    {total} AS total,
-    coalesce(nullIf({cost1}, ''), nullIf({cost2}, '')) AS cost",
+    coalesce(nullIf({rm}, ''), nullIf({qm}, ''), nullIf({lm}, ''),
+      if(SpanName = 'claude_code.llm_request', nullIf({ccm}, ''), NULL), '') AS model,
+    {input} AS g_input,
+    {output} AS g_output,
+    {cache_read} AS g_cache_read,
+    {cache_write} AS g_cache_write,
+    {reasoning} AS g_reasoning,
+    {total} AS g_total,
+    coalesce(nullIf({cost1}, ''), nullIf({cost2}, '')) AS g_cost,
+    SpanName = 'claude_code.llm_request' AND g_input IS NULL AND g_output IS NULL AND g_total IS NULL
+      AND g_cache_read IS NULL AND g_cache_write IS NULL AND g_reasoning IS NULL AND g_cost IS NULL AS anthropic,
+    if(is_llm, if(anthropic, toUInt64OrNull({cc_in}), g_input), NULL) AS input,
+    if(is_llm, if(anthropic, toUInt64OrNull({cc_out}), g_output), NULL) AS output,
+    if(is_llm, if(anthropic, toUInt64OrNull({cc_cr}), g_cache_read), NULL) AS cache_read,
+    if(is_llm, if(anthropic, toUInt64OrNull({cc_cw}), g_cache_write), NULL) AS cache_write,
+    if(is_llm AND NOT anthropic, g_reasoning, NULL) AS reasoning,
+    if(is_llm AND NOT anthropic, g_total, NULL) AS total,
+    if(is_llm, if(anthropic, nullIf({cc_cost}, ''), g_cost), NULL) AS cost,
+    input IS NOT NULL OR output IS NOT NULL OR cache_read IS NOT NULL OR cache_write IS NOT NULL
+      OR reasoning IS NOT NULL OR total IS NOT NULL OR cost IS NOT NULL AS has_usage,
+    arrayCount(x -> if(anthropic, ifNull(input, 0) + ifNull(cache_read, 0) + ifNull(cache_write, 0),
+      greatest(ifNull(input, 0), ifNull(cache_read, 0) + ifNull(cache_write, 0))) > x, [{tiers}]) AS tier,
+    if(has_usage, coalesce(total, if(anthropic, ifNull(input, 0) + ifNull(cache_read, 0) + ifNull(cache_write, 0) + ifNull(output, 0),
+      greatest(ifNull(input, 0), ifNull(cache_read, 0) + ifNull(cache_write, 0)) + greatest(ifNull(output, 0), ifNull(reasoning, 0)))), NULL) AS tokens",
         op = a("gen_ai.operation.name"),
         oi = a("openinference.span.kind"),
         mcp = a("mcp.method.name"),
@@ -419,6 +493,7 @@ fn span_columns() -> String {
         rm = a("gen_ai.response.model"),
         qm = a("gen_ai.request.model"),
         lm = a("llm.model_name"),
+        ccm = a("model"),
         input = n(&[
             "gen_ai.usage.input_tokens",
             "gen_ai.usage.prompt_tokens",
@@ -441,17 +516,59 @@ fn span_columns() -> String {
         total = n(&["llm.token_count.total"]),
         cost1 = a("llm.cost.total"),
         cost2 = a("gen_ai.usage.cost"),
+        // Claude Code's `claude_code.llm_request` spans: flat keys, input without the cache.
+        cc_in = a("input_tokens"),
+        cc_out = a("output_tokens"),
+        cc_cr = a("cache_read_tokens"),
+        cc_cw = a("cache_creation_tokens"),
+        cc_cost = a("cost_usd"),
+        tiers = tiers.join(", "),
     )
+}
+
+/// A group of LLM calls of one model (and tier, and recorded cost or not, and Anthropic's or
+/// OpenAI's way of counting the cache) as the SQL sums them: its [`Total`], priced once on
+/// the sums (the price is linear in the tokens within a tier). `calls` counts every call,
+/// `used` those that recorded usage (what an unknown or a recorded cost counts).
+pub(crate) fn group_total(
+    prices: &crate::cost::Prices,
+    model: &str,
+    anthropic: bool,
+    calls: u64,
+    used: u64,
+    usage: Usage,
+) -> crate::model::usage::Total {
+    let usage = if anthropic {
+        usage
+    } else {
+        crate::formats::usage_openai(usage)
+    };
+    let mut t = crate::model::usage::Total::default();
+    if used > 0 && !usage.is_empty() {
+        let charge = crate::cost::usage::call_cost(prices, Some(model), Some(&usage));
+        t.add_usage(Some(&usage), &charge);
+        // Counted once above; they are each call's.
+        t.unknown *= used;
+        t.recorded_calls *= used;
+        t.recorded_uncomputed *= used;
+    }
+    t.calls = calls;
+    t
 }
 
 /// The runs list: one row per trace that started in the window, newest first, one page. Its
 /// `models` are per (model, recorded cost or not): calls and token sums, priced in Rust.
 pub fn runs_sql(s: &Source) -> String {
+    runs_sql_in(s, &stats::Window::of(s))
+}
+
+/// [`runs_sql`] over the spans of a window other than the source's (`stats --by run`).
+pub fn runs_sql_in(s: &Source, w: &stats::Window) -> String {
     format!(
         "WITH spans AS (
   SELECT {cols}
   FROM {table}
-  WHERE Timestamp >= now64(9) - INTERVAL {since} SECOND
+  WHERE {window}
 ),
 per_model AS (
   SELECT TraceId,
@@ -460,14 +577,14 @@ per_model AS (
     argMinIf(SpanName, Timestamp, ParentSpanId = '') AS root_name,
     argMinIf(ServiceName, Timestamp, ParentSpanId = '') AS root_service,
     countIf(ParentSpanId = '') AS n_roots, maxIf(is_error, ParentSpanId = '') AS root_error,
-    model, cost IS NOT NULL AS recorded,
-    countIf(is_llm AND (input IS NOT NULL OR output IS NOT NULL OR total IS NOT NULL OR cost IS NOT NULL)) AS calls,
+    model, cost IS NOT NULL AS recorded, anthropic, tier,
+    countIf(is_llm) AS calls, countIf(is_llm AND has_usage) AS used,
     sum(input) AS s_input, sum(output) AS s_output, sum(cache_read) AS s_cache_read,
     sum(cache_write) AS s_cache_write, sum(reasoning) AS s_reasoning, sum(total) AS s_total,
     sum(toDecimal128OrZero(ifNull(cost, '0'), 9)) AS s_cost,
-    sum(coalesce(total, ifNull(input, 0) + ifNull(output, 0))) AS s_tokens
+    sum(tokens) AS s_tokens
   FROM spans
-  GROUP BY TraceId, model, recorded
+  GROUP BY TraceId, model, recorded, anthropic, tier
 )
 SELECT TraceId AS trace,
   toString(toUnixTimestamp64Nano(min(first))) AS start_ns,
@@ -478,14 +595,14 @@ SELECT TraceId AS trace,
   argMin(root_service, if(root_service = '', 1, 0)) AS service,
   sum(n_roots) > 0 AS has_root, max(root_error) AS root_failed,
   groupArray((model, recorded, calls, s_input, s_output, s_cache_read, s_cache_write, s_reasoning,
-              s_total, toString(s_cost))) AS models
+              s_total, toString(s_cost), anthropic, used)) AS models
 FROM per_model
 GROUP BY TraceId
 ORDER BY min(first) DESC, TraceId
 LIMIT {limit} OFFSET {offset}",
         cols = span_columns(),
         table = s.table_sql(),
-        since = s.since_secs,
+        window = w.sql(),
         limit = s.limit,
         offset = s.offset,
     )
@@ -554,10 +671,8 @@ pub fn summary_of(s: &Source, row: &Map<String, Value>, prices: &crate::cost::Pr
     let mut total = crate::model::usage::Total::default();
     for m in row.get("models").and_then(Value::as_array).into_iter().flatten() {
         let Some(t) = m.as_array() else { continue };
-        let model = t.first().and_then(Value::as_str).unwrap_or("");
         let recorded = flag(t.get(1));
-        let calls = u(t.get(2)).unwrap_or(0);
-        let usage = crate::formats::usage_openai(Usage {
+        let usage = Usage {
             input: u(t.get(3)),
             output: u(t.get(4)),
             cache_read: u(t.get(5)),
@@ -572,14 +687,10 @@ pub fn summary_of(s: &Source, row: &Map<String, Value>, prices: &crate::cost::Pr
                 None
             },
             ..Default::default()
-        });
-        if usage.is_empty() || calls == 0 {
-            continue;
-        }
-        // Priced once per model: the price is linear in the tokens.
-        let charge = crate::cost::usage::call_cost(prices, Some(model), Some(&usage));
-        total.add_usage(Some(&usage), &charge);
-        total.calls += calls;
+        };
+        let model = t.first().and_then(Value::as_str).unwrap_or("");
+        let (calls, used) = (u(t.get(2)).unwrap_or(0), u(t.get(11)).unwrap_or(0));
+        total.merge(&group_total(prices, model, flag(t.get(10)), calls, used, usage));
     }
     let name = text(row.get("name"));
     Some(Summary {
@@ -900,7 +1011,21 @@ mod tests {
     fn docs_remote_md_shows_the_sql_each_view_sends() {
         let doc = include_str!("../../../docs/remote.md");
         let s = Source::parse("clickhouse://localhost/otel").unwrap();
-        for sql in [runs_sql(&s), spans_sql(&s, "5b8efff798038103d269b633813fc60c")] {
+        let w = stats::Window::of(&s);
+        let grep = grep::Request {
+            pattern: "timed out".into(),
+            ignore_case: false,
+            regex: false,
+            max_count: None,
+        };
+        for sql in [
+            runs_sql(&s),
+            spans_sql(&s, "5b8efff798038103d269b633813fc60c"),
+            stats::stats_sql(&s, &w, crate::report::stats::By::Model),
+            stats::tools_sql(&s, &w),
+            grep::grep_sql(&s, &w, &grep),
+            check::check_sql(&s, &w),
+        ] {
             let block = format!("```sql\n{sql}\n```");
             assert!(doc.contains(&block), "docs/remote.md lacks, as sent:\n{block}");
         }

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Issue 42's budgets for a ClickHouse store: with 10M spans in the exporter's `otel_traces`,
+`tracetui ls clickhouse://...` (the runs list of the last day) in at most 1 s and
+`tracetui stats --by model clickhouse://...` in at most 2 s.
+
+Usage (from the repository root, after `cargo build --release`; needs python3 with chdb):
+    python3 bench/clickhouse.py [--spans 10000000] [--traces 3000] [--repeat 5]
+                                [--bin target/release/tracetui]
+
+The engine is chdb (ClickHouse in Python) behind the test front (tests/clickhouse/chdb_http.py,
+ClickHouse's HTTP protocol), its data in a temporary directory removed at the end. The table is
+the exporter's own DDL, filled inside the engine by one INSERT ... SELECT FROM numbers(N) (no
+row crosses Python): TRACES agent runs over the last 23 hours, each a root `invoke_agent` span
+and alternating `chat` and `execute_tool` spans in three services, four models, GenAI token
+attributes as the exporter stores them (strings), every 97th tool span failing with an
+exception event.
+
+Baseline, from the same run: the SQL tracetui sent (read back from the front's query log) sent
+again directly over HTTP with the same settings (stats' two queries at once, as tracetui sends
+them), so the figures separate tracetui's own time (process start, pricing, printing) from the
+engine's. Each command runs once to warm up, then the commands take turns, round by round;
+medians and minimums of wall time.
+"""
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, threading, time, urllib.parse, urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "clickhouse"))
+
+MODELS = ["gpt-4o", "claude-sonnet-4-5", "gpt-4o-mini", "claude-haiku-4-5"]
+TOOLS = ["search", "read_file", "run_tests", "edit_file", "fetch_url"]
+
+
+def fill_sql(spans, traces):
+    """INSERT ... SELECT of `spans` rows: span `i` of trace `t` is row t + i * traces."""
+    models = "[" + ", ".join("'%s'" % m for m in MODELS) + "]"
+    tools = "[" + ", ".join("'%s'" % t for t in TOOLS) + "]"
+    return f"""INSERT INTO otel.otel_traces
+SELECT
+  fromUnixTimestamp64Nano(toInt64(base + intDiv(t * 82800000000000, {traces}) + i * 10000000)) AS Timestamp,
+  lower(hex(MD5(toString(t)))) AS TraceId,
+  leftPad(lower(hex(number + 1)), 16, '0') AS SpanId,
+  if(i = 0, '', leftPad(lower(hex(t + 1)), 16, '0')) AS ParentSpanId,
+  '' AS TraceState,
+  multiIf(i = 0, 'invoke_agent team', i % 2 = 1, concat('chat ', model), 'execute_tool') AS SpanName,
+  multiIf(i = 0, 'SPAN_KIND_INTERNAL', i % 2 = 1, 'SPAN_KIND_CLIENT', 'SPAN_KIND_INTERNAL') AS SpanKind,
+  ['planner', 'coder', 'retriever'][1 + (t + i) % 3] AS ServiceName,
+  map('service.name', ServiceName, 'team', 'ml', 'host.name', concat('runner-', toString(t % 40))) AS ResourceAttributes,
+  'genai-demo' AS ScopeName,
+  '1.0' AS ScopeVersion,
+  multiIf(
+    i = 0, map('gen_ai.operation.name', 'invoke_agent', 'gen_ai.agent.name', concat('team-', toString(t % 50)),
+               'otel.scope.name', 'genai-demo', 'otel.scope.version', '1.0'),
+    i % 2 = 1, map('gen_ai.operation.name', 'chat', 'gen_ai.system', 'openai',
+                   'gen_ai.request.model', model, 'gen_ai.response.model', model,
+                   'gen_ai.usage.input_tokens', toString(1000 + (number % 7919)),
+                   'gen_ai.usage.output_tokens', toString(100 + (number % 613)),
+                   'gen_ai.usage.cache_read.input_tokens', toString(number % 500),
+                   'otel.scope.name', 'genai-demo', 'otel.scope.version', '1.0'),
+    map('gen_ai.operation.name', 'execute_tool', 'gen_ai.tool.name', tool,
+        'gen_ai.tool.call.id', concat('call_', toString(number)),
+        'gen_ai.tool.call.arguments', concat('{{"q": "item ', toString(number % 1000), '"}}'),
+        'gen_ai.tool.call.result', if(failed, 'error', concat('found ', toString(number % 97))),
+        'otel.scope.name', 'genai-demo', 'otel.scope.version', '1.0')) AS SpanAttributes,
+  toUInt64(multiIf(i = 0, 30000000000, i % 2 = 1, 2000000000 + (number % 1000) * 1000000, 50000000 + (number % 300) * 1000000)) AS Duration,
+  if(failed, 'STATUS_CODE_ERROR', 'STATUS_CODE_UNSET') AS StatusCode,
+  if(failed, 'tool failed: timeout', '') AS StatusMessage,
+  if(failed, [Timestamp], []) AS `Events.Timestamp`,
+  if(failed, ['exception'], []) AS `Events.Name`,
+  if(failed, [map('exception.type', 'TimeoutError', 'exception.message', 'search timed out')], []) AS `Events.Attributes`,
+  [] AS `Links.TraceId`, [] AS `Links.SpanId`, [] AS `Links.TraceState`, [] AS `Links.Attributes`
+FROM (
+  SELECT number, number % {traces} AS t, intDiv(number, {traces}) AS i,
+    {models}[1 + (t + i) % {len(MODELS)}] AS model, {tools}[1 + (t + i) % {len(TOOLS)}] AS tool,
+    i > 0 AND i % 2 = 0 AND number % 97 = 0 AS failed,
+    (toUnixTimestamp(now()) - 86400 + 600) * 1000000000 AS base
+  FROM numbers({spans})
+)"""
+
+
+def post(port, sql, params, timeout=600):
+    q = urllib.parse.urlencode(params)
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/?{q}", data=sql.encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.read()
+
+
+def time_direct(port, queries):
+    """Wall time of sending `queries` (SQL, params) at once, each on its own connection."""
+    errs = []
+
+    def one(sql, params):
+        try:
+            post(port, sql, params)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errs.append(e)
+
+    t0 = time.perf_counter()
+    th = [threading.Thread(target=one, args=q) for q in queries]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    if errs:
+        raise SystemExit(f"direct query failed: {errs[0]}")
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spans", type=int, default=10_000_000)
+    ap.add_argument("--traces", type=int, default=3000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "tracetui"))
+    a = ap.parse_args()
+    import store  # tests/clickhouse/store.py: the exporter's DDL
+
+    tmp = tempfile.mkdtemp(prefix="tracetui-bench-ch-")
+    front = None
+    try:
+        port_file, log = os.path.join(tmp, "port"), os.path.join(tmp, "queries.jsonl")
+        front = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests/clickhouse/chdb_http.py"),
+                                  "--port-file", port_file, "--log", log, "--data", os.path.join(tmp, "chdb")])
+        for _ in range(1200):
+            if os.path.exists(port_file) or front.poll() is not None:
+                break
+            time.sleep(0.1)
+        if front.poll() is not None:
+            raise SystemExit("the chdb front did not start (is chdb installed? pip install chdb)")
+        port = int(open(port_file).read())
+        post(port, "CREATE DATABASE IF NOT EXISTS otel", {})
+        post(port, store.DDL.format(table="otel.otel_traces"), {})
+        t0 = time.perf_counter()
+        post(port, fill_sql(a.spans, a.traces), {}, timeout=3600)
+        fill = time.perf_counter() - t0
+        n = json.loads(post(port, "SELECT count() AS n, uniqExact(TraceId) AS t FROM otel.otel_traces",
+                            {"default_format": "JSONEachRow"}))
+        print(f"table: {n['n']:,} spans in {n['t']:,} traces, filled in {fill:.1f}s (chdb {tmp})")
+        url = f"clickhouse://127.0.0.1:{port}/otel"
+        env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "config"),
+                   XDG_CACHE_HOME=os.path.join(tmp, "cache"))
+        env.pop("TRACETUI_CLICKHOUSE_PASSWORD", None)
+        cases = [
+            ("ls", [a.bin, "ls", url, "--format", "json"], 1.0),
+            ("stats --by model", [a.bin, "stats", "--by", "model", url, "--format", "json"], 2.0),
+        ]
+        print("machine: shared, 2 cores; medians of", a.repeat, "rounds, commands interleaved")
+        print(f"{'command':<34} {'median':>8} {'min':>8}  budget")
+        ok = True
+        for name, cmd, budget in cases:
+            # Once to warm up, and to read back the SQL it sends.
+            open(log, "w").close()
+            p = subprocess.run(cmd, env=env, capture_output=True)
+            if p.returncode != 0:
+                raise SystemExit(f"{name}: exit {p.returncode}: {p.stderr.decode()[:2000]}")
+            sent = [json.loads(x) for x in open(log) if x.strip()]
+            queries = []
+            for q in sent:
+                params = dict(q["params"])
+                params["default_format"] = "JSONEachRow"
+                params["database"] = q["database"] or "otel"
+                params.update({"param_" + k: v for k, v in q.get("query_params", {}).items()})
+                queries.append((q["query"], params))
+            tt, td = [], []
+            for _ in range(a.repeat):
+                tt.append(run_once_env(cmd, env))
+                td.append(time_direct(port, queries))
+            mt, md = statistics.median(tt), statistics.median(td)
+            within = mt <= budget
+            ok &= within
+            print(f"{'tracetui ' + name:<34} {mt:>7.3f}s {min(tt):>7.3f}s  {budget:.0f} s: {'ok' if within else 'OVER'}")
+            print(f"{'  its SQL sent directly (%d)' % len(queries):<34} {md:>7.3f}s {min(td):>7.3f}s")
+            print(f"{'  tracetui own time':<34} {mt - md:>7.3f}s")
+        sys.exit(0 if ok else 1)
+    finally:
+        if front is not None:
+            front.kill()
+            front.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_once_env(cmd, env):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if p.returncode != 0:
+        raise SystemExit(f"{cmd}: exit {p.returncode}")
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()
