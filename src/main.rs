@@ -149,10 +149,20 @@ fn ssh_sources() -> anyhow::Result<(Option<source::ssh::Sources>, Vec<std::ffi::
     Ok((Some(s), args))
 }
 
-/// The explorer and `tail` keep an ssh mirror current while they run.
+/// The explorer and `tail` keep an ssh mirror current while they run. A command without
+/// the explorer closes the connections when a signal ends it.
 fn ssh_follow(ssh: Option<&source::ssh::Sources>, cli: &Cli) -> Vec<source::ssh::Follower> {
-    match (ssh, &cli.command) {
-        (Some(s), None | Some(Command::Tail { .. })) => s.sessions.iter().map(|x| x.follow()).collect(),
+    let Some(s) = ssh else { return Vec::new() };
+    let explorer = match &cli.command {
+        None | Some(Command::Serve { .. }) | Some(Command::Diff { .. }) => true,
+        Some(Command::Tail { no_tui, .. }) => !no_tui,
+        _ => false,
+    };
+    if !explorer {
+        source::ssh::close_on_signals(&s.sessions);
+    }
+    match &cli.command {
+        None | Some(Command::Tail { .. }) => s.sessions.iter().map(|x| x.follow()).collect(),
         _ => Vec::new(),
     }
 }

@@ -220,6 +220,16 @@ pub fn shown(s: &str) -> Option<String> {
     out
 }
 
+/// The machines whose places stand for this one's (`ssh://host` without a path).
+static PLACES_OF: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// `ssh://host` (joined by `, ` for several) when the standard places are another machine's:
+/// the runs list says whose they are.
+pub fn places_of() -> Option<String> {
+    let p = PLACES_OF.read().unwrap_or_else(|e| e.into_inner());
+    (!p.is_empty()).then(|| p.join(", "))
+}
+
 /// Whether mirror paths are being shown as remote ones (an ssh source is open).
 pub fn active() -> bool {
     ANY_SHOWN.load(Ordering::Relaxed)
@@ -707,6 +717,12 @@ impl Session {
             .with_context(|| format!("{url}: the mirror {}", self.base.display()))?;
         lock.lock()
             .with_context(|| format!("{url}: locking the mirror {}", self.base.display()))?;
+        // Fetches a killed tracetui left unchecked (no other sync runs: the lock is ours).
+        if let Ok(rd) = std::fs::read_dir(self.base.join("tmp")) {
+            for e in rd.flatten() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
         let files = self.list()?;
         let mut done = Synced {
             listed: files.len(),
@@ -1056,21 +1072,21 @@ fn batches(todo: Vec<Fetch>) -> Vec<Vec<Fetch>> {
 /// Put a fetched file in place in the mirror (a file or directory in its way is removed:
 /// the remote changed the kind of that path).
 fn place(local: &Path, part: tempfile::NamedTempFile) -> std::io::Result<()> {
-    if let Some(parent) = local.parent() {
-        if std::fs::create_dir_all(parent).is_err() {
-            // A mirrored file where the remote now has a directory.
-            let mut p = parent.to_path_buf();
-            loop {
-                if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
-                    std::fs::remove_file(&p)?;
-                    break;
-                }
-                if !p.pop() {
-                    break;
-                }
+    if let Some(parent) = local.parent()
+        && std::fs::create_dir_all(parent).is_err()
+    {
+        // A mirrored file where the remote now has a directory.
+        let mut p = parent.to_path_buf();
+        loop {
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
+                std::fs::remove_file(&p)?;
+                break;
             }
-            std::fs::create_dir_all(parent)?;
+            if !p.pop() {
+                break;
+            }
         }
+        std::fs::create_dir_all(parent)?;
     }
     if std::fs::symlink_metadata(local).is_ok_and(|m| m.is_dir()) {
         std::fs::remove_dir_all(local)?;
@@ -1231,6 +1247,7 @@ pub fn open_args(args: Vec<OsString>) -> anyhow::Result<Sources> {
                     })
                     .collect(),
             );
+            PLACES_OF.write().unwrap_or_else(|e| e.into_inner()).push(s.url());
             sessions.push(s);
             continue;
         }
@@ -1252,6 +1269,27 @@ pub fn open_args(args: Vec<OsString>) -> anyhow::Result<Sources> {
         sessions.push(s);
     }
     Ok(Sources { sessions, args: out })
+}
+
+/// For a command that ends by a signal (`tail --no-tui`, a `ls` interrupted): on SIGINT,
+/// SIGTERM or SIGHUP close the connections, then end as the signal would have. Not for the
+/// explorer, which ends its loop on these signals and closes them on its way out.
+pub fn close_on_signals(sessions: &[Arc<Session>]) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    // Weak: the sessions still end (and close) when the command does.
+    let sessions: Vec<std::sync::Weak<Session>> = sessions.iter().map(Arc::downgrade).collect();
+    if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        let _ = std::thread::Builder::new().name("ssh-signals".into()).spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                for s in sessions.iter().filter_map(std::sync::Weak::upgrade) {
+                    s.close();
+                    // No destructor runs after exit: the socket's directory goes now.
+                    let _ = std::fs::remove_dir_all(s._dir.path());
+                }
+                std::process::exit(128 + sig);
+            }
+        });
+    }
 }
 
 /// Whether any argument is an `ssh://` source.
