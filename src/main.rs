@@ -172,6 +172,10 @@ fn ssh_finish(ssh: Option<source::ssh::Sources>, follow: Vec<source::ssh::Follow
     let mut msgs: Vec<String> = follow.into_iter().flat_map(|f| f.finish()).collect();
     if let Some(s) = &ssh {
         msgs.extend(s.warnings());
+        // Also when a follower still holds a session (left waiting on an unreachable host).
+        for x in &s.sessions {
+            x.close();
+        }
     }
     for m in msgs {
         eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {m}")));

@@ -41,6 +41,8 @@ pub const DEBUG_ENV: &str = "TRACETUI_SSH_DEBUG";
 pub const MAX_FILES: usize = super::MAX_ENTRIES;
 /// The largest file fetched (as standard input's copy: 4 GiB); a larger one is named and left.
 pub const MAX_FILE_BYTES: u64 = super::STDIN_LIMIT;
+/// The most a mirror of one machine's listing may hold (a deeper path fetches less).
+pub const MAX_MIRROR_BYTES: u64 = 32 << 30;
 /// The most a listing reply may be.
 const MAX_LISTING_BYTES: u64 = 64 << 20;
 /// How deep the listing goes below a root (the local scan then applies its own limits).
@@ -354,6 +356,8 @@ pub struct Session {
     pub warnings: Mutex<Vec<String>>,
     pub fetched: AtomicU64,
     closed: AtomicBool,
+    /// Held while the master is checked or started again (a lost connection is remade).
+    master: Mutex<()>,
 }
 
 impl Session {
@@ -399,6 +403,7 @@ impl Session {
             warnings: Mutex::new(Vec::new()),
             fetched: AtomicU64::new(0),
             closed: AtomicBool::new(true),
+            master: Mutex::new(()),
         };
         s.start_master()?;
         s.closed.store(false, Ordering::Relaxed);
@@ -490,6 +495,17 @@ impl Session {
         wait: Duration,
         read: impl FnOnce(&mut dyn Read) -> anyhow::Result<T>,
     ) -> anyhow::Result<(T, i32, String)> {
+        // A master that ended (the network dropped, the machine rebooted) removed its
+        // socket: start it again rather than let ssh connect anew for every command.
+        {
+            let _held = self.master.lock().unwrap_or_else(|e| e.into_inner());
+            if self.closed.load(Ordering::Relaxed) {
+                bail!("{}: the connection is closed", self.url());
+            }
+            if !self.socket.exists() {
+                self.start_master()?;
+            }
+        }
         let mut cmd_line = b"sh -c ".to_vec();
         cmd_line.extend_from_slice(&quote(script));
         let mut c = self.ssh(&["-o", "ControlMaster=no"]);
@@ -724,6 +740,19 @@ impl Session {
             }
         }
         let files = self.list()?;
+        let total: u64 = files.iter().map(|f| f.size).filter(|&n| n <= MAX_FILE_BYTES).sum();
+        if total > MAX_MIRROR_BYTES {
+            bail!(
+                "{url}: the files below {} hold {} GiB, more than the {} GiB a mirror takes: give a deeper path",
+                self.roots
+                    .iter()
+                    .map(|r| String::from_utf8_lossy(r).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                total >> 30,
+                MAX_MIRROR_BYTES >> 30
+            );
+        }
         let mut done = Synced {
             listed: files.len(),
             ..Synced::default()
@@ -1031,7 +1060,15 @@ impl Follower {
     fn stop_now(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // A sync waiting on a machine that went away is not waited for: quitting stays
+            // prompt (what it leaves half-fetched, the next sync completes or fetches again).
+            let start = std::time::Instant::now();
+            while !t.is_finished() && start.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
         }
     }
 }
