@@ -1293,13 +1293,10 @@ pub fn open_args(args: Vec<OsString>) -> anyhow::Result<Sources> {
         }
         if paths.is_empty() {
             bail!(
-                "{}: no runs in the places agents write to there ({}); give a path: ssh://host/path",
+                "{}: no runs in the places agents write to there ({} places looked at, those `tracetui sources` lists); give a path: {}/PATH",
                 s.url(),
-                s.roots
-                    .iter()
-                    .map(|r| String::from_utf8_lossy(r).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                s.roots.len(),
+                s.url()
             );
         }
         out.extend(paths.into_iter().map(PathBuf::into_os_string));
