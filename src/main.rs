@@ -5,12 +5,24 @@ use tracetui::cli::{Cli, Command, ConfigCommand, FormatArgs, Output};
 use tracetui::{report, source};
 
 fn main() -> ExitCode {
-    let cli = match Cli::from_arg_matches(&tracetui::cli::command().get_matches()) {
-        Ok(c) => c,
-        Err(e) => e.exit(),
+    let (ssh, args) = match ssh_sources() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {e:#}")));
+            return ExitCode::from(2);
+        }
     };
+    let cli = match Cli::from_arg_matches(&tracetui::cli::command().get_matches_from(args)) {
+        Ok(c) => c,
+        Err(e) => {
+            drop(ssh);
+            e.exit()
+        }
+    };
+    let follow = ssh_follow(ssh.as_ref(), &cli);
     let result = run(cli);
     source::cleanup();
+    ssh_finish(ssh, follow);
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -107,6 +119,11 @@ fn init_prices() {
 /// restore (from a signal thread) wait, and its line buffer searches every block it is
 /// given for the last newline (5% of a large export).
 fn report_out() -> std::io::BufWriter<Box<dyn Write>> {
+    if source::ssh::active() {
+        // An ssh:// source's mirror paths are named as the remote's (`ssh://host/path`).
+        let w = source::ssh::ShownWriter::new(std::io::stdout());
+        return std::io::BufWriter::with_capacity(1 << 16, Box::new(w));
+    }
     #[cfg(unix)]
     {
         use std::os::fd::AsFd;
@@ -115,6 +132,55 @@ fn report_out() -> std::io::BufWriter<Box<dyn Write>> {
         }
     }
     std::io::BufWriter::with_capacity(1 << 16, Box::new(std::io::stdout()))
+}
+
+/// ssh:// arguments: each machine connected and its files mirrored, the argument replaced by
+/// the mirror's paths (which every command reads as local ones; output names them remote).
+fn ssh_sources() -> anyhow::Result<(Option<source::ssh::Sources>, Vec<std::ffi::OsString>)> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if !source::ssh::in_args(&args) {
+        return Ok((None, args));
+    }
+    let s = source::ssh::open_args(args)?;
+    for w in s.warnings() {
+        eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {w}")));
+    }
+    let args = s.args.clone();
+    Ok((Some(s), args))
+}
+
+/// The explorer and `tail` keep an ssh mirror current while they run. A command without
+/// the explorer closes the connections when a signal ends it.
+fn ssh_follow(ssh: Option<&source::ssh::Sources>, cli: &Cli) -> Vec<source::ssh::Follower> {
+    let Some(s) = ssh else { return Vec::new() };
+    let explorer = match &cli.command {
+        None | Some(Command::Serve { .. }) | Some(Command::Diff { .. }) => true,
+        Some(Command::Tail { no_tui, .. }) => !no_tui,
+        _ => false,
+    };
+    if !explorer {
+        source::ssh::close_on_signals(&s.sessions);
+    }
+    match &cli.command {
+        None | Some(Command::Tail { .. }) => s.sessions.iter().map(|x| x.follow()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Stop following, say what went wrong meanwhile, close the connections.
+fn ssh_finish(ssh: Option<source::ssh::Sources>, follow: Vec<source::ssh::Follower>) {
+    let mut msgs: Vec<String> = follow.into_iter().flat_map(|f| f.finish()).collect();
+    if let Some(s) = &ssh {
+        msgs.extend(s.warnings());
+        // Also when a follower still holds a session (left waiting on an unreachable host).
+        for x in &s.sessions {
+            x.close();
+        }
+    }
+    for m in msgs {
+        eprintln!("{}", tracetui::sanitize::line(&format!("tracetui: {m}")));
+    }
+    drop(ssh);
 }
 
 /// The commands that read clickhouse:// sources so far (the others refuse them, exit 2).

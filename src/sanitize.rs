@@ -79,7 +79,12 @@ fn run(s: &str, keep_newlines: bool, terminal: bool) -> Cow<'_, str> {
 
 /// For one line of display: every control, newlines and tabs included, is escaped.
 pub fn line(s: &str) -> Cow<'_, str> {
-    run(s, false, true)
+    let out = run(s, false, true);
+    // The mirror of an ssh:// source is shown as the remote's paths (`ssh://host/path`).
+    match crate::source::ssh::shown(&out) {
+        Some(o) => Cow::Owned(o),
+        None => out,
+    }
 }
 
 /// For multi-line text: newlines and tabs stay, every other control is escaped.

@@ -8,6 +8,7 @@ pub mod index;
 pub mod liveness;
 mod not_traces;
 pub mod places;
+pub mod ssh;
 pub mod summary;
 
 use crate::formats::{self, Format, LoadError, Loaded, Summary};

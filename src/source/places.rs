@@ -340,9 +340,14 @@ impl Resolved {
 /// The places on this system, resolved with `env` (`std::env::var_os` in the program, a map in
 /// tests). Places relative to a home directory are left out when there is none.
 pub fn resolve(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<Resolved> {
+    resolve_for(env, cfg!(target_os = "macos"))
+}
+
+/// [`resolve`] for a system that is macOS or not (`mac`): another machine's places, read
+/// over ssh ([`super::ssh`]).
+pub fn resolve_for(env: &dyn Fn(&str) -> Option<OsString>, mac: bool) -> Vec<Resolved> {
     let set = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let home = set("HOME");
-    let mac = cfg!(target_os = "macos");
     let mut out = Vec::new();
     for p in PLACES {
         match p.os {
@@ -383,9 +388,26 @@ pub fn resolve(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<Resolved> {
     out
 }
 
-/// [`resolve`] with the process's environment.
+/// [`resolve`] with the process's environment; another machine's places instead when an
+/// `ssh://host` source stands for them ([`set_remote`]).
 pub fn resolve_env() -> Vec<Resolved> {
+    if let Some(r) = REMOTE.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return r.clone();
+    }
     resolve(&|k| std::env::var_os(k))
+}
+
+static REMOTE: std::sync::RwLock<Option<Vec<Resolved>>> = std::sync::RwLock::new(None);
+
+/// Read `places` (another machine's, in its local mirror: `tracetui ssh://host` without a
+/// path) where this machine's would be: a command without PATH and the explorer use them.
+/// Several machines' places add up.
+pub fn set_remote(places: Vec<Resolved>) {
+    REMOTE
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(Vec::new)
+        .extend(places);
 }
 
 /// Whether `dir` is the root of an agent's known layout (`…/.claude/projects`,

@@ -169,7 +169,12 @@ pub(crate) fn title(r: &crate::tui::state::RunsState, width: usize) -> String {
         parts.push(Field::text(t, Role::Title));
     }
     if r.all_places {
-        parts.push(Field::text("every agent's place", Role::Title).drop_at(1));
+        // Another machine's places (`tracetui ssh://host`) say whose they are.
+        let t = match crate::source::ssh::places_of() {
+            Some(host) => format!("every agent's place on {}", crate::sanitize::line(&host)),
+            None => "every agent's place".into(),
+        };
+        parts.push(Field::text(t, Role::Title).drop_at(1));
     }
     if r.grouped {
         parts.push(Field::text("grouped", Role::Title).drop_at(1));
