@@ -235,6 +235,9 @@ pub enum Action {
     /// A problem to show in the status line (an effect that failed).
     Problem(String),
     RunsDone,
+    /// A store's list: whether it holds more runs than are listed (the next page loads when
+    /// the list's end comes into view).
+    RunsMore(bool),
     /// A run finished loading (or failed to).
     RunLoaded {
         generation: u64,

@@ -103,6 +103,10 @@ pub fn update(s: &mut State, a: Action) {
             }
         }
         Action::Problem(p) => say(s, p, true),
+        Action::RunsMore(more) => {
+            s.runs.more = more;
+            s.runs.more_asked = false;
+        }
         Action::RunsDone => {
             s.runs.scanning = false;
             // Runs found after the payload search began are searched too.

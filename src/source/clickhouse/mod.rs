@@ -19,6 +19,10 @@
 //!   The password comes from TRACETUI_CLICKHOUSE_PASSWORD or `[clickhouse] password` in the
 //!   config, is sent as basic auth and is never printed (a password in the URL is refused).
 
+pub mod live;
+pub mod runs;
+pub mod tail;
+
 use crate::formats::Summary;
 use crate::model::{RunStatus, Usage};
 use serde_json::{Map, Value, json};
@@ -447,11 +451,17 @@ fn span_columns() -> String {
 /// The runs list: one row per trace that started in the window, newest first, one page. Its
 /// `models` are per (model, recorded cost or not): calls and token sums, priced in Rust.
 pub fn runs_sql(s: &Source) -> String {
+    runs_sql_where(s, "", s.limit, s.offset)
+}
+
+/// [`runs_sql`] of the spans that also meet `and` (`AND …`, or empty), `limit` rows from
+/// `offset` (the explorer's live mode re-aggregates the traces that grew: [`live`]).
+fn runs_sql_where(s: &Source, and: &str, limit: u64, offset: u64) -> String {
     format!(
         "WITH spans AS (
   SELECT {cols}
   FROM {table}
-  WHERE Timestamp >= now64(9) - INTERVAL {since} SECOND
+  WHERE Timestamp >= now64(9) - INTERVAL {since} SECOND{and}
 ),
 per_model AS (
   SELECT TraceId,
@@ -486,8 +496,6 @@ LIMIT {limit} OFFSET {offset}",
         cols = span_columns(),
         table = s.table_sql(),
         since = s.since_secs,
-        limit = s.limit,
-        offset = s.offset,
     )
 }
 
@@ -898,7 +906,7 @@ mod tests {
 
     #[test]
     fn docs_remote_md_shows_the_sql_each_view_sends() {
-        let doc = include_str!("../../docs/remote.md");
+        let doc = include_str!("../../../docs/remote.md");
         let s = Source::parse("clickhouse://localhost/otel").unwrap();
         for sql in [runs_sql(&s), spans_sql(&s, "5b8efff798038103d269b633813fc60c")] {
             let block = format!("```sql\n{sql}\n```");
