@@ -325,3 +325,59 @@ impl Pages {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::{Effect, State};
+    use crate::tui::update::update;
+
+    fn rows(n: usize) -> Vec<RunEntry> {
+        let root: Arc<Path> = PathBuf::from("clickhouse://h:8123/otel").into();
+        let list = (0..n)
+            .map(|i| Summary {
+                id: format!("{i:032x}"),
+                name: Some(format!("run {i}")),
+                format: "clickhouse",
+                path: PathBuf::from(format!("clickhouse://h:8123/otel?trace={i:032x}")),
+                start: Some(i as i64 * 1_000_000_000),
+                tokens: Some(100),
+                problems: Some(0),
+                ..Default::default()
+            })
+            .collect();
+        entries(&root, list)
+    }
+
+    #[test]
+    fn a_full_page_counts_at_least_and_asks_for_the_next_once_its_end_is_in_view() {
+        let mut s = State::new(Keymap::default(), (120, 40));
+        update(&mut s, Action::RunsFound(rows(2)));
+        update(&mut s, Action::RunsMore(true));
+        update(&mut s, Action::RunsDone);
+        let title = crate::tui::render::runs::title(&s.runs, 120);
+        assert!(title.contains("runs ≥2"), "{title}");
+        let asked = |s: &State| s.effects.iter().filter(|e| matches!(e, Effect::MoreRuns)).count();
+        assert_eq!(asked(&s), 1, "the whole list is in view: the next page is asked for");
+        update(&mut s, Action::Tick);
+        assert_eq!(asked(&s), 1, "asked once until it comes");
+        s.effects.clear();
+        // A page overlapping the first (runs started meanwhile) is merged by URL.
+        let mut next = rows(4);
+        next.drain(..1);
+        update(&mut s, Action::RunsFound(next));
+        update(&mut s, Action::RunsMore(false));
+        assert_eq!(s.runs.entries.len(), 4);
+        let title = crate::tui::render::runs::title(&s.runs, 120);
+        assert!(title.contains("runs 4 ") && !title.contains('≥'), "{title}");
+        assert_eq!(asked(&s), 0, "nothing more to ask for");
+        // Every store row opens through the store's format.
+        assert!(
+            s.runs
+                .entries
+                .iter()
+                .all(|e| crate::source::clickhouse::runs::is_store(&e.run))
+        );
+    }
+}
