@@ -99,19 +99,19 @@ fn list(url: &str, tx: &Sender<Action>, more: &Receiver<()>) {
                 {
                     return;
                 }
-                if said.is_some()
-                    && tx
-                        .send(Action::Problem(format!("{}: listed", c.source.display())))
-                        .is_err()
-                {
+                if said.is_some() && tx.send(Action::RunProblemOver(root.to_path_buf())).is_err() {
                     return;
                 }
                 break;
             }
             Err(e) => {
+                // Said in the list (in place of the one said before) until the store answers.
                 if said.as_deref() != Some(e.0.as_str()) {
                     said = Some(e.0.clone());
-                    if tx.send(Action::RunsProblem(e.0)).is_err() || tx.send(Action::RunsDone).is_err() {
+                    if tx.send(Action::RunProblemOver(root.to_path_buf())).is_err()
+                        || tx.send(Action::RunProblem(root.to_path_buf(), e.0)).is_err()
+                        || tx.send(Action::RunsDone).is_err()
+                    {
                         return;
                     }
                 }
@@ -372,6 +372,12 @@ mod tests {
         let title = crate::tui::render::runs::title(&s.runs, 120);
         assert!(title.contains("runs 4 ") && !title.contains('≥'), "{title}");
         assert_eq!(asked(&s), 0, "nothing more to ask for");
+        // A store that failed and then answered: what was said of it goes.
+        let root = PathBuf::from("clickhouse://h:8123/otel");
+        update(&mut s, Action::RunProblem(root.clone(), "refused".into()));
+        assert_eq!(s.runs.problems.len(), 1);
+        update(&mut s, Action::RunProblemOver(root));
+        assert!(s.runs.problems.is_empty());
         // Every store row opens through the store's format.
         assert!(
             s.runs

@@ -102,6 +102,7 @@ pub fn update(s: &mut State, a: Action) {
                 s.runs.problems.push((Some(path), p));
             }
         }
+        Action::RunProblemOver(path) => s.runs.problems.retain(|(q, _)| q.as_ref() != Some(&path)),
         Action::Problem(p) => say(s, p, true),
         Action::RunsMore(more) => {
             s.runs.more = more;
