@@ -22,6 +22,7 @@ fn main() -> ExitCode {
     let follow = ssh_follow(ssh.as_ref(), &cli);
     let result = run(cli);
     source::cleanup();
+    source::clickhouse::runs::cleanup();
     ssh_finish(ssh, follow);
     match result {
         Ok(code) => ExitCode::from(code),
@@ -184,7 +185,7 @@ fn ssh_finish(ssh: Option<source::ssh::Sources>, follow: Vec<source::ssh::Follow
 }
 
 /// The commands that read clickhouse:// sources so far (the others refuse them, exit 2).
-const CLICKHOUSE_COMMANDS: &str = "ls, show, stats, grep and check";
+const CLICKHOUSE_COMMANDS: &str = "ls, show, check, stats, grep, diff, compare, export, tail and the explorer";
 
 /// A clickhouse:// argument, if any: such a source is read by [`clickhouse`], not discovered.
 fn clickhouse_arg() -> Option<String> {
@@ -322,6 +323,65 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
                 source::clickhouse::check::print(&c.source, &w, &checks, totals, o, out, &mut std::io::stderr())?;
             Ok(code)
         }
+        Some(Command::Tail {
+            no_tui,
+            from_start,
+            poll,
+            fmt,
+            ..
+        }) => {
+            let (o, _) = formats(&fmt)?;
+            if !no_tui {
+                if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                    return Err(usage(
+                        "the explorer needs a terminal; to print events as lines use `tracetui tail --no-tui URL`",
+                    ));
+                }
+                tracetui::tui::run(tracetui::tui::Options {
+                    paths: vec![std::path::PathBuf::from(url)],
+                    places: false,
+                    forced: None,
+                    theme: None,
+                    diff: None,
+                    follow: true,
+                    live: live_options(None),
+                })?;
+                return Ok(0);
+            }
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone())?;
+            }
+            let mut lock = std::io::stdout().lock();
+            source::clickhouse::tail::follow_print(
+                url,
+                o,
+                poll.map(|ms| std::time::Duration::from_millis(ms.max(10))),
+                from_start,
+                &mut lock,
+                &stop,
+            )?;
+            Ok(0)
+        }
+        // The explorer on the store: its runs list, kept current.
+        None => {
+            if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                return Err(usage(
+                    "the explorer needs a terminal; for text output use `tracetui ls|show URL`",
+                ));
+            }
+            source::clickhouse::Source::parse(url).map_err(usage)?;
+            tracetui::tui::run(tracetui::tui::Options {
+                paths: vec![std::path::PathBuf::from(url)],
+                places: false,
+                forced: None,
+                theme: cli.theme,
+                diff: None,
+                follow: cli.follow,
+                live: live_options(None),
+            })?;
+            Ok(0)
+        }
         _ => Err(usage(format!(
             "clickhouse:// sources work with {CLICKHOUSE_COMMANDS} so far"
         ))),
@@ -330,7 +390,23 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     init_prices();
-    if let Some(url) = clickhouse_arg() {
+    let store = clickhouse_arg();
+    if store.is_some() {
+        // Store runs named in diff, compare and export are discovered as their URLs and load
+        // with this password (the environment's wins).
+        let path = tracetui::tui::config::path();
+        source::clickhouse::runs::configure(
+            tracetui::tui::config::load(path.as_deref())
+                .ok()
+                .and_then(|c| c.clickhouse_password),
+        );
+    }
+    if let Some(url) = store.filter(|_| {
+        !matches!(
+            cli.command,
+            Some(Command::Diff { .. } | Command::Compare { .. } | Command::Export { .. })
+        )
+    }) {
         let mut out = report_out();
         let code = clickhouse(cli, &url, &mut out)?;
         out.flush()?;
@@ -549,7 +625,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 let mut paths = Vec::new();
                 for spec in [&baseline, &current] {
                     let (p, _) = report::diff::split_selector(spec);
-                    if !p.exists() {
+                    if !p.exists() && !p.to_str().is_some_and(source::clickhouse::is_url) {
                         return Err(usage(format!("{}: no such file or directory", spec.display())));
                     }
                     if !paths.contains(&p) {

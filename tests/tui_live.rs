@@ -97,7 +97,7 @@ impl Harness {
                         });
                     },
                 ),
-                // these tests compare no runs and copy nothing
+                // these tests compare no runs, copy nothing and list no store
                 Effect::Copy(_)
                 | Effect::Page(_)
                 | Effect::PageFile(_)
@@ -107,7 +107,8 @@ impl Harness {
                 | Effect::Compare { .. }
                 | Effect::Branches { .. }
                 | Effect::RunsSearch { .. }
-                | Effect::Export(_) => {}
+                | Effect::Export(_)
+                | Effect::MoreRuns => {}
             }
         }
     }

@@ -198,6 +198,14 @@ const TRACE_EXTS: &[&str] = &[
 pub fn discover(paths: &[PathBuf], forced: Option<&'static dyn Format>) -> Discovery {
     let mut d = Discovery::default();
     for p in paths {
+        // A store's run (clickhouse://…?trace=ID) is named by its URL, not found on disk.
+        if let Some(url) = p.to_str().filter(|u| clickhouse::is_url(u)) {
+            match clickhouse::runs::discover(url) {
+                Ok(r) => d.runs.push(r),
+                Err(e) => d.errors.push(e),
+            }
+            continue;
+        }
         discover_one(p, forced, None, &mut d);
     }
     nest(&mut d.runs);

@@ -271,8 +271,9 @@ fn end_line(fmt: Output, t: &Trace, out: &mut dyn Write) -> std::io::Result<()> 
     }
 }
 
+/// One event as `tail` prints it (also a store run's: [`crate::source::clickhouse::tail`]).
 /// `waits`: the id of the parent an event waits for (it arrived first).
-fn line(fmt: Output, t: &Trace, i: u32, waits: Option<&str>, out: &mut dyn Write) -> std::io::Result<()> {
+pub fn line(fmt: Output, t: &Trace, i: u32, waits: Option<&str>, out: &mut dyn Write) -> std::io::Result<()> {
     let e = t.event(i);
     let id = t.str(e.source_id);
     match fmt {

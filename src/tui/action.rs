@@ -230,11 +230,16 @@ pub enum Action {
     RunsProblem(String),
     /// One run could not be listed (yet): said until it is.
     RunProblem(std::path::PathBuf, String),
+    /// What was said of this path is over (a store listed after all).
+    RunProblemOver(std::path::PathBuf),
     /// Directories the latest scan did not enter (depth or entry limit).
     RunsSkipped(crate::source::Skipped),
     /// A problem to show in the status line (an effect that failed).
     Problem(String),
     RunsDone,
+    /// A store's list: whether it holds more runs than are listed (the next page loads when
+    /// the list's end comes into view).
+    RunsMore(bool),
     /// A run finished loading (or failed to).
     RunLoaded {
         generation: u64,

@@ -66,6 +66,7 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
     let (tx, rx) = channel();
     let mut live = Live {
         shared: Shared::default(),
+        pages: super::store::Pages::default(),
         opts: opts.live,
         timing: std::env::var_os("TRACETUI_EXIT_AFTER_LOAD").map(|_| Timing {
             started,
@@ -74,20 +75,42 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
         }),
     };
     let places = crate::source::places::resolve_env();
-    let (paths, watched_places) = if opts.places {
+    let (mut paths, watched_places) = if opts.places {
         (places.iter().map(|p| p.path.clone()).collect(), Some(places.clone()))
     } else {
         (opts.paths, None)
     };
-    spawn_watcher(
-        paths,
-        watched_places,
-        opts.forced,
-        tx.clone(),
-        live.shared.clone(),
-        opts.live,
-        true,
-    );
+    // clickhouse:// PATHs are listed from their store, polled for new spans; the rest are
+    // watched on disk.
+    let stores: Vec<String> = paths
+        .iter()
+        .filter_map(|p| p.to_str().filter(|u| crate::source::clickhouse::is_url(u)))
+        .map(str::to_string)
+        .collect();
+    paths.retain(|p| !p.to_str().is_some_and(crate::source::clickhouse::is_url));
+    if !stores.is_empty() {
+        crate::source::clickhouse::runs::configure(
+            config::load(config::path().as_deref())
+                .ok()
+                .and_then(|c| c.clickhouse_password),
+        );
+    }
+    for url in stores.iter() {
+        let (more_tx, more_rx) = channel();
+        live.pages.add(more_tx);
+        super::store::spawn_list(url.clone(), tx.clone(), more_rx);
+    }
+    if stores.is_empty() || !paths.is_empty() {
+        spawn_watcher(
+            paths,
+            watched_places,
+            opts.forced,
+            tx.clone(),
+            live.shared.clone(),
+            opts.live,
+            true,
+        );
+    }
     let quit = terminal::quit_signals();
     let mut guard = terminal::enter()?;
     let size = guard.term.size()?;
@@ -124,6 +147,8 @@ pub fn run(opts: Options) -> anyhow::Result<()> {
 /// What the loop needs to start loaders.
 struct Live {
     shared: Shared,
+    /// The store lists' page requests (`Effect::MoreRuns`).
+    pages: super::store::Pages,
     opts: LiveOptions,
     /// `TRACETUI_EXIT_AFTER_LOAD` (set to anything): time the first screen that shows events
     /// and the end of the open run's load, quit then and print both to stderr. For measuring
@@ -300,6 +325,9 @@ fn event_loop(
 fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Live) -> anyhow::Result<()> {
     match e {
         // Every run is loaded progressively and followed while it is open.
+        Effect::LoadRun { generation, run, .. } if crate::source::clickhouse::runs::is_store(&run) => {
+            super::store::spawn_loader(run, generation, tx.clone(), live.shared.clone())
+        }
         Effect::LoadRun {
             generation,
             run,
@@ -462,6 +490,7 @@ fn run_effect(e: Effect, tx: &Sender<Action>, g: &mut terminal::Guard, live: &Li
                 let _ = tx.send(super::export::run(job));
             });
         }
+        Effect::MoreRuns => live.pages.ask(),
         Effect::Copy(text) => {
             // OSC 52: the terminal puts it on the clipboard. Base64 keeps any control bytes
             // in the copied value from being interpreted.

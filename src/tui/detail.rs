@@ -1118,11 +1118,15 @@ pub fn header(t: &Trace, i: u32, t0: Option<i64>, payload: &Payload) -> Doc {
     let mut l = Line::default();
     l.push(Tok::Dim, "source ");
     let mut src = format!("{}", sanitize::line(&file_name(t, e.origin.file)));
-    if e.origin.line > 0 {
+    let store = t.meta.source.to_str().filter(|u| crate::source::clickhouse::is_url(u));
+    if let Some(url) = store {
+        // A store's run is read from a temporary document: its place is the run's URL.
+        src = sanitize::line(url).into_owned();
+    } else if e.origin.line > 0 {
         src.push_str(&format!(":{}", e.origin.line));
     }
     // A second record (a tool result joined to its call) in a line-oriented file.
-    if let Some(o2) = e.origin2.as_deref().copied().filter(|o| o.line > 0) {
+    if let Some(o2) = e.origin2.as_deref().copied().filter(|o| o.line > 0 && store.is_none()) {
         src.push_str(&format!(" + {}:{}", sanitize::line(&file_name(t, o2.file)), o2.line));
     }
     l.push(Tok::Text, src);

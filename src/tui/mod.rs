@@ -27,6 +27,7 @@ pub mod runs_list;
 pub mod runsearch;
 pub mod state;
 pub mod stats;
+pub mod store;
 mod terminal;
 pub mod theme;
 pub mod update;

@@ -117,6 +117,11 @@ pub(super) fn settle(s: &mut State) {
     let n = s.runs.order.len();
     s.runs.selected = s.runs.selected.min(n.saturating_sub(1));
     s.runs.offset = follow(s.runs.selected, s.runs.offset, rh, n);
+    // A store's list: its next page once the list's end is in view.
+    if s.view == View::Runs && s.runs.more && !s.runs.more_asked && s.runs.offset + rh >= n {
+        s.runs.more_asked = true;
+        s.effects.push(Effect::MoreRuns);
+    }
     let th = tree_height(s);
     let dbox = detail_box(s);
     if let Some(r) = s.run.as_mut() {

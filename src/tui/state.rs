@@ -249,6 +249,11 @@ pub struct RunsState {
     pub payload: super::runsearch::PayloadSearch,
     /// Runs with provisional summaries are being indexed ([`crate::source::index`]): how far.
     pub indexing: Option<crate::source::index::Progress>,
+    /// A store's list holds more runs than are listed (its next page is not loaded): the
+    /// count and totals say `≥`.
+    pub more: bool,
+    /// The next page was asked for and has not come yet.
+    pub more_asked: bool,
 }
 
 /// The runs list's filter: `format:` (or `agent:`), `status:`, `project:` terms, `!` before a
@@ -1129,6 +1134,8 @@ pub enum Effect {
     Edit(String),
     /// Write an export of the open run or diff (`Action::Exported` when done).
     Export(super::export::Job),
+    /// Load the next page of a store's runs list (`Action::RunsMore` when done).
+    MoreRuns,
 }
 
 #[derive(Debug)]

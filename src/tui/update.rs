@@ -102,7 +102,12 @@ pub fn update(s: &mut State, a: Action) {
                 s.runs.problems.push((Some(path), p));
             }
         }
+        Action::RunProblemOver(path) => s.runs.problems.retain(|(q, _)| q.as_ref() != Some(&path)),
         Action::Problem(p) => say(s, p, true),
+        Action::RunsMore(more) => {
+            s.runs.more = more;
+            s.runs.more_asked = false;
+        }
         Action::RunsDone => {
             s.runs.scanning = false;
             // Runs found after the payload search began are searched too.

@@ -14,6 +14,11 @@ X-ClickHouse-Exception-Code header. `--log` appends one JSON line per request (i
 parameters and query, never the password), so a test can see what a client sent.
 `--seed` creates the exporter's table in database `otel`, inserts the fake team store as the
 exporter inserts it and writes the same spans as OTLP/JSON to OTLP_DIR/store.json.
+
+A test inserts more spans, as the Collector would while tracetui watches, with
+`POST /_test/insert` and a JSON list of spans in store.spans()'s form: they are inserted as the
+exporter inserts them, apart from the query path (not logged, no readonly): tracetui's own
+queries stay read-only.
 """
 
 import argparse
@@ -117,7 +122,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length") or 0)
-        self.handle_query(self.rfile.read(n).decode())
+        body = self.rfile.read(n).decode()
+        if urllib.parse.urlparse(self.path).path == "/_test/insert":
+            return self.insert(json.loads(body))
+        self.handle_query(body)
+
+    def insert(self, spans):
+        rows = "\n".join(json.dumps(r) for r in store.exporter_rows(spans))
+        try:
+            self.sess.query("INSERT INTO otel.otel_traces (%s) FORMAT JSONEachRow\n%s" % (store.INSERT_COLUMNS, rows))
+        except Exception as e:  # noqa: BLE001 - the test sees why
+            return self.reply(500, str(e))
+        self.reply(200, "Ok.\n")
 
 
 def main():

@@ -19,6 +19,10 @@
 //!   The password comes from TRACETUI_CLICKHOUSE_PASSWORD or `[clickhouse] password` in the
 //!   config, is sent as basic auth and is never printed (a password in the URL is refused).
 
+pub mod live;
+pub mod runs;
+pub mod tail;
+
 use crate::formats::Summary;
 use crate::model::{RunStatus, Usage};
 use serde_json::{Map, Value, json};
@@ -559,16 +563,26 @@ pub(crate) fn group_total(
 /// The runs list: one row per trace that started in the window, newest first, one page. Its
 /// `models` are per (model, recorded cost or not): calls and token sums, priced in Rust.
 pub fn runs_sql(s: &Source) -> String {
-    runs_sql_in(s, &stats::Window::of(s))
+    runs_sql_where(s, "", s.limit, s.offset)
 }
 
 /// [`runs_sql`] over the spans of a window other than the source's (`stats --by run`).
 pub fn runs_sql_in(s: &Source, w: &stats::Window) -> String {
+    runs_sql_window(s, w, "", s.limit, s.offset)
+}
+
+/// [`runs_sql`] of the spans that also meet `and` (`AND …`, or empty), `limit` rows from
+/// `offset` (the explorer's live mode re-aggregates the traces that grew: [`live`]).
+fn runs_sql_where(s: &Source, and: &str, limit: u64, offset: u64) -> String {
+    runs_sql_window(s, &stats::Window::of(s), and, limit, offset)
+}
+
+fn runs_sql_window(s: &Source, w: &stats::Window, and: &str, limit: u64, offset: u64) -> String {
     format!(
         "WITH spans AS (
   SELECT {cols}
   FROM {table}
-  WHERE {window}
+  WHERE {window}{and}
 ),
 per_model AS (
   SELECT TraceId,
@@ -603,8 +617,6 @@ LIMIT {limit} OFFSET {offset}",
         cols = span_columns(),
         table = s.table_sql(),
         window = w.sql(),
-        limit = s.limit,
-        offset = s.offset,
     )
 }
 

@@ -126,7 +126,8 @@ fn totals(r: &crate::tui::state::RunsState) -> Vec<Field> {
     // Runs with no LLM usage at all (`0 tok · -`) have nothing to add up.
     // While runs are being indexed the sums are lower bounds (a cost with unpriced calls says
     // `≥` already).
-    let at_least = provisional > 0 && r.indexing.is_some();
+    // So are they while a store's list holds more runs than are listed.
+    let at_least = (provisional > 0 && r.indexing.is_some()) || r.more;
     let mark = |forms: Vec<String>| -> Vec<String> {
         if !at_least {
             return forms;
@@ -153,8 +154,13 @@ fn totals(r: &crate::tui::state::RunsState) -> Vec<Field> {
 /// The box title: how many runs and how sorted, what narrows the list, the totals. Fitted to
 /// `width`: notes go first, then the totals shorten; a number is never cut.
 pub(crate) fn title(r: &crate::tui::state::RunsState, width: usize) -> String {
+    let mut count = num::count_forms(r.shown() as u64);
+    if r.more {
+        // A store's list with pages not loaded: a lower bound.
+        count = count.into_iter().map(|f| format!("≥{f}")).collect();
+    }
     let mut parts = vec![
-        Field::labelled("runs", &num::count_forms(r.shown() as u64), 6),
+        Field::labelled("runs", &count, 6),
         Field::text(sort_label(r), Role::Title).drop_at(2),
     ];
     // Runs not indexed yet have no value to sort on: the sort says so, whatever else goes.
