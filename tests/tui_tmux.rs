@@ -578,8 +578,10 @@ fn a_panic_in_a_background_thread_keeps_the_terminal_sane() {
     );
     assert_eq!(t.var("alternate_on"), "1", "still in the explorer\n{s}");
     t.keys(&["?"]);
-    t.wait_for("help still works", |s| s.contains("help"));
-    t.keys(&["q", "q"]);
+    t.wait_for("help still works", |s| s.contains("keys of the runs list"));
+    // One q: q quits from the help too, and a second one could reach the shell after the
+    // explorer left (echoed before the prompt, which the restore check would not find).
+    t.keys(&["q"]);
     t.assert_restored();
 }
 
