@@ -317,7 +317,8 @@ fn emoji_sequences_and_combining_marks_keep_the_layout_in_a_real_terminal() {
     t.keys(&["j", "Enter"]);
     let s = t.wait_for("the detail", |s| s.matches("end").count() >= 2);
     boxed(&s);
-    t.keys(&["q", "q", "q"]);
+    // One q quits from any view (more could reach the shell once the explorer has left).
+    t.keys(&["q"]);
     t.assert_restored();
 }
 
