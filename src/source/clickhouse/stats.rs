@@ -154,9 +154,9 @@ LIMIT {limit}",
     )
 }
 
-/// The window's runs (traces), for the runs by status: the LLM query reads only the spans that
-/// may be LLM calls and the root spans, so a run with neither is not in its rows (it is a run
-/// of unknown status: no root span in the window).
+/// The window's runs (traces), for the runs by status: the LLM query aggregates only LLM calls
+/// and root spans, so a run with neither is not in its rows (it is a run of unknown status: no
+/// root span in the window).
 pub fn count_sql(s: &Source, w: &Window) -> String {
     format!(
         "SELECT uniqExact(TraceId) AS runs
@@ -466,6 +466,21 @@ mod tests {
         assert_eq!(w.sql(), "Timestamp >= now64(9) - INTERVAL 21600 SECOND");
         assert_eq!(Window::of(&s).sql(), "Timestamp >= now64(9) - INTERVAL 86400 SECOND");
         assert!(Window::parse(&s, Some("soon"), None).is_err());
+    }
+
+    #[test]
+    fn runs_the_llm_query_did_not_see_are_unknown() {
+        let mut s = Stats::default();
+        let at = |l: Liveness| STATUSES.iter().position(|x| *x == l).unwrap();
+        s.status[at(Liveness::Ok)] = 2;
+        s.status[at(Liveness::Error)] = 1;
+        s.status[at(Liveness::Unknown)] = 1;
+        s.runs = 4;
+        count_unknown(&mut s, 7);
+        assert_eq!(
+            (s.runs, s.status[at(Liveness::Unknown)], s.status[at(Liveness::Ok)]),
+            (7, 4, 2)
+        );
     }
 
     #[test]
