@@ -220,7 +220,8 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
                     }
                 };
             }
-            let rows = source::clickhouse::list(&c)?;
+            let page = source::clickhouse::list_page(&c)?;
+            let rows = page.runs;
             let root: std::sync::Arc<std::path::Path> = std::path::PathBuf::from(c.source.display()).into();
             let full = rows.len() as u64 == c.source.limit;
             let rows: Vec<_> = rows
@@ -229,8 +230,9 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
                 .collect();
             report::ls::print(&rows, None, out, o)?;
             if full {
+                let of = page.total.map(|n| format!(" of {n}")).unwrap_or_default();
                 eprintln!(
-                    "tracetui: {} runs shown; more with ?offset={}",
+                    "tracetui: {} runs shown{of}; more with ?offset={}",
                     c.source.limit,
                     c.source.offset + c.source.limit
                 );

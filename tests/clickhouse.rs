@@ -149,6 +149,24 @@ fn a_clickhouse_store_lists_and_shows_as_its_otlp_files() {
     let ch_out = ch.get_output();
     let remote = json_lines(&ch_out.stdout);
     assert_eq!(remote.len(), 6, "{remote:?}");
+    // Paged (each page's runs found first, then aggregated): the pages are the list, in order,
+    // the same rows, and a full page says how many runs the window has.
+    let first = tracetui(&front, Some(PASSWORD))
+        .args(["ls", &front.url("?limit=4"), "--format", "json"])
+        .assert()
+        .success();
+    let first_err = String::from_utf8_lossy(&first.get_output().stderr).to_string();
+    assert!(
+        first_err.contains("4 runs shown of 6; more with ?offset=4"),
+        "{first_err}"
+    );
+    let second = tracetui(&front, Some(PASSWORD))
+        .args(["ls", &front.url("?limit=4&offset=4"), "--format", "json"])
+        .assert()
+        .success();
+    let mut pages = json_lines(&first.get_output().stdout);
+    pages.extend(json_lines(&second.get_output().stdout));
+    assert_eq!(pages, remote, "the pages are the list");
     // The same spans from the OTLP/JSON file.
     let file = tracetui(&front, None)
         .args(["ls"])

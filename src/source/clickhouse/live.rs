@@ -44,14 +44,18 @@ LIMIT {MAX_CHANGED}",
     )
 }
 
-/// The runs-list rows of `traces` (checked hex ids), as [`super::runs_sql`] makes them.
+/// The runs-list rows of `traces` (checked hex ids), as the runs list aggregates them, over
+/// the window.
 pub fn rerun_sql(s: &Source, traces: &[String]) -> String {
     let ids: Vec<String> = traces.iter().map(|t| format!("'{t}'")).collect();
     runs_sql_where(
         s,
-        &format!(" AND TraceId IN ({})", ids.join(", ")),
-        traces.len().max(1) as u64,
-        0,
+        &format!(
+            "{} AND TraceId IN ({})",
+            super::stats::Window::of(s).sql(),
+            ids.join(", ")
+        ),
+        &format!("LIMIT {}", traces.len().max(1)),
     )
 }
 
@@ -72,11 +76,14 @@ fn ns(v: Option<&Value>) -> Option<i64> {
     text(v).parse().ok()
 }
 
-/// One page of the runs list (`limit` rows from `offset`), newest first.
+/// One page of the runs list (`limit` rows from `offset`), newest first, as `ls` finds it.
 pub fn page(c: &Client, offset: u64, limit: u64) -> Result<Vec<Summary>, Error> {
-    let rows = c.query(&runs_sql_where(&c.source, "", limit, offset))?;
-    let prices = crate::cost::usage::current();
-    Ok(rows.iter().filter_map(|r| summary_of(&c.source, r, prices)).collect())
+    let s = Source {
+        limit,
+        offset,
+        ..c.source.clone()
+    };
+    Ok(super::list_page_of(c, &s)?.runs)
 }
 
 /// Where the next poll starts: spans that ended after it.
@@ -154,13 +161,11 @@ mod tests {
         );
         let q = rerun_sql(&s, &["ab".into(), "cd".into()]);
         assert!(
-            q.contains("AND TraceId IN ('ab', 'cd')") && q.contains("LIMIT 2 OFFSET 0"),
+            q.contains("AND TraceId IN ('ab', 'cd')") && q.contains("LIMIT 2"),
             "{q}"
         );
         let q = trace_sql(&s, "ab");
         assert!(q.contains("TraceId = 'ab'") && q.contains("LIMIT 1"), "{q}");
-        // The runs list's own query is the same aggregation without the filter.
-        assert_eq!(runs_sql_where(&s, "", s.limit, s.offset), super::super::runs_sql(&s));
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! come from, beside directories: it lists runs (traces) and loads one; everything above
 //! (`ls`, `show`, the views) gets the same [`Summary`] and [`Trace`] a file gives.
 //!
-//! - The runs list is one aggregation in ClickHouse ([`runs_sql`]): per `TraceId` in the time
-//!   window its start, end, span counts, tool / LLM calls and errors (classified by the same
+//! - The runs list is two queries: [`page_sql`] finds the page's traces reading `TraceId` and
+//!   `Timestamp` only, then [`runs_sql`] aggregates in ClickHouse, for those traces alone, per
+//!   `TraceId` its start, end, span counts, tool / LLM calls and errors (classified by the same
 //!   GenAI / OpenInference / MCP keys as `formats/otlp.rs`), and token sums per model. Cost is
 //!   priced here from those per-model sums with tracetui's price list (a call's recorded cost,
 //!   `gen_ai.usage.cost` / `llm.cost.total`, summed in SQL, wins for its calls as in a file).
@@ -560,29 +561,54 @@ pub(crate) fn group_total(
     t
 }
 
-/// The runs list: one row per trace that started in the window, newest first, one page. Its
-/// `models` are per (model, recorded cost or not): calls and token sums, priced in Rust.
+/// The runs list's first query: the page's traces (newest first by their start, the first of
+/// their spans in the window) and how many traces the window has. It reads `TraceId` and
+/// `Timestamp` only: the attributes are read by [`runs_sql`] for this page's traces alone.
+pub fn page_sql(s: &Source) -> String {
+    format!(
+        "SELECT TraceId AS trace, toString(toUnixTimestamp64Nano(min(Timestamp))) AS start_ns,
+  count() OVER () AS traces
+FROM {table}
+WHERE {window}
+GROUP BY TraceId
+ORDER BY min(Timestamp) DESC, TraceId
+LIMIT {limit} OFFSET {offset}",
+        table = s.table_sql(),
+        window = stats::Window::of(s).sql(),
+        limit = s.limit,
+        offset = s.offset,
+    )
+}
+
+/// The runs list's second query: one row per trace of the page ([`page_sql`]), newest first.
+/// Its `models` are per (model, recorded cost or not): calls and token sums, priced in Rust.
+///
+/// Query parameters: `traces`, the page's trace ids, and `oldest`, the page's oldest start
+/// (ns). Every span of the window of a page's trace is at or after that trace's start, so at
+/// or after `oldest`; and a span of such a trace at or after `oldest` is in the window (it
+/// starts at or after the window's start). So `Timestamp >= oldest` gives the same spans as
+/// the window, and lets the engine skip the rest of the table (partitions, the sorting key's
+/// time, the `TraceId` bloom filter) before it reads a map.
 pub fn runs_sql(s: &Source) -> String {
-    runs_sql_where(s, "", s.limit, s.offset)
+    runs_sql_where(
+        s,
+        "TraceId IN {traces:Array(String)} AND Timestamp >= fromUnixTimestamp64Nano({oldest:Int64})",
+        &format!("LIMIT {}", s.limit),
+    )
 }
 
-/// [`runs_sql`] over the spans of a window other than the source's (`stats --by run`).
+/// The runs list in one aggregation over the spans of a window (`stats --by run`, which wants
+/// every run of the window).
 pub fn runs_sql_in(s: &Source, w: &stats::Window) -> String {
-    runs_sql_window(s, w, "", s.limit, s.offset)
+    runs_sql_where(s, &w.sql(), &format!("LIMIT {} OFFSET {}", s.limit, s.offset))
 }
 
-/// [`runs_sql`] of the spans that also meet `and` (`AND …`, or empty), `limit` rows from
-/// `offset` (the explorer's live mode re-aggregates the traces that grew: [`live`]).
-fn runs_sql_where(s: &Source, and: &str, limit: u64, offset: u64) -> String {
-    runs_sql_window(s, &stats::Window::of(s), and, limit, offset)
-}
-
-fn runs_sql_window(s: &Source, w: &stats::Window, and: &str, limit: u64, offset: u64) -> String {
+pub(super) fn runs_sql_where(s: &Source, filter: &str, page: &str) -> String {
     format!(
         "WITH spans AS (
   SELECT {cols}
   FROM {table}
-  WHERE {window}{and}
+  WHERE {filter}
 ),
 per_model AS (
   SELECT TraceId,
@@ -613,10 +639,9 @@ SELECT TraceId AS trace,
 FROM per_model
 GROUP BY TraceId
 ORDER BY min(first) DESC, TraceId
-LIMIT {limit} OFFSET {offset}",
+{page}",
         cols = span_columns(),
         table = s.table_sql(),
-        window = w.sql(),
     )
 }
 
@@ -893,9 +918,72 @@ pub fn otlp_document(rows: &[Map<String, Value>]) -> Value {
 
 /// The runs list of a source (one page), newest first.
 pub fn list(c: &Client) -> Result<Vec<Summary>, Error> {
-    let rows = c.query(&runs_sql(&c.source))?;
+    Ok(list_page(c)?.runs)
+}
+
+/// One page of the runs list and how many runs the window has.
+pub struct Page {
+    pub runs: Vec<Summary>,
+    /// Traces in the window (all pages); `None` for a page past the last (nothing said it).
+    pub total: Option<u64>,
+}
+
+/// An Array(String) query parameter's value: `['a','b']`, each quoted and escaped as a
+/// ClickHouse string literal (then [`param_text`] escapes the whole for the URL parameter).
+fn array_param<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let quoted: Vec<String> = items
+        .into_iter()
+        .map(|v| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'")))
+        .collect();
+    format!("[{}]", quoted.join(","))
+}
+
+/// The runs list in two queries: [`page_sql`] finds the page's traces reading two columns,
+/// then [`runs_sql`] aggregates the spans of those traces only (the attributes are what costs:
+/// reading them for every span of a day takes seconds on 10M spans).
+pub fn list_page(c: &Client) -> Result<Page, Error> {
+    list_page_of(c, &c.source)
+}
+
+/// [`list_page`] of the page `s` names (its `limit` and `offset`: the explorer's next pages).
+pub fn list_page_of(c: &Client, s: &Source) -> Result<Page, Error> {
+    let page = c.query(&page_sql(s))?;
+    let total = match page.first() {
+        Some(r) => u(r.get("traces")),
+        None if s.offset == 0 => Some(0),
+        None => None,
+    };
+    let ids: Vec<&str> = page
+        .iter()
+        .map(|r| text(r.get("trace")))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let oldest = page.iter().filter_map(|r| i(r.get("start_ns"))).min();
+    let (Some(oldest), false) = (oldest, ids.is_empty()) else {
+        return Ok(Page {
+            runs: Vec::new(),
+            total,
+        });
+    };
+    let rows = c.query_with(
+        &runs_sql(s),
+        &[
+            ("traces", &array_param(ids.iter().copied())),
+            ("oldest", &oldest.to_string()),
+        ],
+    )?;
     let prices = crate::cost::usage::current();
-    Ok(rows.iter().filter_map(|r| summary_of(&c.source, r, prices)).collect())
+    let mut by_trace: std::collections::HashMap<&str, &Map<String, Value>> =
+        rows.iter().map(|r| (text(r.get("trace")), r)).collect();
+    // In the page's order (the same as the second query's, kept should a trace's spans have
+    // gone between the two queries, by a TTL: it is then left out).
+    let runs = ids
+        .iter()
+        .filter_map(|t| by_trace.remove(t))
+        // Named by the source as given: a run's URL is the same from every page.
+        .filter_map(|r| summary_of(&c.source, r, prices))
+        .collect();
+    Ok(Page { runs, total })
 }
 
 /// One run of a source, loaded through the OTLP reader from a private temporary file (kept
@@ -1009,12 +1097,17 @@ mod tests {
     #[test]
     fn every_query_is_bounded() {
         let s = Source::parse("clickhouse://h/otel").unwrap();
-        let q = runs_sql(&s);
+        let q = page_sql(&s);
         assert!(
             q.contains("LIMIT 200 OFFSET 0") && q.contains("INTERVAL 86400 SECOND"),
             "{q}"
         );
         assert!(q.contains("`otel`.`otel_traces`"));
+        let q = runs_sql(&s);
+        assert!(
+            q.contains("TraceId IN {traces:Array(String)}") && q.contains("LIMIT 200"),
+            "{q}"
+        );
         let q = spans_sql(&s, "abc");
         assert!(q.contains("TraceId = 'abc'") && q.contains(&format!("LIMIT {}", MAX_SPANS + 1)));
     }
@@ -1030,17 +1123,33 @@ mod tests {
             regex: false,
             max_count: None,
         };
+        let mut missing = Vec::new();
         for sql in [
+            page_sql(&s),
             runs_sql(&s),
             spans_sql(&s, "5b8efff798038103d269b633813fc60c"),
             stats::stats_sql(&s, &w, crate::report::stats::By::Model),
             stats::tools_sql(&s, &w),
+            stats::count_sql(&s, &w),
             grep::grep_sql(&s, &w, &grep),
             check::check_sql(&s, &w),
         ] {
             let block = format!("```sql\n{sql}\n```");
-            assert!(doc.contains(&block), "docs/remote.md lacks, as sent:\n{block}");
+            if !doc.contains(&block) {
+                missing.push(block);
+            }
         }
+        // All of them at once: the blocks to paste.
+        assert!(
+            missing.is_empty(),
+            "docs/remote.md lacks, as sent:\n{}",
+            missing.join("\n\n")
+        );
+    }
+
+    #[test]
+    fn trace_ids_are_quoted_in_the_array_parameter() {
+        assert_eq!(array_param(["ab12", "o'k\\"]), "['ab12','o\\'k\\\\']");
     }
 
     #[test]

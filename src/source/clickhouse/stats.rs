@@ -95,7 +95,9 @@ impl Window {
 /// token sums; per trace its status (the root span's outcome) and its model (its first LLM
 /// call's, for calls that name none, as a file's run model); then three grouping sets: the
 /// sums per group key and pricing group (`g = 0`), the runs per group key (`g = 1`), the runs
-/// per status (`g = 2`).
+/// per status (`g = 2`). Only LLM calls and root spans are aggregated: the others add no call
+/// and no status, and leaving them out cuts the grouping (their attributes are still read, to
+/// classify them); a run with neither in the window is counted by [`count_sql`].
 pub fn stats_sql(s: &Source, w: &Window, by: By) -> String {
     let day = match by {
         By::Day => "formatDateTime(Timestamp, '%F', 'UTC')",
@@ -109,7 +111,7 @@ pub fn stats_sql(s: &Source, w: &Window, by: By) -> String {
         "WITH spans AS (
   SELECT {cols}, {day} AS day
   FROM {table}
-  WHERE {window}
+  WHERE {window} AND (is_llm OR ParentSpanId = '')
 ),
 per AS (
   SELECT TraceId, model, cost IS NOT NULL AS recorded, anthropic, tier, day,
@@ -149,6 +151,20 @@ LIMIT {limit}",
         table = s.table_sql(),
         window = w.sql(),
         limit = MAX_ROWS,
+    )
+}
+
+/// The window's runs (traces), for the runs by status: the LLM query aggregates only LLM calls
+/// and root spans, so a run with neither is not in its rows (it is a run of unknown status: no
+/// root span in the window).
+pub fn count_sql(s: &Source, w: &Window) -> String {
+    format!(
+        "SELECT uniqExact(TraceId) AS runs
+FROM {table}
+WHERE {window}
+LIMIT 1",
+        table = s.table_sql(),
+        window = w.sql(),
     )
 }
 
@@ -302,6 +318,16 @@ pub fn build(
     s
 }
 
+/// The window has `runs` runs: those the LLM query did not see (neither a root span nor an LLM
+/// call in the window) are of unknown status.
+fn count_unknown(s: &mut Stats, runs: u64) {
+    let at = STATUSES.iter().position(|x| *x == Liveness::Unknown).unwrap_or(4);
+    let known = s.runs - s.status[at];
+    let unknown = (runs as usize).saturating_sub(known);
+    s.status[at] = unknown;
+    s.runs = known + unknown;
+}
+
 fn tool_row(r: &Map<String, Value>) -> ToolRow {
     let ns = |k: &str| super::i(r.get(k));
     let timed = u(r.get("timed")).unwrap_or(0) as usize;
@@ -359,14 +385,22 @@ pub fn run(c: &Client, w: &Window, by: By) -> Result<Report, Error> {
         });
     }
     let q = stats_sql(&c.source, w, by);
-    let (groups, tools) = std::thread::scope(|sc| {
+    let count_q = count_sql(&c.source, w);
+    let (groups, tools, count) = std::thread::scope(|sc| {
         let t = sc.spawn(|| c.query(&tools_q));
+        let n = sc.spawn(|| c.query(&count_q));
         let g = c.query(&q);
-        (g, joined(t.join()))
+        (g, joined(t.join()), joined(n.join()))
     });
-    let (groups, tools) = (groups?, tools?);
+    let (groups, tools, count) = (groups?, tools?, count?);
+    let runs = count
+        .first()
+        .and_then(|r| u(r.get("runs")))
+        .ok_or_else(|| Error(format!("{src}: the count of runs came back without a number")))?;
+    let mut stats = build(prices, by, &groups, &tools);
+    count_unknown(&mut stats, runs);
     Ok(Report {
-        stats: build(prices, by, &groups, &tools),
+        stats,
         runs: Vec::new(),
         notes: cut_note(groups.len(), tools.len()),
     })
@@ -432,6 +466,21 @@ mod tests {
         assert_eq!(w.sql(), "Timestamp >= now64(9) - INTERVAL 21600 SECOND");
         assert_eq!(Window::of(&s).sql(), "Timestamp >= now64(9) - INTERVAL 86400 SECOND");
         assert!(Window::parse(&s, Some("soon"), None).is_err());
+    }
+
+    #[test]
+    fn runs_the_llm_query_did_not_see_are_unknown() {
+        let mut s = Stats::default();
+        let at = |l: Liveness| STATUSES.iter().position(|x| *x == l).unwrap();
+        s.status[at(Liveness::Ok)] = 2;
+        s.status[at(Liveness::Error)] = 1;
+        s.status[at(Liveness::Unknown)] = 1;
+        s.runs = 4;
+        count_unknown(&mut s, 7);
+        assert_eq!(
+            (s.runs, s.status[at(Liveness::Unknown)], s.status[at(Liveness::Ok)]),
+            (7, 4, 2)
+        );
     }
 
     #[test]
