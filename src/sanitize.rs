@@ -77,11 +77,53 @@ fn run(s: &str, keep_newlines: bool, terminal: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Local paths shown under another name: an ssh:// source's mirror directory as the URL it
+/// stands for (`ssh://host`), registered by the source when it opens. Kept here, not in the
+/// source, so that every line shown ([`line`]) names the remote without this leaf importing
+/// the source; the flag keeps the lookup off the path when nothing is registered.
+static SHOWN_PATHS: std::sync::RwLock<Vec<(String, String)>> = std::sync::RwLock::new(Vec::new());
+static ANY_SHOWN_PATH: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Show `local` (a directory's path) as `shown` from now on.
+pub fn show_path_as(local: &str, shown: &str) {
+    let mut map = SHOWN_PATHS.write().unwrap_or_else(|e| e.into_inner());
+    if !map.iter().any(|(m, _)| m == local) {
+        map.push((local.to_string(), shown.to_string()));
+    }
+    ANY_SHOWN_PATH.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether some path is shown under another name.
+pub fn showing_paths() -> bool {
+    ANY_SHOWN_PATH.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The paths shown under other names, and those names.
+pub fn shown_path_table() -> Vec<(String, String)> {
+    SHOWN_PATHS.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// `s` with every registered path shown under its name, when it holds one.
+pub fn shown_paths(s: &str) -> Option<String> {
+    if !showing_paths() {
+        return None;
+    }
+    let map = SHOWN_PATHS.read().unwrap_or_else(|e| e.into_inner());
+    let mut out: Option<String> = None;
+    for (local, shown) in map.iter() {
+        let cur = out.as_deref().unwrap_or(s);
+        if cur.contains(local.as_str()) {
+            out = Some(cur.replace(local.as_str(), shown));
+        }
+    }
+    out
+}
+
 /// For one line of display: every control, newlines and tabs included, is escaped.
 pub fn line(s: &str) -> Cow<'_, str> {
     let out = run(s, false, true);
     // The mirror of an ssh:// source is shown as the remote's paths (`ssh://host/path`).
-    match crate::source::ssh::shown(&out) {
+    match shown_paths(&out) {
         Some(o) => Cow::Owned(o),
         None => out,
     }
@@ -118,6 +160,20 @@ pub fn html(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_registered_path_is_shown_under_its_name_in_every_line() {
+        // A path no other test prints: the table is the process's.
+        let local = "/tmp/tracetui-test-mirror-3c1f/fs";
+        show_path_as(local, "ssh://box");
+        show_path_as(local, "ssh://box");
+        assert_eq!(
+            line(&format!("{local}/home/a.jsonl:3: bad")),
+            "ssh://box/home/a.jsonl:3: bad"
+        );
+        assert_eq!(shown_path_table().iter().filter(|(l, _)| l == local).count(), 1);
+        assert_eq!(line("/elsewhere/a.jsonl"), "/elsewhere/a.jsonl");
+    }
 
     #[test]
     fn html_makes_markup_and_controls_inert() {

@@ -202,24 +202,10 @@ pub fn quote(s: &[u8]) -> Vec<u8> {
     out
 }
 
-/// What a shown path looks like: a mirror's directory and the URL it stands for.
-static SHOWN: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
-static ANY_SHOWN: AtomicBool = AtomicBool::new(false);
-
-/// `s` with every mirror path named as the remote one (`ssh://host/path`), when it holds one.
+/// `s` with every mirror path named as the remote one (`ssh://host/path`), when it holds one
+/// (the table is sanitize's: every line shown goes through it).
 pub fn shown(s: &str) -> Option<String> {
-    if !ANY_SHOWN.load(Ordering::Relaxed) {
-        return None;
-    }
-    let map = SHOWN.read().unwrap_or_else(|e| e.into_inner());
-    let mut out: Option<String> = None;
-    for (mirror, url) in map.iter() {
-        let cur = out.as_deref().unwrap_or(s);
-        if cur.contains(mirror.as_str()) {
-            out = Some(cur.replace(mirror.as_str(), url));
-        }
-    }
-    out
+    crate::sanitize::shown_paths(s)
 }
 
 /// The machines whose places stand for this one's (`ssh://host` without a path).
@@ -234,7 +220,7 @@ pub fn places_of() -> Option<String> {
 
 /// Whether mirror paths are being shown as remote ones (an ssh source is open).
 pub fn active() -> bool {
-    ANY_SHOWN.load(Ordering::Relaxed)
+    crate::sanitize::showing_paths()
 }
 
 /// A writer that names mirror paths as remote ones ([`shown`]) in what goes through it,
@@ -248,11 +234,9 @@ pub struct ShownWriter<W: Write> {
 
 impl<W: Write> ShownWriter<W> {
     pub fn new(inner: W) -> ShownWriter<W> {
-        let map: Vec<(Vec<u8>, Vec<u8>)> = SHOWN
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(m, u)| (m.as_bytes().to_vec(), u.as_bytes().to_vec()))
+        let map: Vec<(Vec<u8>, Vec<u8>)> = crate::sanitize::shown_path_table()
+            .into_iter()
+            .map(|(m, u)| (m.into_bytes(), u.into_bytes()))
             .collect();
         let longest = map.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
         ShownWriter {
@@ -410,11 +394,7 @@ impl Session {
         (s.roots, s.places) = s.find_roots()?;
         let fs = s.base.join("fs");
         let mirror = fs.to_string_lossy().into_owned();
-        let mut map = SHOWN.write().unwrap_or_else(|e| e.into_inner());
-        if !map.iter().any(|(m, _)| *m == mirror) {
-            map.push((mirror, s.target.url()));
-        }
-        ANY_SHOWN.store(true, Ordering::Relaxed);
+        crate::sanitize::show_path_as(&mirror, &s.target.url());
         Ok(s)
     }
 
@@ -1344,11 +1324,7 @@ impl Sources {
 /// For tests of the display: a mirror directory shown as `url`.
 #[doc(hidden)]
 pub fn show_as(mirror: &str, url: &str) {
-    SHOWN
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((mirror.to_string(), url.to_string()));
-    ANY_SHOWN.store(true, Ordering::Relaxed);
+    crate::sanitize::show_path_as(mirror, url);
 }
 
 /// The text of `s` with mirror paths shown as remote ones, borrowed when unchanged.
