@@ -334,11 +334,7 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
         }) => {
             let (o, _) = formats(&fmt)?;
             if !no_tui {
-                if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                    return Err(usage(
-                        "the explorer needs a terminal; to print events as lines use `tracetui tail --no-tui URL`",
-                    ));
-                }
+                need_terminal("to print events as lines use `tracetui tail --no-tui URL`")?;
                 tracetui::tui::run(tracetui::tui::Options {
                     paths: vec![std::path::PathBuf::from(url)],
                     places: false,
@@ -367,11 +363,7 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
         }
         // The explorer on the store: its runs list, kept current.
         None => {
-            if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                return Err(usage(
-                    "the explorer needs a terminal; for text output use `tracetui ls|show URL`",
-                ));
-            }
+            need_terminal("for text output use `tracetui ls|show URL`")?;
             source::clickhouse::Source::parse(url).map_err(usage)?;
             tracetui::tui::run(tracetui::tui::Options {
                 paths: vec![std::path::PathBuf::from(url)],
@@ -387,6 +379,16 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
         _ => Err(usage(format!(
             "clickhouse:// sources work with {CLICKHOUSE_COMMANDS} so far"
         ))),
+    }
+}
+
+/// The explorer's precondition: a terminal on standard output; else a usage error saying
+/// what to run `instead`.
+fn need_terminal(instead: &str) -> anyhow::Result<()> {
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        Ok(())
+    } else {
+        Err(usage(format!("the explorer needs a terminal; {instead}")))
     }
 }
 
@@ -533,11 +535,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             opts.max_spans = max_spans.max(1);
             opts.max_body = max_body_mb.max(1) << 20;
             if !no_tui {
-                if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                    return Err(usage(
-                        "the explorer needs a terminal; to print events as lines use `tracetui serve --no-tui`",
-                    ));
-                }
+                need_terminal("to print events as lines use `tracetui serve --no-tui`")?;
                 let bg = tracetui::serve::Background::start(&opts, &mut std::io::stderr())?;
                 tracetui::tui::run(tracetui::tui::Options {
                     paths: vec![bg.dir().to_path_buf()],
@@ -569,11 +567,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }) => {
             let (o, forced) = formats(&fmt)?;
             if !no_tui {
-                if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                    return Err(usage(
-                        "the explorer needs a terminal; to print events as lines use `tracetui tail --no-tui PATH`",
-                    ));
-                }
+                need_terminal("to print events as lines use `tracetui tail --no-tui PATH`")?;
                 tracetui::tui::run(tracetui::tui::Options {
                     paths: vec![path],
                     places: false,
@@ -872,11 +866,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         },
         None => {
             let forced = source::forced_format(cli.format.as_deref()).map_err(usage)?;
-            if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                return Err(usage(
-                    "the explorer needs a terminal; for text output use `tracetui show|ls|check PATH`",
-                ));
-            }
+            need_terminal("for text output use `tracetui show|ls|check PATH`")?;
             // No PATH: every standard place that exists (the explorer says when none does).
             // --otlp: the receiver beside the PATHs (alone without any), its spool watched as
             // any directory of runs is.

@@ -287,8 +287,16 @@ fn run_cost_view_of_unpriced_calls() {
     insta::assert_snapshot!(screen(&s, 120, 40));
 }
 
-/// Build the pending branches tree as the app's thread would.
-fn finish_branches(s: &mut State) {
+/// A branches build: its generation, runs, ignored paths and cancel flag.
+type BranchesBuild = (
+    u64,
+    Vec<tracetui::tui::diffview::Source>,
+    Vec<tracetui::diff::Glob>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+);
+
+/// The pending branches build the view asked for (the app's thread would take it).
+fn take_branches(s: &mut State) -> BranchesBuild {
     let pos = s
         .effects
         .iter()
@@ -303,6 +311,12 @@ fn finish_branches(s: &mut State) {
     else {
         unreachable!()
     };
+    (generation, runs, ignore, cancel)
+}
+
+/// Build the pending branches tree as the app's thread would.
+fn finish_branches(s: &mut State) {
+    let (generation, runs, ignore, cancel) = take_branches(s);
     let done = std::sync::Mutex::new(0);
     let result = tracetui::tui::branches::compute(&runs, &ignore, &cancel, &|n| {
         let mut d = done.lock().unwrap();
@@ -432,20 +446,7 @@ fn branches_keys_while_building_and_esc_cancels() {
     press(&mut s, &["j", "k", "G", "g", "l", "h", "enter", "space", "d"]);
     assert_eq!(s.view, View::Branches);
     assert!(screen(&s, 120, 40).contains("building the tree: 0/12 runs loaded"));
-    let pos = s
-        .effects
-        .iter()
-        .position(|e| matches!(e, Effect::Branches { .. }))
-        .expect("a branches effect");
-    let Effect::Branches {
-        generation,
-        runs,
-        ignore,
-        cancel,
-    } = s.effects.remove(pos)
-    else {
-        unreachable!()
-    };
+    let (generation, runs, ignore, cancel) = take_branches(&mut s);
     press(&mut s, &["esc"]);
     assert_eq!(s.view, View::Runs);
     assert!(
