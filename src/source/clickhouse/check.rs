@@ -13,7 +13,7 @@
 //! totals and the exit code are the whole window's: 0 clean, 1 a trace with an error
 //! diagnostic, 2 the store could not be read (as `check` of files).
 
-use super::{Client, Error, MAX_SPANS, Source, flag, span_columns, text, u};
+use super::{Client, Error, MAX_SPANS, Source, classified_spans, flag, text, u};
 use crate::model::{Diagnostic, RunStatus, Severity};
 use crate::output::Output;
 use serde_json::{Map, Value, json};
@@ -23,9 +23,7 @@ use std::io::Write;
 pub fn check_sql(s: &Source, w: &super::stats::Window) -> String {
     format!(
         "WITH spans AS (
-  SELECT {cols}
-  FROM {table}
-  WHERE {window}
+{spans}
 ),
 traces AS (
   SELECT TraceId, min(Timestamp) AS first, count() AS n_spans, countIf(is_tool) AS tool_calls,
@@ -59,7 +57,7 @@ SELECT TraceId AS trace, toString(toUnixTimestamp64Nano(first)) AS start_ns, n_s
 FROM traces INNER JOIN links USING (TraceId)
 ORDER BY has_error DESC, has_warning DESC, first DESC, TraceId
 LIMIT {limit} OFFSET {offset}",
-        cols = span_columns(),
+        spans = classified_spans(&s.table_sql(), &w.sql(), "", "1"),
         table = s.table_sql(),
         window = w.sql(),
         max_spans = MAX_SPANS,

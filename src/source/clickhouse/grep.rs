@@ -10,7 +10,7 @@
 //! file's event gives its first), the snippet cut here around the match from a window the
 //! server cuts (the values of a span may be megabytes; a row is at most a few kB).
 
-use super::{Client, Error, Source, span_columns, text};
+use super::{Client, Error, Source, text};
 use crate::output::Output;
 use crate::sanitize;
 use crate::search::grep::{Pattern, Snippet};
@@ -62,17 +62,19 @@ pub fn grep_sql(s: &Source, w: &super::stats::Window, r: &Request) -> String {
         Some(n) => format!("\nLIMIT {} BY TraceId", n.max(1)),
         None => String::new(),
     };
-    format!(
-        "WITH spans AS (
-  SELECT {cols}, SpanAttributes,
-    arrayConcat([('name', SpanName), ('status', StatusMessage)],
+    // The fields searched, and the first that matches: computed on the row, before the
+    // classification (only matching spans are classified).
+    let fields = format!(
+        "arrayConcat([('name', SpanName), ('status', StatusMessage)],
       arrayMap((k, v) -> (toString(k), v), mapKeys(SpanAttributes), mapValues(SpanAttributes)),
       arrayFlatten(arrayMap((n, m) -> arrayMap((k, v) -> (concat('events.', n, '.', k), v), mapKeys(m), mapValues(m)),
         Events.Name, Events.Attributes))) AS fields,
     arrayFirstIndex(f -> {matches}, fields) AS at,
-    fields[at].1 AS field, fields[at].2 AS v
-  FROM {table}
-  WHERE {window} AND at > 0
+    fields[at].1 AS field, fields[at].2 AS v"
+    );
+    format!(
+        "WITH spans AS (
+{spans}
 )
 SELECT TraceId AS trace, SpanId AS span, toString(toUnixTimestamp64Nano(Timestamp)) AS start_ns,
   multiIf(is_tool, 'tool', is_llm, 'llm', is_error AND SpanName = 'exception', 'error', 'step') AS kind,
@@ -83,9 +85,7 @@ SELECT TraceId AS trace, SpanId AS span, toString(toUnixTimestamp64Nano(Timestam
 FROM spans
 ORDER BY first DESC, TraceId, Timestamp, SpanId{per_trace}
 LIMIT {limit}",
-        cols = span_columns(),
-        table = s.table_sql(),
-        window = w.sql(),
+        spans = super::classified_spans(&s.table_sql(), &format!("{} AND at > 0", w.sql()), &fields, "1"),
         tool = super::stats::tool_name_sql(),
         limit = MAX_HITS + 1,
     )

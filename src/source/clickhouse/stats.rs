@@ -11,7 +11,7 @@
 //! - `--by tool`, `subagent`, `project` and `format` need each run loaded (tool results'
 //!   attribution, nesting, places) and are refused, as are `--check-costs` and `--top`.
 
-use super::{Client, Error, Source, group_total, span_columns, text, u};
+use super::{Client, Error, Source, classified_spans, group_total, text, u};
 use crate::model::Usage;
 use crate::report::stats::{By, Group, RunStats, STATUSES, Stats, ToolRow};
 use crate::source::liveness::Liveness;
@@ -109,9 +109,7 @@ pub fn stats_sql(s: &Source, w: &Window, by: By) -> String {
     };
     format!(
         "WITH spans AS (
-  SELECT {cols}, {day} AS day
-  FROM {table}
-  WHERE {window} AND (is_llm OR ParentSpanId = '')
+{spans}
 ),
 per AS (
   SELECT TraceId, model, cost IS NOT NULL AS recorded, anthropic, tier, day,
@@ -147,9 +145,12 @@ GROUP BY GROUPING SETS ((key, pmodel, recorded, anthropic, tier), (key), (status
 HAVING g != 1 OR calls > 0
 ORDER BY g, key, pmodel
 LIMIT {limit}",
-        cols = span_columns(),
-        table = s.table_sql(),
-        window = w.sql(),
+        spans = classified_spans(
+            &s.table_sql(),
+            &w.sql(),
+            &format!("{day} AS day"),
+            "is_llm OR ParentSpanId = ''"
+        ),
         limit = MAX_ROWS,
     )
 }
@@ -187,25 +188,20 @@ pub fn tools_sql(s: &Source, w: &Window) -> String {
     let rank = |p: u32| format!("d[toUInt64(greatest(1, intDiv(timed * {p} + 99, 100)))]");
     format!(
         "WITH spans AS (
-  SELECT {cols}, {tool} AS tool
-  FROM {table}
-  WHERE {window}
+{spans}
 )
 SELECT name, calls, errors, timed,
   toString({p50}) AS p50, toString({p95}) AS p95, toString({p99}) AS p99, toString(d[timed]) AS max
 FROM (
-  SELECT tool AS name, count() AS calls, countIf(is_error) AS errors,
+  SELECT {tool} AS name, count() AS calls, countIf(is_error) AS errors,
     arraySort(groupArray(Duration)) AS d, length(d) AS timed
   FROM spans
-  WHERE is_tool
-  GROUP BY tool
+  GROUP BY name
 )
 ORDER BY calls DESC, name
 LIMIT {limit}",
-        cols = span_columns(),
+        spans = classified_spans(&s.table_sql(), &w.sql(), "", "is_tool"),
         tool = tool_name_sql(),
-        table = s.table_sql(),
-        window = w.sql(),
         p50 = rank(50),
         p95 = rank(95),
         p99 = rank(99),
