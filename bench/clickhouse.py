@@ -5,7 +5,7 @@
 
 Usage (from the repository root, after `cargo build --release`; needs python3 with chdb):
     python3 bench/clickhouse.py [--spans 10000000] [--traces 3000] [--repeat 5]
-                                [--bin target/release/tracetui]
+                                [--bin target/release/tracetui] [--compare OTHER_BUILD]
 
 The engine is chdb (ClickHouse in Python) behind the test front (tests/clickhouse/chdb_http.py,
 ClickHouse's HTTP protocol), its data in a temporary directory removed at the end. The table is
@@ -113,6 +113,7 @@ def main():
     ap.add_argument("--traces", type=int, default=3000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "tracetui"))
+    ap.add_argument("--compare", help="another build of tracetui (say, the last commit's), timed in the same rounds")
     a = ap.parse_args()
     import store  # tests/clickhouse/store.py: the exporter's DDL
 
@@ -171,11 +172,14 @@ def main():
                 params["database"] = q["database"] or "otel"
                 params.update({"param_" + k: v for k, v in q.get("query_params", {}).items()})
                 queries.append((q["query"], params))
-            tt, td, tf, tp = [], [], [], []
+            tt, td, tf, tp, to = [], [], [], [], []
+            other = [a.compare] + cmd[1:] if a.compare else None
             floor = [(floors[name], {"default_format": "JSONEachRow"})]
             plans = [("EXPLAIN " + sql, params) for sql, params in queries]
             for _ in range(a.repeat):
                 tt.append(run_once_env(cmd, env))
+                if other:
+                    to.append(run_once_env(other, env))
                 td.append(time_direct(port, queries))
                 tf.append(time_direct(port, floor))
                 tp.append(sum(time_direct(port, [p]) for p in plans))
@@ -183,6 +187,8 @@ def main():
             within = mt <= budget
             ok &= within
             print(f"{'tracetui ' + name:<34} {mt:>7.3f}s {min(tt):>7.3f}s  {budget:.0f} s: {'ok' if within else 'OVER'}")
+            if other:
+                print(f"{'  the --compare build':<34} {statistics.median(to):>7.3f}s {min(to):>7.3f}s")
             print(f"{'  its SQL sent directly (%d)' % len(queries):<34} {md:>7.3f}s {min(td):>7.3f}s")
             print(f"{'  tracetui own time':<34} {mt - md:>7.3f}s")
             print(f"{'  of its SQL, planning (EXPLAIN)':<34} {statistics.median(tp):>7.3f}s {min(tp):>7.3f}s")

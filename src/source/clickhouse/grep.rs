@@ -65,7 +65,8 @@ pub fn grep_sql(s: &Source, w: &super::stats::Window, r: &Request) -> String {
     // The fields searched, and the first that matches: computed on the row, before the
     // classification (only matching spans are classified).
     let fields = format!(
-        "arrayConcat([('name', SpanName), ('status', StatusMessage)],
+        "SpanAttributes,
+    arrayConcat([('name', SpanName), ('status', StatusMessage)],
       arrayMap((k, v) -> (toString(k), v), mapKeys(SpanAttributes), mapValues(SpanAttributes)),
       arrayFlatten(arrayMap((n, m) -> arrayMap((k, v) -> (concat('events.', n, '.', k), v), mapKeys(m), mapValues(m)),
         Events.Name, Events.Attributes))) AS fields,

@@ -444,9 +444,9 @@ pub(crate) fn attr(k: &str) -> String {
 
 /// The spans of `table` that pass `filter`, each classified as the OTLP reader classifies it
 /// (formats/otlp.rs): a subquery's SQL. Its columns: the row's own (`TraceId`, `Timestamp`,
-/// `Duration`, `ParentSpanId`, `SpanId`, `SpanName`, `ServiceName`, `StatusCode`,
-/// `StatusMessage`, `SpanAttributes`), `extra` (expressions on the row, which `filter` may
-/// name), then `is_tool`, `is_llm`, `is_error`, and an LLM call's `model`, `anthropic` (Claude
+/// `Duration`, `ParentSpanId`, `SpanId`, `SpanName`, `ServiceName`, `StatusCode`), `extra`
+/// (expressions on the row, which `filter` may name; a view that needs more of the row, such
+/// as `SpanAttributes`, names it there), then `is_tool`, `is_llm`, `is_error`, and an LLM call's `model`, `anthropic` (Claude
 /// Code's way of counting the cache), tokens (`input`, `output`, `cache_read`,
 /// `cache_write`, `reasoning`, `total`), recorded `cost` (text), `has_usage`, price `tier`
 /// and `tokens` (NULL or '' on other spans: usage on them is not counted, as in a file).
@@ -460,12 +460,15 @@ pub(crate) fn attr(k: &str) -> String {
 /// (`if` evaluates its branch for the rows that take it).
 pub(crate) fn classified_spans(table: &str, filter: &str, extra: &str, keep: &str) -> String {
     let a = attr;
-    // A key's value (parsed a layer above, used on LLM calls only). Not `if(is_llm, .., '')`:
-    // each such `if` copies the rows it evaluates its branch on (the attribute map's arrays),
-    // which cost more than the lookup it saves (bench/clickhouse.py: 8.4 s against 7.2 s for
-    // the LLM calls' token sums of 10M spans).
+    // A key's value (parsed a layer above, used on LLM calls only), looked up on the row: not
+    // `if(is_llm, .., '')`, as each such `if` copies the rows it evaluates its branch on (the
+    // attribute map's arrays), which cost more than the lookup saves (bench/clickhouse.py: 8.4
+    // s against 7.2 s for the LLM calls' token sums of 10M spans). The map is not passed up:
+    // `keep` would copy it for the rows it keeps (the tool table's query took 4.7–5.7 s
+    // against 3.4–4.1 s so).
     let llm = a;
-    let cc = |k: &str| format!("if(is_llm AND SpanName = 'claude_code.llm_request', {}, '')", a(k));
+    // Claude Code's keys, on its LLM spans only (an `if` taken by few rows copies few).
+    let cc = |k: &str| format!("if(SpanName = 'claude_code.llm_request', {}, '')", a(k));
     let num = |cols: &[&str]| {
         let parts: Vec<String> = cols.iter().map(|c| format!("toUInt64OrNull({c})")).collect();
         format!("coalesce({}, NULL)", parts.join(", "))
@@ -520,13 +523,7 @@ SELECT *,
 FROM (
 SELECT *,
   StatusCode IN ('STATUS_CODE_ERROR', 'Error') OR has_exception
-    OR (is_tool AND toInt64OrZero(if(is_tool, {exit}, '')) != 0) AS is_error,
-  {rm} AS r_rm, {qm} AS r_qm, {lm} AS r_lm, {ccm} AS r_ccm,
-  {in1} AS r_in1, {in2} AS r_in2, {in3} AS r_in3,
-  {out1} AS r_out1, {out2} AS r_out2, {out3} AS r_out3,
-  {cr1} AS r_cr1, {cr2} AS r_cr2, {cw1} AS r_cw1, {cw2} AS r_cw2,
-  {reasoning} AS r_reasoning, {total} AS r_total, {cost1} AS r_cost1, {cost2} AS r_cost2,
-  {cc_in} AS r_cc_in, {cc_out} AS r_cc_out, {cc_cr} AS r_cc_cr, {cc_cw} AS r_cc_cw, {cc_cost} AS r_cc_cost
+    OR (is_tool AND toInt64OrZero(r_exit) != 0) AS is_error
 FROM (
 SELECT *,
   SpanName = 'claude_code.tool'
@@ -540,13 +537,19 @@ SELECT *,
              OR (oi NOT IN ('TOOL', 'AGENT', 'CHAIN') AND mcp != 'tools/call' AND model_keys))))) AS is_llm
 FROM (
 SELECT TraceId, Timestamp, Duration, ParentSpanId, SpanId, SpanName, ServiceName, StatusCode,
-    StatusMessage, SpanAttributes,
     {op} AS op,
     upper({oi}) AS oi,
     {mcp} AS mcp,
     has(SpanAttributes.keys, 'gen_ai.system') OR has(SpanAttributes.keys, 'gen_ai.request.model')
       OR has(SpanAttributes.keys, 'llm.model_name') AS model_keys,
-    has(Events.Name, 'exception') AS has_exception{extra}
+    has(Events.Name, 'exception') AS has_exception,
+    {exit} AS r_exit,
+    {rm} AS r_rm, {qm} AS r_qm, {lm} AS r_lm, {ccm} AS r_ccm,
+    {in1} AS r_in1, {in2} AS r_in2, {in3} AS r_in3,
+    {out1} AS r_out1, {out2} AS r_out2, {out3} AS r_out3,
+    {cr1} AS r_cr1, {cr2} AS r_cr2, {cw1} AS r_cw1, {cw2} AS r_cw2,
+    {reasoning} AS r_reasoning, {total} AS r_total, {cost1} AS r_cost1, {cost2} AS r_cost2,
+    {cc_in} AS r_cc_in, {cc_out} AS r_cc_out, {cc_cr} AS r_cc_cr, {cc_cw} AS r_cc_cw, {cc_cost} AS r_cc_cost{extra}
   FROM {table}
   WHERE {filter}
 )

@@ -193,15 +193,19 @@ pub fn tools_sql(s: &Source, w: &Window) -> String {
 SELECT name, calls, errors, timed,
   toString({p50}) AS p50, toString({p95}) AS p95, toString({p99}) AS p99, toString(d[timed]) AS max
 FROM (
-  SELECT {tool} AS name, count() AS calls, countIf(is_error) AS errors,
+  SELECT tool AS name, count() AS calls, countIf(is_error) AS errors,
     arraySort(groupArray(Duration)) AS d, length(d) AS timed
   FROM spans
   GROUP BY name
 )
 ORDER BY calls DESC, name
 LIMIT {limit}",
-        spans = classified_spans(&s.table_sql(), &w.sql(), "", "is_tool"),
-        tool = tool_name_sql(),
+        spans = classified_spans(
+            &s.table_sql(),
+            &w.sql(),
+            &format!("{} AS tool", tool_name_sql()),
+            "is_tool"
+        ),
         p50 = rank(50),
         p95 = rank(95),
         p99 = rank(99),
