@@ -334,16 +334,8 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
         }) => {
             let (o, _) = formats(&fmt)?;
             if !no_tui {
-                need_terminal("to print events as lines use `tracetui tail --no-tui URL`")?;
-                tracetui::tui::run(tracetui::tui::Options {
-                    paths: vec![std::path::PathBuf::from(url)],
-                    places: false,
-                    forced: None,
-                    theme: None,
-                    diff: None,
-                    follow: true,
-                    live: live_options(None),
-                })?;
+                // The store is polled on its own clock (every 2 s), not --poll's.
+                tail_explorer(std::path::PathBuf::from(url), None, None, "URL")?;
                 return Ok(0);
             }
             let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -384,6 +376,27 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
 
 /// The explorer's precondition: a terminal on standard output; else a usage error saying
 /// what to run `instead`.
+/// `tail` in the explorer: `path` opened and followed live; `what` names it in the message for
+/// a command that is not in a terminal.
+fn tail_explorer(
+    path: std::path::PathBuf,
+    forced: Option<&'static dyn tracetui::formats::Format>,
+    poll: Option<u64>,
+    what: &str,
+) -> anyhow::Result<()> {
+    need_terminal(&format!("to print events as lines use `tracetui tail --no-tui {what}`"))?;
+    tracetui::tui::run(tracetui::tui::Options {
+        paths: vec![path],
+        places: false,
+        forced,
+        theme: None,
+        diff: None,
+        follow: true,
+        live: live_options(poll),
+    })?;
+    Ok(())
+}
+
 fn need_terminal(instead: &str) -> anyhow::Result<()> {
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         Ok(())
@@ -567,16 +580,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }) => {
             let (o, forced) = formats(&fmt)?;
             if !no_tui {
-                need_terminal("to print events as lines use `tracetui tail --no-tui PATH`")?;
-                tracetui::tui::run(tracetui::tui::Options {
-                    paths: vec![path],
-                    places: false,
-                    forced,
-                    theme: None,
-                    diff: None,
-                    follow: true,
-                    live: live_options(poll),
-                })?;
+                tail_explorer(path, forced, poll, "PATH")?;
                 return Ok(0);
             }
             let opts = tracetui::tail::Options {

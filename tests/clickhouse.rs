@@ -6,11 +6,14 @@
 //! Skips (saying so) when python3 or its chdb package is missing (`pip install chdb`; .ci/run
 //! installs it).
 
+mod tmux;
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
+use tmux::Tmux;
 
 const PASSWORD: &str = "s3cret-pw";
 
@@ -870,119 +873,7 @@ fn store_runs_diff_compare_and_export_as_their_otlp_files() {
     );
 }
 
-// ---- The explorer on the store, in a real terminal (tmux), as tests/tui_tmux.rs drives it.
-
-struct Tmux {
-    socket: String,
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
-
-const PROMPT: &str = "E2E$";
-
-impl Tmux {
-    /// None (the test skips, saying so) without tmux.
-    fn start(w: u16, h: u16) -> Option<Tmux> {
-        let has = std::process::Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !has {
-            eprintln!("SKIPPED: the explorer test needs tmux");
-            return None;
-        }
-        let t = Tmux {
-            socket: format!("tracetui-ch-{}", std::process::id()),
-        };
-        let shell = format!("env PS1='{PROMPT} ' HISTFILE=/dev/null bash --norc --noprofile -i");
-        t.ok(&[
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            "e2e",
-            "-x",
-            &w.to_string(),
-            "-y",
-            &h.to_string(),
-            &shell,
-        ]);
-        t.ok(&["set-option", "-s", "escape-time", "0"]);
-        t.wait_for("the shell prompt", |s| s.contains(PROMPT));
-        Some(t)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let o = std::process::Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        assert!(
-            o.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.ok(&["capture-pane", "-p", "-t", "e2e"])
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        for k in keys {
-            self.ok(&["send-keys", "-t", "e2e", k]);
-            std::thread::sleep(std::time::Duration::from_millis(if *k == "Escape" { 150 } else { 40 }));
-        }
-    }
-
-    fn type_line(&self, text: &str) {
-        self.ok(&["send-keys", "-t", "e2e", "-l", text]);
-        self.ok(&["send-keys", "-t", "e2e", "Enter"]);
-    }
-
-    /// The screen once `pred` holds on it and it holds still; the deadline only catches hangs.
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let start = std::time::Instant::now();
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-                if self.screen() == s {
-                    return s;
-                }
-                continue;
-            }
-            if start.elapsed() > std::time::Duration::from_secs(90) {
-                panic!("timed out waiting for {what}; the screen:\n{s}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    }
-
-    fn assert_restored(&self) {
-        self.wait_for("the shell prompt after quitting", |s| {
-            s.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .is_some_and(|l| l.starts_with(PROMPT))
-        });
-        assert_eq!(
-            self.ok(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"])
-                .trim(),
-            "0"
-        );
-    }
-}
+// ---- The explorer on the store, in a real terminal (tmux/mod.rs, as tests/tui_tmux.rs drives it).
 
 /// The shell command that opens the explorer on `url`, with the test's home and password.
 fn explorer_command(front: &Front, url: &str, password: &str) -> String {
@@ -1029,7 +920,11 @@ fn llm_span(trace: &str, span: &str, parent: &str, model: &str, input: u64) -> V
 #[test]
 fn the_explorer_browses_the_store_as_ls_lists_it_and_follows_inserts() {
     let Some(front) = start() else { return };
-    let Some(t) = Tmux::start(160, 45) else { return };
+    if !tmux::available() {
+        eprintln!("SKIPPED: the explorer test needs tmux");
+        return;
+    }
+    let t = Tmux::start_sized(160, 45);
     let rows = ls_rows(&front);
     let costs = ls_costs(&front);
     t.type_line(&explorer_command(&front, &front.url(""), PASSWORD));

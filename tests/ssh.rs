@@ -8,6 +8,8 @@
 //! Skips (saying so) without /usr/sbin/sshd, ssh or ssh-keygen (.ci/run installs
 //! openssh-server).
 
+mod tmux;
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -15,6 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
+use tmux::Tmux;
 
 const SSHD: &str = "/usr/sbin/sshd";
 
@@ -554,86 +557,40 @@ fn an_unreachable_host_is_one_line_and_exit_2() {
 /// restores the terminal and closes the connection.
 #[test]
 fn the_explorer_follows_a_remote_session() {
-    if std::process::Command::new("tmux").arg("-V").output().is_err() {
+    if !tmux::available() {
         eprintln!("SKIPPED: no tmux");
         return;
     }
     let Some(s) = start() else { return };
     let (session, _) = seed(&s.home());
     let d = s.dir.path();
-    let socket = format!("tracetui-ssh-{}", std::process::id());
-    let tmux = |args: &[&str]| {
-        let o = std::process::Command::new("tmux")
-            .arg("-L")
-            .arg(&socket)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
     let bin = assert_cmd::cargo::cargo_bin("tracetui");
-    let cmd = format!(
-        "env TRACETUI_SSH_ARGS='-F {d}/ssh_config' TRACETUI_CACHE_DIR={d}/cache TMPDIR={d}/tmp XDG_CONFIG_HOME={d}/config {bin} {url}; echo EXIT=$?; sleep 120",
+    let t = Tmux::start_sized(120, 40);
+    t.type_line(&format!(
+        "env TRACETUI_SSH_ARGS='-F {d}/ssh_config' TRACETUI_CACHE_DIR={d}/cache TMPDIR={d}/tmp XDG_CONFIG_HOME={d}/config {bin} {url}; echo EXIT=$?",
         d = d.display(),
         bin = bin.display(),
         url = s.base()
-    );
-    tmux(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "x",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        &cmd,
-    ]);
-    let wait = |what: &str, pred: &dyn Fn(&str) -> bool| -> String {
-        let start = Instant::now();
-        loop {
-            let screen = tmux(&["capture-pane", "-p", "-t", "x"]);
-            if pred(&screen) {
-                return screen;
-            }
-            // Only a hang: a loaded machine may take long to draw.
-            assert!(
-                start.elapsed() < Duration::from_secs(90),
-                "timed out waiting for {what}:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
+    ));
     let whose = format!("every agent's place on {}", s.base());
-    let screen = wait("the runs list", &|sc| {
+    let screen = t.wait_for("the runs list", |sc| {
         sc.contains(&whose) && sc.contains("List the files")
     });
     assert!(screen.contains("Read the notes"), "{screen}");
     // The newest run (the Claude Code session) is first: open it.
-    tmux(&["send-keys", "-t", "x", "Enter"]);
-    wait("the session", &|sc| sc.contains("2 LLM calls"));
+    t.keys(&["Enter"]);
+    t.wait_for("the session", |sc| sc.contains("2 LLM calls"));
     std::fs::OpenOptions::new()
         .append(true)
         .open(&session)
         .unwrap()
         .write_all(claude_line(5, "u5", Some("u4"), "assistant", "Appended remotely.").as_bytes())
         .unwrap();
-    wait("the appended call", &|sc| sc.contains("3 LLM calls"));
-    tmux(&["send-keys", "-t", "x", "q"]);
+    t.wait_for("the appended call", |sc| sc.contains("3 LLM calls"));
+    t.keys(&["q"]);
     std::thread::sleep(Duration::from_millis(200));
-    tmux(&["send-keys", "-t", "x", "q"]);
-    wait("the exit", &|sc| sc.contains("EXIT=0"));
-    let _ = std::process::Command::new("tmux")
-        .arg("-L")
-        .arg(&socket)
-        .arg("kill-server")
-        .status();
+    t.keys(&["q"]);
+    t.wait_for("the exit", |sc| sc.contains("EXIT=0"));
+    drop(t);
     no_connection_left(&s);
 }

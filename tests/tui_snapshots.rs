@@ -487,22 +487,16 @@ fn branches_mouse_click_and_wheel() {
         },
     );
     assert!(selected(&s) > 2);
-    update(
-        &mut s,
-        Action::Scroll {
-            x: 10,
-            y: 5,
-            down: false,
-        },
-    );
-    update(
-        &mut s,
-        Action::Scroll {
-            x: 10,
-            y: 5,
-            down: false,
-        },
-    );
+    for _ in 0..2 {
+        update(
+            &mut s,
+            Action::Scroll {
+                x: 10,
+                y: 5,
+                down: false,
+            },
+        );
+    }
     assert_eq!(selected(&s), 0);
     // A click below the last row changes nothing.
     update(&mut s, Action::Click { x: 10, y: 39 });
