@@ -34,8 +34,13 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clickhouse/chdb_http.py")
 }
 
-/// The front, seeded; None (the test skips) without python3 or chdb.
+/// The front, seeded with the fake team store; None (the test skips) without python3 or chdb.
 fn start() -> Option<Front> {
+    start_with("team")
+}
+
+/// The front, seeded with store.py's set `set` (store.SETS).
+fn start_with(set: &str) -> Option<Front> {
     let has = std::process::Command::new("python3")
         .args(["-c", "import chdb"])
         .stdout(Stdio::null())
@@ -54,6 +59,7 @@ fn start() -> Option<Front> {
         .arg(&port_file)
         .arg("--seed")
         .arg(dir.path().join("otlp"))
+        .args(["--set", set])
         .arg("--log")
         .arg(dir.path().join("queries.jsonl"))
         .args(["--password", PASSWORD])
@@ -356,6 +362,88 @@ fn assert_same_stats(by: &str, remote: &Value, local: &Value) {
             .unwrap_or_else(|| panic!("--by {by}: no group {key}"));
         assert_eq!(r["runs"], l["runs"], "--by {by}: {key}: runs");
         close(r, l, &key.to_string());
+    }
+}
+
+#[test]
+fn other_recorders_spans_in_a_store_count_and_price_as_their_otlp_files() {
+    // Claude Code's, OpenInference's and MCP's spans, exit codes, older GenAI keys, recorded
+    // costs, a long-context prompt, a model-less call, an agent span with its run's usage
+    // (store.mixed_spans): the SQL classifies them as the OTLP reader does.
+    let Some(front) = start_with("mixed") else { return };
+    let src = front.url("");
+    let json = |c: &mut Command| -> Vec<Value> { json_lines(&c.assert().success().get_output().stdout) };
+    let remote = json(tracetui(&front, Some(PASSWORD)).args(["ls", &src, "--format", "json"]));
+    let local = json(
+        tracetui(&front, None)
+            .arg("ls")
+            .arg(front.store())
+            .args(["--format", "json"]),
+    );
+    assert_eq!(remote.len(), 3, "{remote:?}");
+    assert_eq!(local.len(), 3, "{local:?}");
+    for (r, l) in remote.iter().zip(&local) {
+        let id = l["id"].as_str().unwrap();
+        assert_eq!(r["id"], l["id"], "the same order");
+        for k in [
+            "start",
+            "duration",
+            "status",
+            "tool_calls",
+            "llm_calls",
+            "errors",
+            "tokens",
+            "name",
+            "model",
+            "usage",
+        ] {
+            assert_eq!(r[k], l[k], "{id}: {k}");
+        }
+    }
+    for by in ["model", "run", "day"] {
+        let remote = &json(tracetui(&front, Some(PASSWORD)).args(["stats", "--by", by, &src, "--format", "json"]))[0];
+        let local = &json(
+            tracetui(&front, None)
+                .args(["stats", "--by", by, "--format", "json"])
+                .arg(front.store()),
+        )[0];
+        assert_same_stats(by, remote, local);
+    }
+    // check: the same counts and tokens a trace.
+    let checked = |c: &mut Command| -> Vec<(Value, Vec<Value>)> {
+        let mut v: Vec<_> = json_lines(&c.output().unwrap().stdout)
+            .into_iter()
+            .map(|t| {
+                let counts = ["tool_calls", "llm_calls", "errors", "tokens", "status"].map(|k| t[k].clone());
+                (t["trace"].clone(), counts.to_vec())
+            })
+            .collect();
+        v.sort_by_key(|x| x.0.to_string());
+        v
+    };
+    let (r, l) = (
+        checked(tracetui(&front, Some(PASSWORD)).args(["check", &src, "--format", "json"])),
+        checked(
+            tracetui(&front, None)
+                .arg("check")
+                .arg(front.store())
+                .args(["--format", "json"]),
+        ),
+    );
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert_eq!(r, l, "check");
+    // show of each run: the same tree, names, tokens and costs.
+    let from_file = tracetui(&front, None).arg("show").arg(front.store()).assert().success();
+    let from_file = show_blocks(&String::from_utf8_lossy(&from_file.get_output().stdout));
+    for r in &remote {
+        let id = r["id"].as_str().unwrap();
+        let shown = tracetui(&front, Some(PASSWORD))
+            .args(["show", &front.url(&format!("?trace={id}"))])
+            .assert()
+            .success();
+        let shown = String::from_utf8_lossy(&shown.get_output().stdout).to_string();
+        let (head, lines) = show_blocks(&shown).into_iter().next().unwrap();
+        assert_eq!(Some(&lines), from_file.get(&head), "show of {id}:\n{shown}");
     }
 }
 

@@ -1,7 +1,7 @@
 """A minimal ClickHouse HTTP interface in front of chdb (ClickHouse's engine in Python), for
 tracetui's clickhouse:// tests.
 
-    python3 chdb_http.py --port-file F [--seed OTLP_DIR] [--password P] [--log F] [--data DIR]
+    python3 chdb_http.py --port-file F [--seed OTLP_DIR [--set mixed]] [--password P] [--log F] [--data DIR]
 
 Listens on 127.0.0.1 (a free port, written to F once it serves). A query is the `query` URL
 parameter and/or the POST body (ClickHouse joins them); `database` / X-ClickHouse-Database
@@ -13,7 +13,8 @@ for bad SQL, 500 otherwise, the text `Code: N. DB::Exception: ...` and the
 X-ClickHouse-Exception-Code header. `--log` appends one JSON line per request (its URL
 parameters and query, never the password), so a test can see what a client sent.
 `--seed` creates the exporter's table in database `otel`, inserts the fake team store as the
-exporter inserts it and writes the same spans as OTLP/JSON to OTLP_DIR/store.json.
+exporter inserts it and writes the same spans as OTLP/JSON to OTLP_DIR/store.json (`--set
+mixed`: other recorders' spans instead, store.mixed_spans).
 
 A test inserts more spans, as the Collector would while tracetui watches, with
 `POST /_test/insert` and a JSON list of spans in store.spans()'s form: they are inserted as the
@@ -46,12 +47,12 @@ READ = re.compile(r"^\s*(\(\s*)*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXISTS|EXPLAIN)\
 CODE = re.compile(r"Code: (\d+)")
 
 
-def seed(sess, out_dir):
+def seed(sess, out_dir, which="team"):
     sess.query("CREATE DATABASE IF NOT EXISTS otel")
     sess.query(store.DDL.format(table="otel.otel_traces"))
     # Two hours ago, to the second: inside the default 24 h window.
     base = (int(time.time()) - 7200) * 1_000_000_000
-    spans = store.spans(base)
+    spans = store.SETS[which](base)
     rows = "\n".join(json.dumps(r) for r in store.exporter_rows(spans))
     sess.query("INSERT INTO otel.otel_traces (%s) FORMAT JSONEachRow\n%s" % (store.INSERT_COLUMNS, rows))
     os.makedirs(out_dir, exist_ok=True)
@@ -140,13 +141,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--seed")
+    ap.add_argument("--set", default="team", choices=sorted(store.SETS), help="which spans --seed inserts")
     ap.add_argument("--password")
     ap.add_argument("--log")
     ap.add_argument("--data", help="the engine's directory (default: a new one under $TMPDIR)")
     a = ap.parse_args()
     sess = chs.Session(a.data or tempfile.mkdtemp(prefix="chdb-"))
     if a.seed:
-        seed(sess, a.seed)
+        seed(sess, a.seed, a.set)
     Handler.sess, Handler.password, Handler.log = sess, a.password, a.log
     srv = HTTPServer(("127.0.0.1", 0), Handler)
     tmp = a.port_file + ".tmp"

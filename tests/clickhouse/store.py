@@ -104,11 +104,93 @@ def spans(base_ns, traces=6):
     return out
 
 
+def mixed_spans(base_ns):
+    """Other recorders' spans, as they reach the same table: Claude Code's own spans (flat
+    Anthropic counts, a recorded `cost_usd`, a long prompt priced at its model's long-context
+    tier), OpenInference (span kinds, `llm.*` counts with cache and reasoning, a recorded
+    `llm.cost.total`), MCP's `tools/call` span, a tool whose process exited non-zero under an
+    unset status, an LLM call known by its model keys alone with the older GenAI count keys
+    and a recorded `gen_ai.usage.cost`, a chat without a model, an agent span that carries its
+    run's summed usage (not a call: not counted again). The SQL's classification and the OTLP
+    reader must agree on each of them."""
+    out = []
+
+    def span(t, n, parent, name, service, start, secs, attrs, status=0, message="", events=(), kind=1):
+        sid = "%016x" % ((0xC0 + t) << 16 | n)
+        out.append(dict(trace="%032x" % (0xB2000 + t), span=sid, parent=parent, name=name, service=service,
+                        kind=kind, start=start, end=start + int(secs * 1e9), status=status, message=message,
+                        attrs=attrs, events=list(events)))
+        return sid
+
+    s = base_ns
+    # Claude Code (its OTLP spans: claude_code.interaction > llm_request, tool > tool.execution).
+    root = span(0, 1, "", "claude_code.interaction", "claude-code", s, 60,
+                {"user_prompt_length": 42, "interaction.sequence": 1})
+    span(0, 2, root, "claude_code.llm_request", "claude-code", s + 1_000_000_000, 5,
+         {"model": "claude-sonnet-4-5", "input_tokens": 12, "output_tokens": 40, "cache_read_tokens": 1000,
+          "cache_creation_tokens": 200, "cost_usd": 0.0123, "duration_ms": 5000}, kind=3)
+    tool = span(0, 3, root, "claude_code.tool", "claude-code", s + 7_000_000_000, 3,
+                {"tool_name": "Bash", "duration_ms": 3000})
+    span(0, 4, tool, "claude_code.tool.execution", "claude-code", s + 7_500_000_000, 2,
+         {"success": False}, status=2, message="exit 1")
+    span(0, 5, root, "claude_code.tool", "claude-code", s + 11_000_000_000, 1, {"tool_name": "Read"})
+    # A prompt past 200k tokens: the long-context price, its cache counted in the prompt.
+    span(0, 6, root, "claude_code.llm_request", "claude-code", s + 13_000_000_000, 20,
+         {"model": "claude-sonnet-4-5", "input_tokens": 150000, "output_tokens": 900,
+          "cache_read_tokens": 60000, "cache_creation_tokens": 0}, kind=3)
+    # A request that names its usage the GenAI way: counted so (the cache inside the input).
+    span(0, 7, root, "claude_code.llm_request", "claude-code", s + 34_000_000_000, 4,
+         {"model": "claude-haiku-4-5", "gen_ai.usage.input_tokens": 3000,
+          "gen_ai.usage.cache_read.input_tokens": 1000, "gen_ai.usage.output_tokens": 80}, kind=3)
+
+    # OpenInference (an agent, its LLM call with cache and reasoning and a recorded cost, a tool).
+    s = base_ns + 600_000_000_000
+    root = span(1, 1, "", "agent run", "oi-app", s, 30, {"openinference.span.kind": "AGENT", "input.value": "plan"})
+    span(1, 2, root, "ChatCompletion", "oi-app", s + 1_000_000_000, 6,
+         {"openinference.span.kind": "LLM", "llm.model_name": "o3-mini", "llm.token_count.prompt": 500,
+          "llm.token_count.prompt_details.cache_read": 200, "llm.token_count.completion": 900,
+          "llm.token_count.completion_details.reasoning": 700, "llm.token_count.total": 1400,
+          "llm.cost.total": "0.0042"}, kind=3)
+    span(1, 3, root, "lookup", "oi-app", s + 8_000_000_000, 1,
+         {"openinference.span.kind": "TOOL", "tool.name": "lookup", "input.value": "{\"q\": 1}"})
+    span(1, 4, root, "retrieve", "oi-app", s + 10_000_000_000, 1, {"openinference.span.kind": "chain"})
+    span(1, 5, root, "ChatCompletion", "oi-app", s + 12_000_000_000, 3,
+         {"openinference.span.kind": "llm", "llm.model_name": "gpt-4o-mini", "llm.token_count.prompt": 800,
+          "llm.token_count.completion": 60}, kind=3)
+
+    # MCP, a failed process, model keys alone, older count keys, a model-less chat.
+    s = base_ns + 1_200_000_000_000
+    root = span(2, 1, "", "invoke_agent ops", "ops-agent", s, 40,
+                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "ops",
+                 "gen_ai.usage.input_tokens": 99999, "gen_ai.usage.output_tokens": 9999})
+    span(2, 2, root, "tools/call fetch", "ops-agent", s + 1_000_000_000, 2,
+         {"mcp.method.name": "tools/call", "mcp.session.id": "m1"}, kind=3)
+    span(2, 3, root, "execute_tool", "ops-agent", s + 4_000_000_000, 1,
+         {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "shell", "process.exit.code": 2})
+    span(2, 4, root, "completion", "ops-agent", s + 6_000_000_000, 2,
+         {"gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.prompt_tokens": 1200,
+          "gen_ai.usage.completion_tokens": 300, "gen_ai.usage.cost": 0.0061}, kind=3)
+    span(2, 5, root, "chat", "ops-agent", s + 9_000_000_000, 2,
+         {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 700,
+          "gen_ai.usage.output_tokens": 70}, kind=3)
+    span(2, 6, root, "embeddings", "ops-agent", s + 12_000_000_000, 1,
+         {"gen_ai.operation.name": "embeddings", "gen_ai.request.model": "text-embedding-3-small",
+          "gen_ai.usage.input_tokens": 64}, kind=3)
+    span(2, 7, root, "execute_tool", "ops-agent", s + 14_000_000_000, 1,
+         {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "shell", "process.exit.code": 0})
+    return out
+
+
+SETS = {"team": spans, "mixed": mixed_spans}
+
+
 def _any(v):
     if isinstance(v, bool):
         return {"boolValue": v}
     if isinstance(v, int):
         return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
     return {"stringValue": str(v)}
 
 
@@ -119,7 +201,7 @@ def _kv(d):
 def otlp_document(all_spans):
     """The same spans as one OTLP/JSON document (a resourceSpans entry per service)."""
     rs = []
-    for svc in SERVICES:
+    for svc in dict.fromkeys(s["service"] for s in all_spans):
         mine = [s for s in all_spans if s["service"] == svc]
         rs.append({
             "resource": {"attributes": _kv({"service.name": svc, "team": "ml"})},

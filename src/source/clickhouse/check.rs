@@ -27,7 +27,9 @@ pub fn check_sql(s: &Source, w: &super::stats::Window) -> String {
 ),
 traces AS (
   SELECT TraceId, min(Timestamp) AS first, count() AS n_spans, countIf(is_tool) AS tool_calls,
-    countIf(is_llm) AS llm_calls, countIf(is_error) AS errors, sum(tokens) AS n_tokens,
+    countIf(is_llm) AS llm_calls, countIf(is_error) AS errors,
+    -- The calls' tokens, or the first agent span's totals where they say more (Trace::counts).
+    if(countIf(has_run_usage) > 0, greatest(ifNull(sum(tokens), 0), {ru_tokens}), sum(tokens)) AS n_tokens,
     argMinIf(SpanName, Timestamp, ParentSpanId = '') AS name, countIf(ParentSpanId = '') AS roots,
     maxIf(is_error, ParentSpanId = '') AS root_error
   FROM spans
@@ -58,6 +60,7 @@ FROM traces INNER JOIN links USING (TraceId)
 ORDER BY has_error DESC, has_warning DESC, first DESC, TraceId
 LIMIT {limit} OFFSET {offset}",
         spans = classified_spans(&s.table_sql(), &w.sql(), "", "1"),
+        ru_tokens = super::run_usage_tokens_sql(&format!("argMinIf({}, Timestamp, has_run_usage)", super::RUN_USAGE)),
         table = s.table_sql(),
         window = w.sql(),
         max_spans = MAX_SPANS,

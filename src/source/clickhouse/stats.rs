@@ -95,9 +95,11 @@ impl Window {
 /// token sums; per trace its status (the root span's outcome) and its model (its first LLM
 /// call's, for calls that name none, as a file's run model); then three grouping sets: the
 /// sums per group key and pricing group (`g = 0`), the runs per group key (`g = 1`), the runs
-/// per status (`g = 2`). Only LLM calls and root spans are aggregated: the others add no call
-/// and no status, and leaving them out cuts the grouping (their attributes are still read, to
-/// classify them); a run with neither in the window is counted by [`count_sql`].
+/// per status (`g = 2`). A run whose agent span recorded more tokens than its calls add up to
+/// is that span's totals instead, as one part at the run's model ([`super::classified_spans`]).
+/// Only LLM calls, agent spans and root spans are aggregated: the others add no call and no
+/// status, and leaving them out cuts the grouping (their attributes are still read, to
+/// classify them); a run with none in the window is counted by [`count_sql`].
 pub fn stats_sql(s: &Source, w: &Window, by: By) -> String {
     let day = match by {
         By::Day => "formatDateTime(Timestamp, '%F', 'UTC')",
@@ -106,6 +108,10 @@ pub fn stats_sql(s: &Source, w: &Window, by: By) -> String {
     let key = match by {
         By::Day => "x.5",
         _ => "pmodel",
+    };
+    let run_day = match by {
+        By::Day => "formatDateTime(run_start, '%F', 'UTC')",
+        _ => "''",
     };
     format!(
         "WITH spans AS (
@@ -118,18 +124,33 @@ per AS (
     countIf(is_llm) AS calls, countIf(is_llm AND has_usage) AS used,
     sum(input) AS s_input, sum(output) AS s_output, sum(cache_read) AS s_cache_read,
     sum(cache_write) AS s_cache_write, sum(reasoning) AS s_reasoning, sum(total) AS s_total,
-    sum(toDecimal128OrZero(ifNull(cost, '0'), 9)) AS s_cost
+    sum(toDecimal128OrZero(ifNull(cost, '0'), 9)) AS s_cost,
+    sum(tokens) AS s_tokens, min(Timestamp) AS first_at,
+    countIf(has_run_usage) AS n_run_usage,
+    minIf(Timestamp, has_run_usage) AS run_at,
+    argMinIf({run_usage}, Timestamp, has_run_usage) AS run_u
   FROM spans
   GROUP BY TraceId, model, recorded, anthropic, tier, day
 ),
 runs AS (
-  SELECT TraceId,
-    multiIf(sum(n_roots) = 0, 'unknown', max(root_error), 'error', 'ok') AS status,
-    argMinIf(model, first_llm, model != '' AND calls > 0) AS run_model,
-    groupArray((model, recorded, anthropic, tier, day, calls, used, s_input, s_output, s_cache_read,
-                s_cache_write, s_reasoning, s_total, s_cost)) AS parts
-  FROM per
-  GROUP BY TraceId
+  SELECT TraceId, status, run_model,
+    -- An agent span's totals where they exceed the calls' tokens: the run's one part, at its
+    -- model and start day (cost::usage::recorded_totals, as a file's run).
+    if(has_ru AND {ru_tokens} > calls_tokens,
+       [(run_model, ru.7 IS NOT NULL, false, {ru_tier}, {run_day}, run_calls, toUInt64(1), ru.1, ru.2, ru.3, ru.4,
+         ru.5, ru.6, toDecimal128OrZero(ifNull(ru.7, '0'), 9))],
+       parts) AS parts
+  FROM (
+    SELECT TraceId,
+      multiIf(sum(n_roots) = 0, 'unknown', max(root_error), 'error', 'ok') AS status,
+      argMinIf(model, first_llm, model != '' AND calls > 0) AS run_model,
+      groupArray((model, recorded, anthropic, tier, day, calls, used, s_input, s_output, s_cache_read,
+                  s_cache_write, s_reasoning, s_total, s_cost)) AS parts,
+      sum(n_run_usage) > 0 AS has_ru, argMinIf(run_u, run_at, n_run_usage > 0) AS ru,
+      ifNull(sum(s_tokens), 0) AS calls_tokens, sum(calls) AS run_calls, min(first_at) AS run_start
+    FROM per
+    GROUP BY TraceId
+  )
 )
 SELECT grouping(key, pmodel, recorded, anthropic, tier, status) AS g, key, pmodel, recorded, anthropic, tier, status,
   uniqExactIf(TraceId, x.6 > 0) AS key_runs, uniqExact(TraceId) AS status_runs,
@@ -149,9 +170,13 @@ LIMIT {limit}",
             &s.table_sql(),
             &w.sql(),
             &format!("{day} AS day"),
-            "is_llm OR ParentSpanId = ''"
+            "is_llm OR is_run OR ParentSpanId = ''"
         ),
         limit = MAX_ROWS,
+        run_day = run_day,
+        run_usage = super::RUN_USAGE,
+        ru_tokens = super::run_usage_tokens_sql("ru"),
+        ru_tier = super::run_usage_tier_sql("ru"),
     )
 }
 
