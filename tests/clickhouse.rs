@@ -1040,9 +1040,11 @@ fn the_explorer_browses_the_store_as_ls_lists_it_and_follows_inserts() {
         "newest first:\n{list}"
     );
     t.keys(&["Enter"]);
-    t.wait_for("the run's tree", |s| {
+    let opened = t.wait_for("the run's tree", |s| {
         s.contains("execute_tool search") || s.contains("search_")
     });
+    // Its header names the store's format, as the list did (its spans are read as OTLP).
+    assert!(opened.contains("format clickhouse"), "{opened}");
     // A span inserted while the run is open appears in it.
     // store.py's ids: trace `0xA1000 + t`, its root span `(t + 1) << 16 | 1`.
     let t_index = u64::from_str_radix(&newest[16..], 16).unwrap() - 0xA1000;

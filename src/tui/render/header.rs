@@ -10,6 +10,16 @@ use crate::tui::theme::{Role, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
+/// The run's format as the runs list names it: a store's run is `clickhouse` there, though its
+/// spans are read as OTLP/JSON.
+fn format_of(t: &Trace) -> &'static str {
+    if crate::source::clickhouse::is_url(&t.meta.source.to_string_lossy()) {
+        "clickhouse"
+    } else {
+        t.meta.format
+    }
+}
+
 /// The header's two lines' fields (tests read them).
 pub fn lines(r: &RunView, t: &Trace) -> [Vec<Field>; 2] {
     let m = &t.meta;
@@ -19,7 +29,7 @@ pub fn lines(r: &RunView, t: &Trace) -> [Vec<Field>; 2] {
     let mut first = vec![
         Field::text(st, role),
         Field::new(vec![(name, Role::Title)]).elastic(24),
-        Field::new(fact("format", m.format.to_string())).drop_at(4),
+        Field::new(fact("format", format_of(t).to_string())).drop_at(4),
     ];
     if let Some(model) = &r.model {
         first.push(Field::new(fact("model", crate::sanitize::line(model).into_owned())).drop_at(3));
