@@ -111,8 +111,8 @@ def mixed_spans(base_ns):
     `llm.cost.total`), MCP's `tools/call` span, a tool whose process exited non-zero under an
     unset status, an LLM call known by its model keys alone with the older GenAI count keys
     and a recorded `gen_ai.usage.cost`, a chat without a model, an agent span that carries its
-    run's summed usage (not a call: not counted again). The SQL's classification and the OTLP
-    reader must agree on each of them."""
+    run's summed usage (not a call: not counted again), an agent recorded alone with its
+    totals. The SQL's classification and the OTLP reader must agree on each of them."""
     out = []
 
     def span(t, n, parent, name, service, start, secs, attrs, status=0, message="", events=(), kind=1):
@@ -178,6 +178,14 @@ def mixed_spans(base_ns):
           "gen_ai.usage.input_tokens": 64}, kind=3)
     span(2, 7, root, "execute_tool", "ops-agent", s + 14_000_000_000, 1,
          {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "shell", "process.exit.code": 0})
+
+    # An instrumentation that records the agent alone: its totals, no LLM call span.
+    s = base_ns + 1_800_000_000_000
+    root = span(3, 1, "", "invoke_agent summarizer", "summarizer", s, 12,
+                {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "summarizer",
+                 "gen_ai.usage.input_tokens": 4200, "gen_ai.usage.output_tokens": 380})
+    span(3, 2, root, "execute_tool", "summarizer", s + 2_000_000_000, 1,
+         {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_doc"})
     return out
 
 

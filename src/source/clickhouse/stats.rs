@@ -153,7 +153,7 @@ runs AS (
   )
 )
 SELECT grouping(key, pmodel, recorded, anthropic, tier, status) AS g, key, pmodel, recorded, anthropic, tier, status,
-  uniqExactIf(TraceId, x.6 > 0) AS key_runs, uniqExact(TraceId) AS status_runs,
+  uniqExactIf(TraceId, x.6 > 0 OR x.7 > 0) AS key_runs, uniqExact(TraceId) AS status_runs,
   sum(x.6) AS calls, sum(x.7) AS used,
   sum(x.8) AS s_input, sum(x.9) AS s_output, sum(x.10) AS s_cache_read, sum(x.11) AS s_cache_write,
   sum(x.12) AS s_reasoning, sum(x.13) AS s_total, toString(sum(x.14)) AS s_cost
@@ -163,7 +163,7 @@ FROM (
   FROM runs ARRAY JOIN parts AS x
 )
 GROUP BY GROUPING SETS ((key, pmodel, recorded, anthropic, tier), (key), (status))
-HAVING g != 1 OR calls > 0
+HAVING g != 1 OR calls > 0 OR used > 0
 ORDER BY g, key, pmodel
 LIMIT {limit}",
         spans = classified_spans(
@@ -307,7 +307,7 @@ pub fn build(
                 groups[i].total.merge(&t);
                 s.total.merge(&t);
             }
-            // (key): the runs with a call in the group.
+            // (key): the runs with a call (or their recorded totals) in the group.
             0b011111 => {
                 let n = u(r.get("key_runs")).unwrap_or(0) as usize;
                 if n > 0 {
