@@ -374,8 +374,6 @@ fn clickhouse(cli: Cli, url: &str, out: &mut dyn Write) -> anyhow::Result<u8> {
     }
 }
 
-/// The explorer's precondition: a terminal on standard output; else a usage error saying
-/// what to run `instead`.
 /// `tail` in the explorer: `path` opened and followed live; `what` names it in the message for
 /// a command that is not in a terminal.
 fn tail_explorer(
@@ -397,6 +395,8 @@ fn tail_explorer(
     Ok(())
 }
 
+/// The explorer's precondition: a terminal on standard output; else a usage error saying
+/// what to run `instead`.
 fn need_terminal(instead: &str) -> anyhow::Result<()> {
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         Ok(())

@@ -479,10 +479,6 @@ pub(crate) fn classified_spans(table: &str, filter: &str, extra: &str, keep: &st
         let parts: Vec<String> = cols.iter().map(|c| format!("toUInt64OrNull({c})")).collect();
         format!("coalesce({}, NULL)", parts.join(", "))
     };
-    let tiers: Vec<String> = tier_thresholds(crate::cost::usage::current())
-        .iter()
-        .map(u64::to_string)
-        .collect();
     let extra = if extra.is_empty() {
         String::new()
     } else {
@@ -490,7 +486,7 @@ pub(crate) fn classified_spans(table: &str, filter: &str, extra: &str, keep: &st
     };
     format!(
         "SELECT *,
-  if(NOT is_llm, 0, arrayCount(x -> base_input > x, [{tiers}])) AS tier,
+  if(NOT is_llm, 0, {tier}) AS tier,
   if(has_usage, coalesce(total, base_input + if(anthropic, ifNull(output, 0), greatest(ifNull(output, 0), ifNull(reasoning, 0)))), NULL) AS tokens
 FROM (
 SELECT *,
@@ -602,8 +598,18 @@ WHERE {keep}
         g_output = num(&["r_out1", "r_out2", "r_out3"]),
         g_cache_read = num(&["r_cr1", "r_cr2"]),
         g_cache_write = num(&["r_cw1", "r_cw2"]),
-        tiers = tiers.join(", "),
+        tier = tier_sql("base_input"),
     )
+}
+
+/// The price tier of a prompt of `base_input` tokens (the input with its cache): how many of
+/// the price list's long-context thresholds it exceeds ([`tier_thresholds`]).
+fn tier_sql(base_input: &str) -> String {
+    let t: Vec<String> = tier_thresholds(crate::cost::usage::current())
+        .iter()
+        .map(u64::to_string)
+        .collect();
+    format!("arrayCount(x -> {base_input} > x, [{}])", t.join(", "))
 }
 
 /// A group of LLM calls of one model (and tier, and recorded cost or not, and Anthropic's or
@@ -729,6 +735,7 @@ ORDER BY min(first) DESC, TraceId
 /// has_run_usage)`: the first agent span's, by start; not by (start, span id), which read
 /// every span's id for the rare tie): a tuple (input, output, cache read, cache write,
 /// reasoning, total, cost as text), read by [`run_usage_of`].
+///
 /// Each count under `if(has_run_usage, …)`: the counts are parsed for every span that
 /// reaches the aggregation otherwise, where a call's are parsed for LLM calls only (the runs
 /// list's second query 1.28 s against 1.17 s, medians of 21 rounds; 1.07 s before agent spans
@@ -748,14 +755,9 @@ pub(crate) fn run_usage_tokens_sql(u: &str) -> String {
 
 /// The price tier of a [`RUN_USAGE`] tuple's prompt (see `tier` in [`classified_spans`]).
 pub(crate) fn run_usage_tier_sql(u: &str) -> String {
-    let tiers: Vec<String> = tier_thresholds(crate::cost::usage::current())
-        .iter()
-        .map(u64::to_string)
-        .collect();
-    format!(
-        "arrayCount(x -> greatest(ifNull({u}.1, 0), ifNull({u}.3, 0) + ifNull({u}.4, 0)) > x, [{}])",
-        tiers.join(", ")
-    )
+    tier_sql(&format!(
+        "greatest(ifNull({u}.1, 0), ifNull({u}.3, 0) + ifNull({u}.4, 0))"
+    ))
 }
 
 /// [`RUN_USAGE`]'s tuple as a [`Usage`] (GenAI's counts, the cache inside the input) and its
